@@ -1,0 +1,90 @@
+#include "bench/report.hpp"
+
+#include "bench/stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <sstream>
+
+namespace lanes::bench {
+
+namespace {
+
+nlohmann::json to_json(const summary& s) {
+    return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50},
+            {"p90", s.p90},     {"p99", s.p99},   {"max", s.max}};
+}
+
+// Errors grouped by their first word ("connect:", "status 503", ...).
+std::string error_kind(const std::string& error) {
+    const auto colon = error.find(':');
+    return colon == std::string::npos ? error : error.substr(0, colon);
+}
+
+} // namespace
+
+nlohmann::json make_report(const bench_config& cfg, const std::vector<request_record>& records,
+                           double wall_seconds) {
+    std::vector<double> ttft, itl, e2e;
+    std::int64_t ok = 0, in_tokens = 0, out_tokens = 0;
+    std::map<std::string, std::int64_t> errors;
+    std::map<std::string, std::int64_t> per_replica;
+    for (const auto& r : records) {
+        if (!r.error.empty()) {
+            ++errors[error_kind(r.error)];
+            continue;
+        }
+        ++ok;
+        ttft.push_back(r.ttft);
+        e2e.push_back(r.e2e);
+        itl.insert(itl.end(), r.itl.begin(), r.itl.end());
+        in_tokens += r.prompt_tokens;
+        out_tokens += r.completion_tokens;
+        ++per_replica[r.replica.empty() ? "(direct)" : r.replica];
+    }
+    double max_count = 0, mean_count = 0;
+    for (const auto& [name, count] : per_replica) {
+        max_count = std::max(max_count, static_cast<double>(count));
+        mean_count += static_cast<double>(count);
+    }
+    if (!per_replica.empty())
+        mean_count /= static_cast<double>(per_replica.size());
+    const double wall = wall_seconds > 0 ? wall_seconds : 1e-9;
+    return {
+        {"config",
+         {{"url", cfg.url},
+          {"workload", cfg.workload},
+          {"requests", cfg.requests},
+          {"concurrency", cfg.concurrency},
+          {"input_len", cfg.input_len},
+          {"output_len", cfg.output_len},
+          {"seed", cfg.seed}}},
+        {"completed", ok},
+        {"failed", static_cast<std::int64_t>(records.size()) - ok},
+        {"errors", errors},
+        {"duration_s", wall_seconds},
+        {"request_throughput", static_cast<double>(ok) / wall},
+        {"input_token_throughput", static_cast<double>(in_tokens) / wall},
+        {"output_token_throughput", static_cast<double>(out_tokens) / wall},
+        {"ttft_s", to_json(summarize(ttft))},
+        {"itl_s", to_json(summarize(itl))},
+        {"e2e_s", to_json(summarize(e2e))},
+        {"per_replica", per_replica},
+        {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
+    };
+}
+
+std::string describe(const nlohmann::json& r) {
+    std::ostringstream out;
+    out << r["completed"].get<std::int64_t>() << " ok, " << r["failed"].get<std::int64_t>()
+        << " failed in " << r["duration_s"].get<double>()
+        << " s: " << r["request_throughput"].get<double>() << " req/s, "
+        << r["output_token_throughput"].get<double>() << " output tok/s; TTFT p50 "
+        << r["ttft_s"]["p50"].get<double>() * 1000 << " ms, p99 "
+        << r["ttft_s"]["p99"].get<double>() * 1000 << " ms; imbalance "
+        << r["imbalance"].get<double>();
+    return out.str();
+}
+
+} // namespace lanes::bench

@@ -1,0 +1,68 @@
+#include "common/block_hash.hpp"
+
+#include <array>
+
+#include <xxhash.h>
+
+namespace lanes::common {
+
+namespace {
+
+constexpr std::size_t stack_block_tokens = 256;
+constexpr std::size_t parent_bytes = 8;
+
+void put_le(unsigned char* out, std::uint64_t value, std::size_t bytes) {
+    for (std::size_t i = 0; i < bytes; ++i) {
+        out[i] = static_cast<unsigned char>(value >> (8 * i));
+    }
+}
+
+// Writes the hash input (parent then tokens, little-endian) into `out`, which must hold
+// 8 + 4 * tokens.size() bytes; returns the number of bytes written.
+std::size_t fill_input(unsigned char* out, block_hash parent, std::span<const token_id> tokens) {
+    put_le(out, parent, parent_bytes);
+    std::size_t pos = parent_bytes;
+    for (token_id t : tokens) {
+        put_le(out + pos, t, 4);
+        pos += 4;
+    }
+    return pos;
+}
+
+} // namespace
+
+block_hash hash_block(block_hash parent, std::span<const token_id> tokens) {
+    if (tokens.size() <= stack_block_tokens) {
+        std::array<unsigned char, parent_bytes + 4 * stack_block_tokens> buf;
+        std::size_t n = fill_input(buf.data(), parent, tokens);
+        return XXH3_64bits(buf.data(), n);
+    }
+    std::vector<unsigned char> buf(parent_bytes + 4 * tokens.size());
+    std::size_t n = fill_input(buf.data(), parent, tokens);
+    return XXH3_64bits(buf.data(), n);
+}
+
+std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size) {
+    std::vector<block_hash> hashes;
+    extend_block_hashes(hashes, tokens, block_size);
+    return hashes;
+}
+
+void extend_block_hashes(std::vector<block_hash>& hashes, std::span<const token_id> tokens,
+                         std::size_t block_size) {
+    if (block_size == 0) {
+        return;
+    }
+    std::size_t full = tokens.size() / block_size;
+    if (hashes.size() >= full) {
+        return;
+    }
+    hashes.reserve(full);
+    block_hash parent = hashes.empty() ? root_block_hash : hashes.back();
+    for (std::size_t i = hashes.size(); i < full; ++i) {
+        parent = hash_block(parent, tokens.subspan(i * block_size, block_size));
+        hashes.push_back(parent);
+    }
+}
+
+} // namespace lanes::common

@@ -1,0 +1,218 @@
+#include "common/http_client.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <charconv>
+
+namespace lanes::common::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t chunk_buffer_size = 16 * 1024;
+constexpr std::uint32_t response_header_limit = 64 * 1024;
+} // namespace
+
+std::string url::authority() const {
+    const bool v6 = host.find(':') != std::string::npos;
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string url::str() const {
+    return "http://" + authority() + base_path;
+}
+
+std::optional<url> parse_url(std::string_view text, std::string* error) {
+    auto fail = [&](std::string why) -> std::optional<url> {
+        if (error)
+            *error = "invalid URL '" + std::string(text) + "': " + why;
+        return std::nullopt;
+    };
+    std::string_view rest = text;
+    if (rest.starts_with("https://"))
+        return fail("https is not supported; put TLS in front of lanes or use http://");
+    if (rest.starts_with("http://"))
+        rest.remove_prefix(7);
+    else if (rest.find("://") != std::string_view::npos)
+        return fail("only http:// URLs are supported");
+    url u;
+    const auto slash = rest.find('/');
+    std::string_view authority = rest.substr(0, slash);
+    if (slash != std::string_view::npos) {
+        std::string_view path = rest.substr(slash);
+        while (path.ends_with('/'))
+            path.remove_suffix(1);
+        u.base_path = std::string(path);
+    }
+    std::string_view port_text;
+    if (authority.starts_with('[')) {
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos)
+            return fail("unterminated IPv6 address");
+        u.host = std::string(authority.substr(1, close - 1));
+        if (close + 1 < authority.size()) {
+            if (authority[close + 1] != ':')
+                return fail("expected ':' after IPv6 address");
+            port_text = authority.substr(close + 2);
+        }
+    } else {
+        const auto colon = authority.rfind(':');
+        u.host = std::string(authority.substr(0, colon));
+        if (colon != std::string_view::npos)
+            port_text = authority.substr(colon + 1);
+    }
+    if (u.host.empty())
+        return fail("missing host");
+    if (!port_text.empty()) {
+        unsigned value = 0;
+        auto [p, ec] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+        if (ec != std::errc{} || p != port_text.data() + port_text.size() || value == 0 ||
+            value > 65535)
+            return fail("bad port '" + std::string(port_text) + "'");
+        u.port = static_cast<unsigned short>(value);
+    }
+    return u;
+}
+
+client_connection::client_connection(asio::any_io_executor ex)
+    : stream_(std::move(ex))
+    , chunk_(chunk_buffer_size) {}
+
+asio::awaitable<error_code> client_connection::connect(url target, duration timeout) {
+    target_ = target;
+    tcp::resolver resolver(stream_.get_executor());
+    auto [rec, results] =
+        co_await resolver.async_resolve(target.host, std::to_string(target.port), use_tuple);
+    if (rec)
+        co_return rec;
+    stream_.expires_after(timeout);
+    auto [ec, ep] = co_await stream_.async_connect(results, use_tuple);
+    if (ec)
+        co_return ec;
+    stream_.socket().set_option(tcp::no_delay(true));
+    open_ = true;
+    buffer_.clear();
+    co_return error_code{};
+}
+
+bool client_connection::is_open() const {
+    return open_ && stream_.socket().is_open();
+}
+
+void client_connection::close() {
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+    open_ = false;
+}
+
+asio::awaitable<error_code> client_connection::write(request& req, duration timeout) {
+    if (req.find(beast_http::field::host) == req.end())
+        req.set(beast_http::field::host, target_.authority());
+    req.prepare_payload();
+    parser_.reset();
+    stream_.expires_after(timeout);
+    auto [ec, n] = co_await beast_http::async_write(stream_, req, use_tuple);
+    if (ec)
+        open_ = false;
+    co_return ec;
+}
+
+asio::awaitable<error_code> client_connection::read_header(duration timeout) {
+    parser_.emplace();
+    parser_->header_limit(response_header_limit);
+    parser_->body_limit(boost::none); // streamed through, never held whole
+    stream_.expires_after(timeout);
+    auto [ec, n] = co_await beast_http::async_read_header(stream_, buffer_, *parser_, use_tuple);
+    if (ec)
+        open_ = false;
+    co_return ec;
+}
+
+const beast_http::response_header<>& client_connection::header() const {
+    return parser_->get().base();
+}
+
+asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
+    out.clear();
+    while (!parser_->is_done()) {
+        auto& body = parser_->get().body();
+        body.data = chunk_.data();
+        body.size = chunk_.size();
+        stream_.expires_after(idle_timeout);
+        auto [ec, n] = co_await beast_http::async_read_some(stream_, buffer_, *parser_, use_tuple);
+        if (ec == beast_http::error::need_buffer)
+            ec = {};
+        if (ec) {
+            open_ = false;
+            co_return ec;
+        }
+        const std::size_t got = chunk_.size() - parser_->get().body().size;
+        if (got > 0) {
+            out.assign(chunk_.data(), got);
+            co_return error_code{};
+        }
+    }
+    co_return error_code{};
+}
+
+bool client_connection::done() const {
+    return parser_ && parser_->is_done();
+}
+
+bool client_connection::reusable() const {
+    return is_open() && done() && parser_->get().keep_alive();
+}
+
+asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, url target, beast_http::verb method,
+                                    std::string path, fetch_options options) {
+    fetch_result result;
+    client_connection conn(ex);
+    result.ec = co_await conn.connect(target, options.connect_timeout);
+    if (result.ec)
+        co_return result;
+    const auto deadline = std::chrono::steady_clock::now() + options.total_timeout;
+    auto left = [&] {
+        return std::max(duration{1}, std::chrono::duration_cast<duration>(
+                                         deadline - std::chrono::steady_clock::now()));
+    };
+    request req{method, target.base_path + path, 11};
+    req.set(beast_http::field::user_agent, "lanes");
+    for (const auto& [name, value] : options.headers)
+        req.set(name, value);
+    if (!options.body.empty() || method == beast_http::verb::post) {
+        req.set(beast_http::field::content_type, options.content_type);
+        req.body() = options.body;
+    }
+    req.keep_alive(false);
+    if ((result.ec = co_await conn.write(req, left())))
+        co_return result;
+    if ((result.ec = co_await conn.read_header(left())))
+        co_return result;
+    result.status = static_cast<int>(conn.header().result_int());
+    result.content_type = std::string(conn.header()[beast_http::field::content_type]);
+    for (const auto& field : conn.header())
+        result.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    std::string piece;
+    while (!conn.done()) {
+        if ((result.ec = co_await conn.read_chunk(piece, left())))
+            co_return result;
+        if (result.body.size() + piece.size() > options.body_limit) {
+            result.ec = beast_http::error::body_limit;
+            co_return result;
+        }
+        result.body += piece;
+    }
+    conn.close();
+    co_return result;
+}
+
+} // namespace lanes::common::http

@@ -1,0 +1,86 @@
+// HTTP/1.1 client on Beast for upstream requests: a keep-alive connection that sends a request
+// and reads the response header, then the body chunk by chunk as it arrives (so SSE can be relayed
+// without buffering); plus a one-shot `fetch` for small bodies (health checks, metric scrapes).
+#pragma once
+
+#include "common/http_server.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lanes::common::http {
+
+struct url {
+    std::string host; // without brackets for IPv6
+    unsigned short port = 80;
+    std::string base_path; // "" or "/prefix" (no trailing slash)
+
+    std::string authority() const; // host:port, IPv6 in brackets
+    std::string str() const;       // http://authority + base_path
+};
+
+// Accepts "http://host[:port][/path]" and "host:port"; https is refused with a message.
+std::optional<url> parse_url(std::string_view text, std::string* error = nullptr);
+
+class client_connection {
+public:
+    explicit client_connection(boost::asio::any_io_executor ex);
+
+    boost::asio::awaitable<boost::system::error_code> connect(url target, duration timeout);
+    bool is_open() const;
+    void close();
+
+    // Sends `req` (Host is set from the connected url when absent).
+    boost::asio::awaitable<boost::system::error_code> write(request& req, duration timeout);
+    // Reads the response status line and headers.
+    boost::asio::awaitable<boost::system::error_code> read_header(duration timeout);
+    const beast_http::response_header<>& header() const;
+    // Next piece of the body as it arrives; `out` is empty and done() true at the end. Each call
+    // waits at most `idle_timeout` for bytes.
+    boost::asio::awaitable<boost::system::error_code> read_chunk(std::string& out,
+                                                                 duration idle_timeout);
+    bool done() const;
+    // True when the response completed and the server allows another request on this connection.
+    bool reusable() const;
+
+private:
+    boost::beast::tcp_stream stream_;
+    boost::beast::flat_buffer buffer_;
+    std::optional<beast_http::response_parser<beast_http::buffer_body>> parser_;
+    std::vector<char> chunk_;
+    url target_;
+    bool open_ = false;
+};
+
+struct fetch_result {
+    boost::system::error_code ec; // transport error, or timeout
+    int status = 0;
+    std::string body;
+    std::string content_type;
+    header_list headers; // every response header, in order
+};
+
+struct fetch_options {
+    duration connect_timeout{2'000};
+    duration total_timeout{5'000};
+    std::size_t body_limit = 4 * 1024 * 1024;
+    std::string body;
+    std::string content_type = "application/json";
+    header_list headers;
+};
+
+// One request on a fresh connection; reads the whole body (bounded by body_limit). Arguments
+// are taken by value: a coroutine must not hold references to its callers' temporaries.
+boost::asio::awaitable<fetch_result> fetch(boost::asio::any_io_executor ex, url target,
+                                           beast_http::verb method, std::string path,
+                                           fetch_options options = {});
+
+} // namespace lanes::common::http

@@ -1,0 +1,443 @@
+#include "common/http_server.hpp"
+
+#include "common/log.hpp"
+#include "common/openai.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <csignal>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace lanes::common::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+namespace {
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t first_read_size = 4096;
+constexpr std::string_view server_header = "lanes";
+} // namespace
+
+response make_response(const request& req, beast_http::status status, std::string body,
+                       std::string_view content_type) {
+    response res{status, req.version()};
+    res.set(beast_http::field::server, server_header);
+    res.set(beast_http::field::content_type, content_type);
+    res.keep_alive(req.keep_alive());
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+}
+
+class session;
+
+struct server::state {
+    state(asio::io_context& io_, server_config cfg_, handler h_, std::string name_)
+        : io(io_)
+        , cfg(cfg_)
+        , h(std::move(h_))
+        , name(std::move(name_))
+        , accept_strand(asio::make_strand(io_)) {}
+
+    asio::io_context& io;
+    server_config cfg;
+    handler h;
+    std::string name;
+    asio::strand<asio::io_context::executor_type> accept_strand;
+    std::optional<tcp::acceptor> acceptor;
+    std::atomic<bool> stopping{false};
+    std::atomic<std::size_t> active{0};
+    std::atomic<std::size_t> connections{0};
+    std::mutex mutex;
+    std::set<std::weak_ptr<session>, std::owner_less<std::weak_ptr<session>>> sessions;
+};
+
+namespace {
+
+std::string limit_error(int status, std::string message) {
+    openai::api_error e;
+    e.status = status;
+    e.message = std::move(message);
+    return openai::error_json(e);
+}
+
+} // namespace
+
+class session : public response_writer, public std::enable_shared_from_this<session> {
+public:
+    session(tcp::socket socket, std::shared_ptr<server::state> st)
+        : stream_(std::move(socket))
+        , st_(std::move(st)) {
+        boost::system::error_code ec;
+        remote_ = stream_.socket().remote_endpoint(ec);
+    }
+
+    asio::awaitable<void> run();
+
+    // Called (on any thread) by server::stop(): closes the connection if it waits for a request.
+    void close_if_idle() {
+        asio::post(stream_.get_executor(), [self = shared_from_this()] {
+            if (self->idle_)
+                self->stream_.cancel();
+        });
+    }
+
+    asio::awaitable<bool> send(response res) override;
+    asio::awaitable<bool> begin_stream(beast_http::status status, std::string_view content_type,
+                                       const header_list& headers) override;
+    asio::awaitable<bool> write_chunk(std::string_view data) override;
+    asio::awaitable<bool> end_stream() override;
+    void on_client_closed(std::function<void()> on_closed) override;
+    bool started() const override { return started_; }
+    const tcp::endpoint& remote() const override { return remote_; }
+
+private:
+    // Reads one request; nullopt when the connection should close (after answering any error).
+    asio::awaitable<std::optional<request>> read_request();
+    asio::awaitable<void> refuse(int status, std::string message);
+    asio::awaitable<void> serve(request& req);
+    void stop_watching();
+
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    std::shared_ptr<server::state> st_;
+    tcp::endpoint remote_;
+    bool idle_ = true;
+    bool started_ = false;
+    bool broken_ = false;
+    bool keep_alive_ = true;
+    unsigned version_ = 11;
+    std::function<void()> on_closed_;
+    std::uint64_t watch_generation_ = 0;
+};
+
+asio::awaitable<void> session::run() {
+    while (!st_->stopping.load()) {
+        std::optional<request> req = co_await read_request();
+        if (!req)
+            break;
+        co_await serve(*req);
+        if (broken_ || !keep_alive_)
+            break;
+    }
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+}
+
+asio::awaitable<std::optional<request>> session::read_request() {
+    const auto& cfg = st_->cfg;
+    idle_ = true;
+    if (buffer_.size() == 0) {
+        stream_.expires_after(cfg.idle_timeout);
+        auto [ec, n] =
+            co_await stream_.async_read_some(buffer_.prepare(first_read_size), use_tuple);
+        if (ec)
+            co_return std::nullopt; // idle timeout, client closed, or shutdown
+        buffer_.commit(n);
+    }
+    idle_ = false;
+    beast_http::request_parser<beast_http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
+    parser.body_limit(cfg.body_limit);
+    stream_.expires_after(cfg.header_read_timeout);
+    auto [hec, hn] = co_await beast_http::async_read_header(stream_, buffer_, parser, use_tuple);
+    if (hec == beast_http::error::header_limit) {
+        co_await refuse(431, "request header fields too large");
+        co_return std::nullopt;
+    }
+    if (hec == beast_http::error::body_limit) { // a Content-Length over the limit
+        co_await refuse(413,
+                        "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
+        co_return std::nullopt;
+    }
+    if (hec == beast::error::timeout || hec == beast_http::error::end_of_stream) {
+        co_return std::nullopt;
+    }
+    if (hec) {
+        co_await refuse(400, "malformed HTTP request: " + hec.message());
+        co_return std::nullopt;
+    }
+    version_ = parser.get().version();
+    if (beast::iequals(parser.get()[beast_http::field::expect], "100-continue")) {
+        beast_http::response<beast_http::empty_body> cont{beast_http::status::continue_, 11};
+        stream_.expires_after(cfg.write_timeout);
+        auto [cec, cn] = co_await beast_http::async_write(stream_, cont, use_tuple);
+        if (cec)
+            co_return std::nullopt;
+    }
+    stream_.expires_after(cfg.body_read_timeout);
+    auto [bec, bn] = co_await beast_http::async_read(stream_, buffer_, parser, use_tuple);
+    if (bec == beast_http::error::body_limit) {
+        co_await refuse(413,
+                        "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
+        co_return std::nullopt;
+    }
+    if (bec) {
+        if (bec != beast::error::timeout && bec != beast_http::error::end_of_stream &&
+            bec != beast_http::error::partial_message)
+            co_await refuse(400, "malformed HTTP request body: " + bec.message());
+        co_return std::nullopt;
+    }
+    co_return parser.release();
+}
+
+asio::awaitable<void> session::refuse(int status, std::string message) {
+    response res{static_cast<beast_http::status>(status), version_};
+    res.set(beast_http::field::server, server_header);
+    res.set(beast_http::field::content_type, "application/json");
+    res.keep_alive(false);
+    res.body() = limit_error(status, std::move(message));
+    res.prepare_payload();
+    keep_alive_ = false;
+    co_await send(std::move(res));
+}
+
+asio::awaitable<void> session::serve(request& req) {
+    started_ = false;
+    keep_alive_ = req.keep_alive();
+    st_->active.fetch_add(1);
+    std::string failure;
+    try {
+        co_await st_->h(req, *this);
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    stop_watching();
+    st_->active.fetch_sub(1);
+    if (!failure.empty()) {
+        LANES_LOG(error, "http", st_->name << ": handler failed: " << failure);
+        if (started_) {
+            broken_ = true; // a half-written response cannot be repaired: close
+            co_return;
+        }
+    }
+    if (!started_) {
+        response res = make_response(
+            req, beast_http::status::internal_server_error,
+            limit_error(500, failure.empty() ? "no response produced" : "internal error"));
+        co_await send(std::move(res));
+    }
+    if (st_->stopping.load())
+        keep_alive_ = false;
+}
+
+asio::awaitable<bool> session::send(response res) {
+    if (broken_)
+        co_return false;
+    started_ = true;
+    if (!keep_alive_ || st_->stopping.load())
+        res.keep_alive(false);
+    keep_alive_ = res.keep_alive();
+    if (res.find(beast_http::field::server) == res.end())
+        res.set(beast_http::field::server, server_header);
+    res.prepare_payload();
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await beast_http::async_write(stream_, res, use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::begin_stream(beast_http::status status,
+                                            std::string_view content_type,
+                                            const header_list& headers) {
+    if (broken_)
+        co_return false;
+    started_ = true;
+    beast_http::response<beast_http::empty_body> res{status, version_};
+    res.set(beast_http::field::server, server_header);
+    res.set(beast_http::field::content_type, content_type);
+    res.set(beast_http::field::cache_control, "no-cache");
+    for (const auto& [name, value] : headers)
+        res.set(name, value);
+    if (st_->stopping.load())
+        keep_alive_ = false;
+    res.keep_alive(keep_alive_);
+    res.chunked(true);
+    beast_http::response_serializer<beast_http::empty_body> sr{res};
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await beast_http::async_write_header(stream_, sr, use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::write_chunk(std::string_view data) {
+    if (broken_)
+        co_return false;
+    if (data.empty())
+        co_return true; // an empty chunk would end the body
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(
+        stream_, beast_http::make_chunk(asio::buffer(data.data(), data.size())), use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::end_stream() {
+    if (broken_)
+        co_return false;
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream_, beast_http::make_chunk_last(), use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+void session::on_client_closed(std::function<void()> on_closed) {
+    if (buffer_.size() > 0 || broken_)
+        return; // the client already sent more bytes: it is still there
+    on_closed_ = std::move(on_closed);
+    const std::uint64_t generation = ++watch_generation_;
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(),
+                                                         generation](boost::system::error_code ec) {
+        if (generation != self->watch_generation_ || !self->on_closed_ ||
+            ec == asio::error::operation_aborted)
+            return;
+        boost::system::error_code aec;
+        const std::size_t available = ec ? 0 : self->stream_.socket().available(aec);
+        if (ec || aec || available == 0) { // readable with nothing to read: the peer closed
+            auto callback = std::move(self->on_closed_);
+            self->on_closed_ = nullptr;
+            self->broken_ = true;
+            callback();
+        }
+    });
+}
+
+void session::stop_watching() {
+    if (!on_closed_)
+        return;
+    on_closed_ = nullptr;
+    ++watch_generation_;
+    boost::system::error_code ec;
+    stream_.socket().cancel(ec); // only the watch is pending here
+}
+
+namespace {
+
+asio::awaitable<void> run_session(std::shared_ptr<session> s, std::shared_ptr<server::state> st) {
+    co_await s->run();
+    std::lock_guard lock(st->mutex);
+    st->sessions.erase(s);
+    st->connections.fetch_sub(1);
+}
+
+asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
+    while (!st->stopping.load()) {
+        auto [ec, socket] =
+            co_await st->acceptor->async_accept(asio::make_strand(st->io), use_tuple);
+        if (ec) {
+            if (ec == asio::error::operation_aborted || st->stopping.load())
+                break;
+            LANES_LOG(warn, "http", st->name << ": accept failed: " << ec.message());
+            continue;
+        }
+        auto executor = socket.get_executor();
+        auto s = std::make_shared<session>(std::move(socket), st);
+        {
+            std::lock_guard lock(st->mutex);
+            st->sessions.insert(s);
+            st->connections.fetch_add(1);
+        }
+        asio::co_spawn(executor, run_session(s, st), asio::detached);
+    }
+}
+
+} // namespace
+
+server::server(asio::io_context& io, server_config config, handler h, std::string name)
+    : state_(std::make_shared<state>(io, config, std::move(h), std::move(name))) {}
+
+server::~server() {
+    stop();
+}
+
+unsigned short server::listen(const std::string& host, unsigned short port) {
+    auto& st = *state_;
+    tcp::endpoint ep{asio::ip::make_address(host), port};
+    st.acceptor.emplace(st.accept_strand);
+    st.acceptor->open(ep.protocol());
+    st.acceptor->set_option(asio::socket_base::reuse_address(true));
+    st.acceptor->bind(ep);
+    st.acceptor->listen(asio::socket_base::max_listen_connections);
+    const unsigned short bound = st.acceptor->local_endpoint().port();
+    const std::string shown = ep.address().is_v6() ? "[" + host + "]" : host;
+    LANES_LOG(info, "http", st.name << " listening on http://" << shown << ":" << bound);
+    asio::co_spawn(st.accept_strand, accept_loop(state_), asio::detached);
+    return bound;
+}
+
+void server::stop() {
+    auto st = state_;
+    if (st->stopping.exchange(true))
+        return;
+    asio::post(st->accept_strand, [st] {
+        boost::system::error_code ec;
+        if (st->acceptor)
+            st->acceptor->close(ec);
+    });
+    std::lock_guard lock(st->mutex);
+    for (const auto& weak : st->sessions)
+        if (auto s = weak.lock())
+            s->close_if_idle();
+}
+
+std::size_t server::active_requests() const {
+    return state_->active.load();
+}
+std::size_t server::open_connections() const {
+    return state_->connections.load();
+}
+
+int run_until_signal(asio::io_context& io, unsigned threads, duration grace,
+                     std::function<void()> on_signal, std::function<bool()> is_drained) {
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::steady_timer drain_timer(io);
+    const auto drain_poll = std::chrono::milliseconds(20);
+    std::function<void(std::chrono::steady_clock::time_point)> poll_drain =
+        [&](std::chrono::steady_clock::time_point deadline) {
+            if (is_drained() || std::chrono::steady_clock::now() >= deadline) {
+                io.stop();
+                return;
+            }
+            drain_timer.expires_after(drain_poll);
+            drain_timer.async_wait([&, deadline](boost::system::error_code ec) {
+                if (!ec)
+                    poll_drain(deadline);
+            });
+        };
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+        if (ec)
+            return;
+        LANES_LOG(info, "main",
+                  "signal " << sig << ": draining (up to " << grace.count()
+                            << " ms); send it again to stop at once");
+        signals.async_wait([&](boost::system::error_code ec2, int) {
+            if (!ec2)
+                io.stop();
+        });
+        on_signal();
+        poll_drain(std::chrono::steady_clock::now() + grace);
+    });
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < threads; ++i)
+        pool.emplace_back([&io] { io.run(); });
+    io.run();
+    for (auto& t : pool)
+        t.join();
+    LANES_LOG(info, "main", "stopped");
+    return 0;
+}
+
+} // namespace lanes::common::http

@@ -1,0 +1,97 @@
+// HTTP/1.1 server on Beast with one C++20 coroutine per connection: keep-alive, header and body
+// limits, idle / header-read / body-read / write deadlines, chunked streaming responses, graceful
+// shutdown. The handler is a coroutine that receives the parsed request and a response_writer; it
+// never sees sockets.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace lanes::common::http {
+
+namespace beast_http = boost::beast::http;
+using request = beast_http::request<beast_http::string_body>;
+using response = beast_http::response<beast_http::string_body>;
+using header_list = std::vector<std::pair<std::string, std::string>>;
+using duration = std::chrono::milliseconds;
+
+struct server_config {
+    std::size_t header_limit = 16 * 1024;     // request line + headers, bytes (over: 431)
+    std::size_t body_limit = 8 * 1024 * 1024; // request body, bytes (over: 413)
+    duration idle_timeout{60'000};            // keep-alive wait for the next request
+    duration header_read_timeout{10'000};     // first byte -> end of headers
+    duration body_read_timeout{30'000};       // end of headers -> end of body
+    duration write_timeout{30'000};           // each response write (header or chunk)
+    duration shutdown_grace{10'000};          // how long stop() lets in-flight requests run
+};
+
+// Where a handler writes its answer: either one complete response, or a streamed one
+// (begin_stream, write_chunk..., end_stream) sent with chunked transfer encoding. Every call
+// returns false once the client is gone; the handler should then stop and clean up.
+class response_writer {
+public:
+    virtual ~response_writer() = default;
+    virtual boost::asio::awaitable<bool> send(response res) = 0;
+    virtual boost::asio::awaitable<bool> begin_stream(beast_http::status status,
+                                                      std::string_view content_type,
+                                                      const header_list& headers = {}) = 0;
+    virtual boost::asio::awaitable<bool> write_chunk(std::string_view data) = 0;
+    virtual boost::asio::awaitable<bool> end_stream() = 0;
+    // Calls `on_closed` (on the session's executor) if the client closes its side of the
+    // connection while the handler is still running, so work for a vanished client can be
+    // aborted at once. Watching ends when the handler returns. A client that pipelines its next
+    // request is not watched.
+    virtual void on_client_closed(std::function<void()> on_closed) = 0;
+    virtual bool started() const = 0; // true once anything has been written
+    virtual const boost::asio::ip::tcp::endpoint& remote() const = 0;
+};
+
+using handler = std::function<boost::asio::awaitable<void>(request&, response_writer&)>;
+
+// A response with a JSON body and the usual headers; `keep_alive` copied from the request.
+response make_response(const request& req, beast_http::status status, std::string body,
+                       std::string_view content_type = "application/json");
+
+class server {
+public:
+    server(boost::asio::io_context& io, server_config config, handler h, std::string name);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    // Binds and starts accepting; returns the bound port (port 0 picks a free one) and logs
+    // "<name> listening on http://host:port". Throws boost::system::system_error on bind failure.
+    unsigned short listen(const std::string& host, unsigned short port);
+    // Stops accepting, closes idle keep-alive connections and lets requests in progress finish
+    // (their connections close afterwards). Thread-safe; idempotent.
+    void stop();
+    std::size_t active_requests() const;
+    std::size_t open_connections() const;
+
+    struct state; // shared with sessions
+
+private:
+    std::shared_ptr<state> state_;
+};
+
+// Runs `io` on `threads` threads until SIGINT/SIGTERM, then calls `on_signal` (which should stop
+// the servers and background work), waits up to `grace` for `is_drained()` and stops `io`.
+// Returns the process exit code (0).
+int run_until_signal(boost::asio::io_context& io, unsigned threads, duration grace,
+                     std::function<void()> on_signal, std::function<bool()> is_drained);
+
+} // namespace lanes::common::http

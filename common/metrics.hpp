@@ -1,0 +1,128 @@
+// Prometheus text exposition format 0.0.4: a small registry of counters, gauges and histograms
+// with labels. Values are updated lock-free; label children are created under a family mutex and
+// live as long as the registry, so references returned by `with()` stay valid.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lanes::common::metrics {
+
+// Label values in the order of the family's label names.
+using label_values = std::vector<std::string>;
+
+class counter {
+public:
+    void inc(double v = 1.0); // v < 0 is ignored: counters never go down
+    double value() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<double> value_{0.0};
+};
+
+class gauge {
+public:
+    void set(double v) { value_.store(v, std::memory_order_relaxed); }
+    void inc(double v = 1.0);
+    void dec(double v = 1.0) { inc(-v); }
+    double value() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<double> value_{0.0};
+};
+
+class histogram {
+public:
+    explicit histogram(std::vector<double> upper_bounds); // sorted ascending, no +Inf
+    void observe(double v);
+    // Non-cumulative count per bound; the last element is the +Inf overflow bucket.
+    std::vector<std::uint64_t> bucket_counts() const;
+    std::uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+    double sum() const { return sum_.load(std::memory_order_relaxed); }
+    const std::vector<double>& upper_bounds() const { return bounds_; }
+
+private:
+    std::vector<double> bounds_;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_; // bounds_.size() + 1
+    std::atomic<std::uint64_t> count_{0};
+    std::atomic<double> sum_{0.0};
+};
+
+enum class metric_type { counter, gauge, histogram };
+
+// One named metric with a fixed list of label names; children per label-value tuple.
+template <class T>
+class family {
+public:
+    family(std::string name, std::string help, std::vector<std::string> label_names,
+           std::vector<double> buckets = {});
+    // Child for these label values (created on first use). Throws std::invalid_argument when the
+    // number of values differs from the number of label names.
+    T& with(const label_values& values);
+    const std::string& name() const { return name_; }
+    const std::string& help() const { return help_; }
+    const std::vector<std::string>& label_names() const { return label_names_; }
+    // Visit children in label-value order.
+    template <class F>
+    void for_each(F&& f) const {
+        std::lock_guard lock(mutex_);
+        for (const auto& [values, child] : children_)
+            f(values, *child);
+    }
+
+private:
+    std::string name_;
+    std::string help_;
+    std::vector<std::string> label_names_;
+    std::vector<double> buckets_;
+    mutable std::mutex mutex_;
+    std::map<label_values, std::unique_ptr<T>> children_;
+};
+
+// Owns families and writes them in registration order. Names are validated at registration
+// (metric name charset, counters must end in `_total`, no duplicate names); invalid names throw
+// std::invalid_argument, since they are programming errors, not input.
+class registry {
+public:
+    family<counter>& add_counter(std::string name, std::string help,
+                                 std::vector<std::string> label_names = {});
+    family<gauge>& add_gauge(std::string name, std::string help,
+                             std::vector<std::string> label_names = {});
+    family<histogram>& add_histogram(std::string name, std::string help,
+                                     std::vector<double> buckets,
+                                     std::vector<std::string> label_names = {});
+
+    // The whole registry in text format 0.0.4. Labels of a sample are printed sorted by label
+    // name (as prometheus_client does); a histogram's `le` goes in that sort order too.
+    std::string expose() const;
+
+    static constexpr std::string_view content_type = "text/plain; version=0.0.4; charset=utf-8";
+
+private:
+    struct entry {
+        metric_type type;
+        void* family; // family<counter|gauge|histogram>*, owned by the holders below
+    };
+    void check_new_name(const std::string& name, metric_type type) const;
+
+    mutable std::mutex mutex_;
+    std::vector<entry> order_;
+    std::vector<std::unique_ptr<family<counter>>> counters_;
+    std::vector<std::unique_ptr<family<gauge>>> gauges_;
+    std::vector<std::unique_ptr<family<histogram>>> histograms_;
+};
+
+// Go-style float formatting as prometheus_client prints it: `1.0`, `0.0234375`, `52311.0`,
+// `1.750000012345e+09`, `1e+06`, `+Inf`, `-Inf`, `NaN`.
+std::string format_value(double v);
+// Escape a label value (backslash, double quote, newline) and HELP text (backslash, newline).
+std::string escape_label_value(std::string_view v);
+std::string escape_help(std::string_view v);
+
+} // namespace lanes::common::metrics

@@ -1,0 +1,442 @@
+#include "common/openai.hpp"
+
+#include "common/tokenizer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace lanes::common::openai {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+using maybe_error = std::optional<api_error>;
+
+constexpr std::size_t max_stop_sequences = 4;
+constexpr std::array<std::string_view, 5> valid_roles = {"system", "user", "assistant", "tool",
+                                                         "developer"};
+
+// The field `key` of `obj`, or nullptr when it is absent or null (null means "not given").
+const json* find_field(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) {
+        return nullptr;
+    }
+    return &*it;
+}
+
+api_error must_be(const std::string& name, std::string_view what) {
+    return api_error::bad_request("'" + name + "' must be " + std::string(what), name);
+}
+
+// Reads an integer that fits in int64; `out` is left alone when the field is absent.
+maybe_error read_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
+    const json* v = find_field(obj, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!v->is_number_integer()) {
+        return must_be(key, "an integer");
+    }
+    if (v->is_number_unsigned() &&
+        v->get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return must_be(key, "a 64-bit signed integer");
+    }
+    out = v->get<std::int64_t>();
+    return std::nullopt;
+}
+
+maybe_error read_positive_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
+    std::optional<std::int64_t> value;
+    if (auto e = read_int(obj, key, value)) {
+        return e;
+    }
+    if (value && *value < 1) {
+        return must_be(key, "at least 1");
+    }
+    if (value) {
+        out = value;
+    }
+    return std::nullopt;
+}
+
+// Reads a field of JSON type `is` as a V; `out` is left alone when the field is absent.
+template <typename V, typename Out>
+maybe_error read_field(const json& obj, const char* key, bool (json::*is)() const noexcept,
+                       std::string_view what, Out& out) {
+    const json* v = find_field(obj, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!(v->*is)()) {
+        return must_be(key, what);
+    }
+    out = v->get<V>();
+    return std::nullopt;
+}
+
+maybe_error read_number(const json& obj, const char* key, double& out) {
+    return read_field<double>(obj, key, &json::is_number, "a number", out);
+}
+
+maybe_error read_bool(const json& obj, const char* key, bool& out) {
+    return read_field<bool>(obj, key, &json::is_boolean, "a boolean", out);
+}
+
+maybe_error read_string(const json& obj, const char* key, std::optional<std::string>& out) {
+    return read_field<std::string>(obj, key, &json::is_string, "a string", out);
+}
+
+// Token ids: every element an integer in [0, vocab_size).
+bool read_token_ids(const json& arr, std::vector<std::uint32_t>& out) {
+    out.clear();
+    out.reserve(arr.size());
+    for (const auto& el : arr) {
+        if (!el.is_number_integer() || el.get<std::int64_t>() < 0 ||
+            el.get<std::int64_t>() >= static_cast<std::int64_t>(vocab_size)) {
+            return false;
+        }
+        out.push_back(static_cast<std::uint32_t>(el.get<std::int64_t>()));
+    }
+    return true;
+}
+
+maybe_error parse_prompt(const json& body, generation_request& req) {
+    const json* p = find_field(body, "prompt");
+    const std::string name = "prompt";
+    if (p == nullptr) {
+        return api_error::bad_request("'prompt' is required", name);
+    }
+    if (p->is_string()) {
+        req.prompt = p->get<std::string>();
+        return std::nullopt;
+    }
+    if (!p->is_array() || p->empty()) {
+        return must_be(name, "a string, an array of one string, or an array of token ids");
+    }
+    const json& first = p->front();
+    if (first.is_string() || first.is_array()) {
+        if (p->size() > 1) {
+            return api_error::bad_request(
+                "batched prompts are not supported; send one prompt per request", name);
+        }
+        if (first.is_string()) {
+            req.prompt = first.get<std::string>();
+            return std::nullopt;
+        }
+        if (!first.empty() && read_token_ids(first, req.prompt_token_ids)) {
+            return std::nullopt;
+        }
+        return must_be(name, "an array of token ids in [0, 257]");
+    }
+    if (!read_token_ids(*p, req.prompt_token_ids)) {
+        return must_be(name, "an array of token ids in [0, 257]");
+    }
+    return std::nullopt;
+}
+
+// A message's content: a string, null/absent (empty), or an array of {"type":"text"} parts.
+maybe_error parse_content(const json& msg, const std::string& where, std::string& out) {
+    const json* c = find_field(msg, "content");
+    if (c == nullptr) {
+        return std::nullopt;
+    }
+    if (c->is_string()) {
+        out = c->get<std::string>();
+        return std::nullopt;
+    }
+    if (!c->is_array()) {
+        return api_error::bad_request("'" + where + ".content' must be a string or an array",
+                                      "messages");
+    }
+    for (const auto& part : *c) {
+        const json* type = part.is_object() ? find_field(part, "type") : nullptr;
+        const json* text = part.is_object() ? find_field(part, "text") : nullptr;
+        if (type == nullptr || !type->is_string() || type->get<std::string>() != "text" ||
+            text == nullptr || !text->is_string()) {
+            return api_error::bad_request("'" + where +
+                                              ".content' parts must be {\"type\": \"text\", "
+                                              "\"text\": <string>}",
+                                          "messages");
+        }
+        out += text->get<std::string>();
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_messages(const json& body, generation_request& req) {
+    const json* m = find_field(body, "messages");
+    if (m == nullptr) {
+        return api_error::bad_request("'messages' is required", "messages");
+    }
+    if (!m->is_array() || m->empty()) {
+        return must_be("messages", "a non-empty array");
+    }
+    req.messages.reserve(m->size());
+    for (std::size_t i = 0; i < m->size(); ++i) {
+        const json& msg = (*m)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!msg.is_object()) {
+            return api_error::bad_request("'" + where + "' must be an object", "messages");
+        }
+        const json* role = find_field(msg, "role");
+        if (role == nullptr || !role->is_string()) {
+            return api_error::bad_request("'" + where + ".role' must be a string", "messages");
+        }
+        chat_message out{role->get<std::string>(), {}};
+        if (std::find(valid_roles.begin(), valid_roles.end(), out.role) == valid_roles.end()) {
+            return api_error::bad_request("'" + where +
+                                              ".role' must be one of system, user, "
+                                              "assistant, tool, developer",
+                                          "messages");
+        }
+        if (auto e = parse_content(msg, where, out.content)) {
+            return e;
+        }
+        req.messages.push_back(std::move(out));
+    }
+    req.prompt = render_chat(req.messages);
+    return std::nullopt;
+}
+
+maybe_error parse_sampling(const json& body, generation_request& req) {
+    if (auto e = read_number(body, "temperature", req.temperature)) {
+        return e;
+    }
+    if (req.temperature < 0.0 || req.temperature > 2.0) {
+        return must_be("temperature", "between 0 and 2");
+    }
+    if (auto e = read_number(body, "top_p", req.top_p)) {
+        return e;
+    }
+    if (req.top_p <= 0.0 || req.top_p > 1.0) {
+        return must_be("top_p", "greater than 0 and at most 1");
+    }
+    std::optional<std::int64_t> n;
+    if (auto e = read_positive_int(body, "n", n)) {
+        return e;
+    }
+    req.n = n.value_or(1);
+    if (auto e = read_int(body, "seed", req.seed)) {
+        return e;
+    }
+    return read_bool(body, "ignore_eos", req.ignore_eos);
+}
+
+maybe_error parse_stream(const json& body, generation_request& req) {
+    if (auto e = read_bool(body, "stream", req.stream)) {
+        return e;
+    }
+    const json* opts = find_field(body, "stream_options");
+    if (opts == nullptr) {
+        return std::nullopt;
+    }
+    if (!opts->is_object()) {
+        return must_be("stream_options", "an object");
+    }
+    if (!req.stream) {
+        return api_error::bad_request("'stream_options' requires 'stream' to be true",
+                                      "stream_options");
+    }
+    if (auto e = read_bool(*opts, "include_usage", req.include_usage)) {
+        e->param = "stream_options";
+        return e;
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_stop(const json& body, generation_request& req) {
+    const json* s = find_field(body, "stop");
+    if (s == nullptr) {
+        return std::nullopt;
+    }
+    if (s->is_string()) {
+        req.stop.push_back(s->get<std::string>());
+        return std::nullopt;
+    }
+    if (!s->is_array() || s->size() > max_stop_sequences) {
+        return must_be("stop", "a string or an array of at most 4 strings");
+    }
+    for (const auto& el : *s) {
+        if (!el.is_string()) {
+            return must_be("stop", "a string or an array of at most 4 strings");
+        }
+        req.stop.push_back(el.get<std::string>());
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_max_tokens(const json& body, generation_request& req) {
+    if (auto e = read_positive_int(body, "max_tokens", req.max_tokens)) {
+        return e;
+    }
+    if (req.kind == endpoint::chat_completions) {
+        return read_positive_int(body, "max_completion_tokens", req.max_tokens);
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_object(const json& body, generation_request& req) {
+    auto prompt_error =
+        req.kind == endpoint::completions ? parse_prompt(body, req) : parse_messages(body, req);
+    if (prompt_error) {
+        return prompt_error;
+    }
+    for (auto* step : {parse_max_tokens, parse_sampling, parse_stream, parse_stop}) {
+        if (auto e = step(body, req)) {
+            return e;
+        }
+    }
+    if (auto e = read_string(body, "model", req.model)) {
+        return e;
+    }
+    return read_string(body, "user", req.user);
+}
+
+std::string dump(const ojson& j) {
+    return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+ojson usage_object(const usage& u) {
+    ojson j = {{"prompt_tokens", u.prompt_tokens},
+               {"total_tokens", u.prompt_tokens + u.completion_tokens},
+               {"completion_tokens", u.completion_tokens}};
+    if (u.cached_tokens) {
+        j["prompt_tokens_details"] = ojson{{"cached_tokens", *u.cached_tokens}};
+    }
+    return j;
+}
+
+ojson envelope(const response_meta& meta, std::string_view object) {
+    return ojson{
+        {"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+}
+
+ojson finish_value(std::string_view finish_reason) {
+    return finish_reason.empty() ? ojson(nullptr) : ojson(finish_reason);
+}
+
+// {"index":0, key:value, "logprobs":null, "finish_reason":..., ["stop_reason":null]}
+ojson choice(const char* key, ojson value, std::string_view finish_reason, bool stop_reason) {
+    ojson c = {{"index", 0},
+               {key, std::move(value)},
+               {"logprobs", nullptr},
+               {"finish_reason", finish_value(finish_reason)}};
+    if (stop_reason) {
+        c["stop_reason"] = nullptr;
+    }
+    return c;
+}
+
+} // namespace
+
+api_error api_error::bad_request(std::string message, std::optional<std::string> param) {
+    return api_error{400, std::move(message), "BadRequestError", std::move(param)};
+}
+
+api_error api_error::not_found(std::string message) {
+    return api_error{404, std::move(message), "NotFoundError", std::nullopt};
+}
+
+parse_outcome parse_generation_request(endpoint kind, std::string_view body) {
+    parse_outcome outcome;
+    json parsed = json::parse(body.begin(), body.end(), nullptr, false);
+    if (parsed.is_discarded()) {
+        outcome.error =
+            api_error::bad_request("request body is not valid JSON (JSON parse failed)");
+        return outcome;
+    }
+    if (!parsed.is_object()) {
+        outcome.error = api_error::bad_request("request body must be a JSON object");
+        return outcome;
+    }
+    generation_request req;
+    req.kind = kind;
+    try {
+        outcome.error = parse_object(parsed, req);
+    } catch (const json::exception& e) {
+        // Unreachable by design (types are checked before access); kept as a safety net.
+        outcome.error = api_error::bad_request(std::string("invalid request: ") + e.what());
+    }
+    if (!outcome.error) {
+        outcome.request = std::move(req);
+    }
+    return outcome;
+}
+
+std::string make_id(std::string_view prefix) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    constexpr std::string_view digits = "0123456789abcdef";
+    std::string id(prefix);
+    id.reserve(prefix.size() + 32);
+    for (int word = 0; word < 2; ++word) {
+        std::uint64_t bits = rng();
+        for (int i = 0; i < 16; ++i) {
+            id.push_back(digits[(bits >> (60 - 4 * i)) & 0xf]);
+        }
+    }
+    return id;
+}
+
+std::string error_json(const api_error& e) {
+    ojson err = {{"message", e.message},
+                 {"type", e.type},
+                 {"param", e.param ? ojson(*e.param) : ojson(nullptr)},
+                 {"code", e.status}};
+    return dump(ojson{{"error", std::move(err)}});
+}
+
+std::string completion_json(endpoint kind, const response_meta& meta, std::string_view text,
+                            std::string_view finish_reason, const usage& u) {
+    bool chat = kind == endpoint::chat_completions;
+    ojson j = envelope(meta, chat ? "chat.completion" : "text_completion");
+    ojson c =
+        chat ? choice("message", {{"role", "assistant"}, {"content", text}}, finish_reason, true)
+             : choice("text", text, finish_reason, true);
+    j["choices"] = ojson::array({std::move(c)});
+    j["usage"] = usage_object(u);
+    return dump(j);
+}
+
+std::string chat_role_chunk(const response_meta& meta) {
+    ojson j = envelope(meta, "chat.completion.chunk");
+    ojson delta = {{"role", "assistant"}, {"content", ""}};
+    j["choices"] = ojson::array({choice("delta", std::move(delta), {}, false)});
+    return dump(j);
+}
+
+std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_view text,
+                        std::string_view finish_reason) {
+    if (kind == endpoint::completions) {
+        ojson j = envelope(meta, "text_completion");
+        j["choices"] = ojson::array({choice("text", text, finish_reason, true)});
+        j["usage"] = nullptr;
+        return dump(j);
+    }
+    ojson j = envelope(meta, "chat.completion.chunk");
+    j["choices"] = ojson::array({choice("delta", {{"content", text}}, finish_reason, false)});
+    return dump(j);
+}
+
+std::string usage_chunk(endpoint kind, const response_meta& meta, const usage& u) {
+    ojson j =
+        envelope(meta, kind == endpoint::completions ? "text_completion" : "chat.completion.chunk");
+    j["choices"] = ojson::array();
+    j["usage"] = usage_object(u);
+    return dump(j);
+}
+
+std::string sse_event(std::string_view payload) {
+    std::string out = "data: ";
+    return out.append(payload).append("\n\n");
+}
+
+} // namespace lanes::common::openai

@@ -1,0 +1,222 @@
+#include "replica/api.hpp"
+
+#include "common/log.hpp"
+#include "common/openai.hpp"
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace lanes::replica {
+
+namespace asio = boost::asio;
+namespace http = common::http;
+namespace openai = common::openai;
+using status = boost::beast::http::status;
+using verb = boost::beast::http::verb;
+
+namespace {
+
+std::int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+asio::awaitable<void> send_error(http::request& req, http::response_writer& out,
+                                 const openai::api_error& e) {
+    co_await out.send(
+        http::make_response(req, static_cast<status>(e.status), openai::error_json(e)));
+}
+
+openai::api_error error(int code, std::string type, std::string message,
+                        std::optional<std::string> param = {}) {
+    openai::api_error e;
+    e.status = code;
+    e.type = std::move(type);
+    e.message = std::move(message);
+    e.param = std::move(param);
+    return e;
+}
+
+// Validation the replica adds on top of the wire format (model name, n, context length).
+std::optional<openai::api_error> check_request(const replica_config& cfg,
+                                               const openai::generation_request& g,
+                                               std::size_t prompt_tokens, std::int64_t max_tokens) {
+    if (g.model && *g.model != cfg.model_name)
+        return error(404, "NotFoundError", "The model `" + *g.model + "` does not exist.", "model");
+    if (g.n != 1)
+        return openai::api_error::bad_request("only n=1 is supported", "n");
+    if (g.kind == openai::endpoint::chat_completions && g.messages.empty())
+        return openai::api_error::bad_request("'messages' must not be empty", "messages");
+    const auto total = static_cast<std::int64_t>(prompt_tokens) + max_tokens;
+    if (total > cfg.max_model_len)
+        return openai::api_error::bad_request(
+            "This model's maximum context length is " + std::to_string(cfg.max_model_len) +
+                " tokens. However, you requested " + std::to_string(total) + " tokens (" +
+                std::to_string(prompt_tokens) + " in the prompt, " + std::to_string(max_tokens) +
+                " in the completion). Please reduce the length of the prompt or completion.",
+            "max_tokens");
+    return std::nullopt;
+}
+
+} // namespace
+
+api::api(const replica_config& cfg, engine& eng, replica_metrics& metrics)
+    : cfg_(cfg)
+    , engine_(eng)
+    , metrics_(metrics)
+    , created_(unix_now()) {}
+
+asio::awaitable<void> api::handle(http::request& req, http::response_writer& out) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+    const bool get = req.method() == verb::get || req.method() == verb::head;
+    const bool post = req.method() == verb::post;
+
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+        if (!post) {
+            co_await send_error(req, out, error(405, "MethodNotAllowed", "use POST"));
+            co_return;
+        }
+        co_await generate(req, out, path == "/v1/chat/completions");
+        co_return;
+    }
+    if (!get) {
+        if (path == "/health" || path == "/metrics" || path == "/load" || path == "/v1/models")
+            co_await send_error(req, out, error(405, "MethodNotAllowed", "use GET"));
+        else
+            co_await send_error(req, out,
+                                error(404, "NotFoundError", "no route for " + std::string(path)));
+        co_return;
+    }
+    if (path == "/health") {
+        co_await out.send(http::make_response(req, status::ok, "", "text/plain"));
+    } else if (path == "/metrics") {
+        co_await out.send(http::make_response(req, status::ok, metrics_.expose(),
+                                              common::metrics::registry::content_type));
+    } else if (path == "/load") {
+        const load_snapshot s = engine_.load();
+        nlohmann::json j = {{"kv_usage", s.kv_usage},
+                            {"running", s.running},
+                            {"waiting", s.waiting},
+                            {"prefix_cache_hits", s.prefix_cache_hits},
+                            {"prefix_cache_queries", s.prefix_cache_queries},
+                            {"num_gpu_blocks", s.num_blocks},
+                            {"block_size", s.block_size},
+                            {"server_load", s.running + s.waiting}};
+        co_await out.send(http::make_response(req, status::ok, j.dump()));
+    } else if (path == "/v1/models") {
+        nlohmann::json model = {{"id", cfg_.model_name},
+                                {"object", "model"},
+                                {"created", created_},
+                                {"owned_by", "lanes"},
+                                {"root", cfg_.model_name},
+                                {"parent", nullptr},
+                                {"max_model_len", cfg_.max_model_len}};
+        nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
+        co_await out.send(http::make_response(req, status::ok, j.dump()));
+    } else {
+        co_await send_error(req, out,
+                            error(404, "NotFoundError", "no route for " + std::string(path)));
+    }
+}
+
+asio::awaitable<void> api::generate(http::request& req, http::response_writer& out, bool chat) {
+    const auto arrival = engine_clock::now();
+    const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
+    openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
+    if (parsed.error) {
+        co_await send_error(req, out, *parsed.error);
+        co_return;
+    }
+    const openai::generation_request& g = *parsed.request;
+
+    engine_request er;
+    er.arrival = arrival;
+    er.id = openai::make_id(chat ? "chatcmpl-" : "cmpl-");
+    if (!g.prompt_token_ids.empty()) {
+        er.prompt.assign(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
+        if (er.prompt.front() != common::bos_token)
+            er.prompt.insert(er.prompt.begin(), common::bos_token);
+    } else {
+        er.prompt = common::encode_prompt(g.prompt);
+    }
+    const std::int64_t max_tokens = g.max_tokens.value_or(chat ? cfg_.default_max_tokens : 16);
+    if (auto e = check_request(cfg_, g, er.prompt.size(), max_tokens)) {
+        co_await send_error(req, out, *e);
+        co_return;
+    }
+    er.sampling.max_tokens = max_tokens;
+    er.sampling.temperature = g.temperature;
+    er.sampling.top_p = g.top_p;
+    er.sampling.seed = static_cast<std::uint64_t>(g.seed.value_or(cfg_.seed));
+    er.sampling.stop = g.stop;
+    er.sampling.ignore_eos = g.ignore_eos;
+
+    const openai::response_meta meta{er.id, unix_now(), cfg_.model_name};
+    auto stream = std::make_shared<request_stream>(co_await asio::this_coro::executor);
+    switch (engine_.submit(std::move(er), stream)) {
+    case submit_status::accepted:
+        break;
+    case submit_status::queue_full:
+        co_await send_error(req, out,
+                            error(503, "ServiceUnavailableError",
+                                  "the replica's waiting queue is full; retry later"));
+        co_return;
+    case submit_status::stopped:
+        co_await send_error(req, out,
+                            error(503, "ServiceUnavailableError", "the replica is shutting down"));
+        co_return;
+    }
+    out.on_client_closed([stream] { stream->cancel(); });
+
+    if (!g.stream) {
+        std::string text;
+        stream_event ev;
+        do {
+            ev = co_await stream->next();
+            text += ev.text;
+        } while (!ev.finished);
+        if (!ev.error.empty()) {
+            co_await send_error(req, out, error(500, "InternalServerError", ev.error));
+            co_return;
+        }
+        const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
+        co_await out.send(http::make_response(
+            req, status::ok, openai::completion_json(kind, meta, text, ev.finish_reason, u)));
+        co_return;
+    }
+
+    const http::header_list stream_headers = {{"x-request-id", meta.id}};
+    bool ok = co_await out.begin_stream(status::ok, "text/event-stream", stream_headers);
+    if (ok && chat)
+        ok = co_await out.write_chunk(openai::sse_event(openai::chat_role_chunk(meta)));
+    stream_event ev;
+    while (ok) {
+        ev = co_await stream->next();
+        if (ev.finished)
+            break;
+        ok = co_await out.write_chunk(openai::sse_event(openai::delta_chunk(kind, meta, ev.text)));
+    }
+    if (!ok) {
+        stream->cancel(); // the client is gone: free the request's resources now
+        co_return;
+    }
+    std::string tail;
+    if (!ev.error.empty()) {
+        tail += openai::sse_event(openai::error_json(error(500, "InternalServerError", ev.error)));
+    } else {
+        tail += openai::sse_event(openai::delta_chunk(kind, meta, ev.text, ev.finish_reason));
+        if (g.include_usage) {
+            const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
+            tail += openai::sse_event(openai::usage_chunk(kind, meta, u));
+        }
+    }
+    tail += openai::sse_done;
+    if (co_await out.write_chunk(tail))
+        co_await out.end_stream();
+}
+
+} // namespace lanes::replica

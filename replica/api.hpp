@@ -1,0 +1,32 @@
+// The replica's HTTP surface: OpenAI completions and chat completions (stream and non-stream),
+// /v1/models, /health, /metrics and /load. Handlers validate, hand the request to the engine and
+// relay its events; every refusal is OpenAI error JSON.
+#pragma once
+
+#include "common/http_server.hpp"
+#include "replica/config.hpp"
+#include "replica/engine.hpp"
+#include "replica/metrics.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+namespace lanes::replica {
+
+class api {
+public:
+    api(const replica_config& cfg, engine& eng, replica_metrics& metrics);
+
+    boost::asio::awaitable<void> handle(common::http::request& req,
+                                        common::http::response_writer& out);
+
+private:
+    boost::asio::awaitable<void> generate(common::http::request& req,
+                                          common::http::response_writer& out, bool chat);
+
+    const replica_config& cfg_;
+    engine& engine_;
+    replica_metrics& metrics_;
+    std::int64_t created_; // unix time the server started (for /v1/models)
+};
+
+} // namespace lanes::replica

@@ -1,0 +1,65 @@
+#include "replica/config.hpp"
+
+#include "common/log.hpp"
+
+namespace lanes::replica {
+
+common::flag_set make_flags(replica_config& cfg) {
+    common::flag_set f("lanes-replica",
+                       "A small OpenAI-compatible inference server with vLLM-compatible metrics.");
+    f.add("host", cfg.host, "address to listen on");
+    f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
+    f.add("backend", cfg.backend, "model backend: auto, cuda, cpu or sim");
+    f.add("preset", cfg.preset, "model size: tiny, small, base or 1b");
+    f.add("model-name", cfg.model_name, "model name served and reported in metrics");
+    f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks");
+    f.add("block-size", cfg.block_size, "tokens per KV cache block");
+    f.add("seed", cfg.seed, "seed for weights and for requests without their own seed");
+    f.add("max-model-len", cfg.max_model_len, "longest prompt + output, in tokens");
+    f.add("max-num-seqs", cfg.max_num_seqs, "most requests running in one step");
+    f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "most tokens computed per step");
+    f.add("max-waiting", cfg.max_waiting, "most queued requests; more are refused with 503");
+    f.add("default-max-tokens", cfg.default_max_tokens,
+          "max_tokens for requests that do not set it");
+    f.add("threads", cfg.threads, "HTTP I/O threads");
+    f.add("log-level", cfg.log_level, "debug, info, warn or error");
+    f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
+    f.add("body-limit", cfg.http.body_limit, "largest request body, bytes");
+    f.add("idle-timeout", cfg.http.idle_timeout, "keep-alive idle timeout");
+    f.add("header-read-timeout", cfg.http.header_read_timeout, "time to receive the headers");
+    f.add("body-read-timeout", cfg.http.body_read_timeout, "time to receive the body");
+    f.add("write-timeout", cfg.http.write_timeout, "time for each response write");
+    f.add("shutdown-grace", cfg.http.shutdown_grace, "how long SIGTERM lets requests finish");
+    return f;
+}
+
+std::vector<std::string> validate(const replica_config& cfg) {
+    std::vector<std::string> errors;
+    auto need = [&](bool ok, std::string message) {
+        if (!ok)
+            errors.push_back(std::move(message));
+    };
+    need(cfg.backend == "auto" || cfg.backend == "cuda" || cfg.backend == "cpu" ||
+             cfg.backend == "sim",
+         "--backend must be auto, cuda, cpu or sim (got '" + cfg.backend + "')");
+    need(cfg.preset == "tiny" || cfg.preset == "small" || cfg.preset == "base" ||
+             cfg.preset == "1b",
+         "--preset must be tiny, small, base or 1b (got '" + cfg.preset + "')");
+    need(!cfg.model_name.empty(), "--model-name must not be empty");
+    need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
+    need(cfg.kv_blocks >= 2, "--kv-blocks must be at least 2");
+    need(cfg.max_model_len >= 2, "--max-model-len must be at least 2");
+    need(cfg.max_num_seqs >= 1, "--max-num-seqs must be at least 1");
+    need(cfg.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be at least 1");
+    need(cfg.max_waiting >= 1, "--max-waiting must be at least 1");
+    need(cfg.default_max_tokens >= 1, "--default-max-tokens must be at least 1");
+    need(cfg.threads >= 1 && cfg.threads <= 256, "--threads must be in 1..256");
+    need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
+    need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
+    common::log::level lvl;
+    need(common::log::parse_level(cfg.log_level, lvl),
+         "--log-level must be debug, info, warn or error");
+    return errors;
+}
+
+} // namespace lanes::replica

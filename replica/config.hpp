@@ -1,0 +1,38 @@
+// lanes-replica's one config struct: every limit and timeout of the replica is a field here, set
+// from flags (see make_flags) and validated in one place before anything starts.
+#pragma once
+
+#include "common/config_util.hpp"
+#include "common/http_server.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lanes::replica {
+
+struct replica_config {
+    std::string host = "127.0.0.1";
+    unsigned short port = 8001;
+    std::string backend = "auto"; // auto | cuda | cpu | sim
+    std::string preset = "tiny";  // tiny | small | base | 1b
+    std::string model_name = "lanes-tiny";
+    std::int64_t kv_blocks = 2048;              // KV cache blocks in the pool
+    std::int64_t block_size = 16;               // tokens per KV block
+    std::int64_t seed = 0;                      // weights and default sampling seed
+    std::int64_t max_model_len = 8192;          // prompt + output tokens
+    std::int64_t max_num_seqs = 64;             // running requests per step
+    std::int64_t max_num_batched_tokens = 2048; // tokens computed per step
+    std::int64_t max_waiting = 1024;            // queued requests before 503
+    std::int64_t default_max_tokens = 256;      // chat requests without max_tokens
+    std::string log_level = "info";
+    common::http::server_config http;
+    std::int64_t threads = 1; // HTTP I/O threads (the engine has its own thread)
+};
+
+// Declares every flag against the fields of `cfg`.
+common::flag_set make_flags(replica_config& cfg);
+// Every problem with a parsed config (empty when valid).
+std::vector<std::string> validate(const replica_config& cfg);
+
+} // namespace lanes::replica

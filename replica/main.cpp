@@ -1,0 +1,53 @@
+// lanes-replica: parse config, wire engine + HTTP front, run until SIGINT/SIGTERM.
+#include "common/log.hpp"
+#include "replica/api.hpp"
+#include "replica/config.hpp"
+#include "replica/engine.hpp"
+#include "replica/metrics.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+    using namespace lanes;
+    replica::replica_config cfg;
+    common::flag_set flags = replica::make_flags(cfg);
+    std::vector<std::string> errors = flags.parse(argc, argv);
+    if (flags.help_requested()) {
+        std::fputs(flags.usage().c_str(), stdout);
+        return 0;
+    }
+    auto more = replica::validate(cfg);
+    errors.insert(errors.end(), more.begin(), more.end());
+    if (!errors.empty())
+        return common::report_config_errors("lanes-replica", errors);
+    common::log::level lvl{};
+    common::log::parse_level(cfg.log_level, lvl);
+    common::log::set_level(lvl);
+
+    try {
+        replica::replica_metrics metrics(cfg.model_name, static_cast<long>(cfg.block_size),
+                                         static_cast<long>(cfg.kv_blocks));
+        replica::engine eng(cfg, metrics);
+        eng.start();
+        replica::api front(cfg, eng, metrics);
+        boost::asio::io_context io(static_cast<int>(cfg.threads));
+        common::http::server server(
+            io, cfg.http,
+            [&front](common::http::request& req, common::http::response_writer& out) {
+                return front.handle(req, out);
+            },
+            "lanes-replica");
+        server.listen(cfg.host, cfg.port);
+        const int code = common::http::run_until_signal(
+            io, static_cast<unsigned>(cfg.threads), cfg.http.shutdown_grace, [&] { server.stop(); },
+            [&] { return server.active_requests() == 0; });
+        eng.stop();
+        return code;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lanes-replica: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,45 @@
+// The replica's metrics, with vLLM V1's names, types, units, labels and buckets, so anything that
+// reads vLLM's /metrics (the lanes router, llm-d, Grafana dashboards) reads a replica unchanged.
+#pragma once
+
+#include "common/metrics.hpp"
+
+#include <string>
+
+namespace lanes::replica {
+
+class replica_metrics {
+    // Declared first, so it exists before the references below are bound into it.
+    common::metrics::registry registry_;
+    std::string model_;
+
+public:
+    replica_metrics(const std::string& model_name, long block_size, long num_gpu_blocks);
+
+    std::string expose() const { return registry_.expose(); }
+
+    common::metrics::gauge& running;
+    common::metrics::gauge& waiting;
+    common::metrics::gauge& kv_usage;
+    common::metrics::counter& prefix_queries;
+    common::metrics::counter& prefix_hits;
+    common::metrics::counter& preemptions;
+    common::metrics::counter& prompt_tokens;
+    common::metrics::counter& generation_tokens;
+
+private:
+    common::metrics::family<common::metrics::counter>& success_family_;
+
+public:
+    common::metrics::histogram& ttft;
+    common::metrics::histogram& itl;
+    common::metrics::histogram& e2e;
+    common::metrics::histogram& queue_time;
+
+    // vllm:request_success_total{finished_reason}: "stop", "length", "abort" or "error".
+    common::metrics::counter& success(const std::string& finished_reason) {
+        return success_family_.with({"0", finished_reason, model_});
+    }
+};
+
+} // namespace lanes::replica

@@ -1,0 +1,31 @@
+// Stop strings for a streamed output: text is released to the client only when it can no longer
+// turn into a stop string, and a matched stop string is cut from the output (as vLLM does).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lanes::replica {
+
+class stop_matcher {
+public:
+    explicit stop_matcher(std::vector<std::string> stops);
+
+    // Appends generated text; returns true when the output now contains a stop string (the text
+    // from the stop string on is dropped).
+    bool append(std::string_view text);
+    // Text that is safe to send now (removed from the pending part).
+    std::string take_ready();
+    // At the end of the request: everything not yet sent.
+    std::string take_all();
+    const std::string& output() const { return output_; }
+
+private:
+    std::vector<std::string> stops_;
+    std::string output_;       // the whole output so far (stop string removed)
+    std::size_t released_ = 0; // bytes of output_ already handed out
+    bool stopped_ = false;
+};
+
+} // namespace lanes::replica

@@ -1,0 +1,147 @@
+#include "router/config.hpp"
+
+#include "common/http_client.hpp"
+#include "common/log.hpp"
+#include "router/policies/policy.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace lanes::router {
+
+common::flag_set make_flags(router_config& cfg) {
+    common::flag_set f("lanes-router",
+                       "Prefix-aware load balancer for data-parallel LLM inference replicas.");
+    f.add("host", cfg.host, "address to listen on");
+    f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
+    f.add("replica", cfg.replicas, "replica base URL, e.g. http://127.0.0.1:8001 (repeatable)");
+    f.add("policy", cfg.policy, "routing policy");
+    f.add("config", cfg.config_file, "JSON config file (flags given on the command line win)");
+    f.add("admin-token", cfg.admin_token,
+          "bearer token for /admin; without one, /admin answers loopback clients only");
+    f.add("threads", cfg.threads, "I/O threads (0 = number of cores)");
+    f.add("block-size", cfg.block_size, "tokens per KV block used for prefix hashing");
+    f.add("log-level", cfg.log_level, "debug, info, warn or error");
+    f.add("access-log", cfg.access_log, "log one line per request");
+    f.add("connect-timeout", cfg.connect_timeout, "upstream connect timeout");
+    f.add("first-byte-timeout", cfg.first_byte_timeout,
+          "upstream time from request sent to response header");
+    f.add("stream-idle-timeout", cfg.stream_idle_timeout,
+          "longest silence between two upstream body chunks");
+    f.add("upstream-write-timeout", cfg.upstream_write_timeout, "time to send a request upstream");
+    f.add("max-retries", cfg.max_retries,
+          "extra attempts on other replicas for a request that failed before its first byte");
+    f.add("max-idle-connections", cfg.max_idle_connections,
+          "idle keep-alive connections per replica");
+    f.add("upstream-body-limit", cfg.upstream_body_limit, "largest non-streamed upstream body");
+    f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
+    f.add("body-limit", cfg.http.body_limit, "largest request body, bytes");
+    f.add("idle-timeout", cfg.http.idle_timeout, "client keep-alive idle timeout");
+    f.add("header-read-timeout", cfg.http.header_read_timeout, "time to receive the headers");
+    f.add("body-read-timeout", cfg.http.body_read_timeout, "time to receive the body");
+    f.add("write-timeout", cfg.http.write_timeout, "time for each response write");
+    f.add("shutdown-grace", cfg.http.shutdown_grace, "how long SIGTERM lets requests finish");
+    return f;
+}
+
+namespace {
+
+// Applies a JSON config file to `flags`; the problems found are appended to `errors`.
+void apply_file(const std::string& path, common::flag_set& flags,
+                std::vector<std::string>& errors) {
+    std::ifstream in(path);
+    if (!in) {
+        errors.push_back("--config: cannot read '" + path + "'");
+        return;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+        errors.push_back("--config: '" + path + "' is not a JSON object");
+        return;
+    }
+    for (const auto& [key, value] : doc.items()) {
+        std::string name = key;
+        std::replace(name.begin(), name.end(), '_', '-');
+        if (name == "replicas")
+            name = "replica";
+        if (name == "config") {
+            errors.push_back("--config: a config file cannot name another config file");
+            continue;
+        }
+        const auto values = value.is_array() ? value : nlohmann::json::array({value});
+        for (const auto& v : values) {
+            std::string text_value;
+            if (v.is_string())
+                text_value = v.get<std::string>();
+            else if (v.is_boolean() || v.is_number())
+                text_value = v.dump();
+            else {
+                errors.push_back("--config: '" + key + "' must be a string, number or boolean");
+                continue;
+            }
+            if (auto e = flags.apply(name, text_value); !e.empty())
+                errors.push_back("--config: " + e);
+        }
+    }
+}
+
+} // namespace
+
+std::vector<std::string> load_config(int argc, const char* const* argv, router_config& cfg,
+                                     bool& help, std::string& usage) {
+    router_config from_cli;
+    common::flag_set cli_flags = make_flags(from_cli);
+    std::vector<std::string> errors = cli_flags.parse(argc, argv);
+    help = cli_flags.help_requested();
+    usage = cli_flags.usage();
+    if (from_cli.config_file.empty() || !errors.empty()) {
+        cfg = from_cli;
+        return errors;
+    }
+    // File first, then the command line again on top of it.
+    cfg = router_config{};
+    common::flag_set flags = make_flags(cfg);
+    apply_file(from_cli.config_file, flags, errors);
+    const auto again = flags.parse(argc, argv);
+    errors.insert(errors.end(), again.begin(), again.end());
+    return errors;
+}
+
+std::vector<std::string> validate(const router_config& cfg) {
+    std::vector<std::string> errors;
+    auto need = [&](bool ok, std::string message) {
+        if (!ok)
+            errors.push_back(std::move(message));
+    };
+    if (!make_policy(cfg.policy, {})) {
+        std::string known;
+        for (const auto& n : policy_names())
+            known += (known.empty() ? "" : ", ") + n;
+        errors.push_back("--policy '" + cfg.policy + "' is unknown; choose one of: " + known);
+    }
+    for (const auto& r : cfg.replicas) {
+        std::string why;
+        if (!common::http::parse_url(r, &why))
+            errors.push_back("--replica: " + why);
+    }
+    need(cfg.threads >= 0 && cfg.threads <= 256, "--threads must be in 0..256");
+    need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
+    need(cfg.max_retries >= 0 && cfg.max_retries <= 16, "--max-retries must be in 0..16");
+    need(cfg.max_idle_connections >= 0, "--max-idle-connections must be >= 0");
+    need(cfg.connect_timeout.count() > 0, "--connect-timeout must be positive");
+    need(cfg.first_byte_timeout.count() > 0, "--first-byte-timeout must be positive");
+    need(cfg.stream_idle_timeout.count() > 0, "--stream-idle-timeout must be positive");
+    need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
+    need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
+    common::log::level lvl;
+    need(common::log::parse_level(cfg.log_level, lvl),
+         "--log-level must be debug, info, warn or error");
+    return errors;
+}
+
+} // namespace lanes::router

@@ -1,0 +1,47 @@
+// lanes-router's one config struct: every limit, timeout and threshold of the router is a field
+// here, filled from flags and an optional JSON config file, validated in one place.
+#pragma once
+
+#include "common/config_util.hpp"
+#include "common/http_server.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lanes::router {
+
+struct router_config {
+    std::string host = "0.0.0.0";
+    unsigned short port = 8000;
+    std::vector<std::string> replicas; // http://host:port
+    std::string policy = "round_robin";
+    std::string config_file;
+    std::string admin_token;
+    std::int64_t threads = 0;     // I/O threads; 0 = number of cores
+    std::int64_t block_size = 16; // tokens per block for prefix hashing (the replicas' block size)
+    std::string log_level = "info";
+    bool access_log = true;
+
+    // Upstream.
+    common::http::duration connect_timeout{2'000};
+    common::http::duration first_byte_timeout{300'000}; // request sent -> response header
+    common::http::duration stream_idle_timeout{60'000}; // between two upstream body chunks
+    common::http::duration upstream_write_timeout{10'000};
+    std::int64_t max_retries = 2;           // extra attempts on other replicas before any byte
+    std::int64_t max_idle_connections = 64; // kept per replica
+    std::size_t upstream_body_limit = 16 * 1024 * 1024; // non-streamed upstream bodies
+
+    common::http::server_config http;
+};
+
+common::flag_set make_flags(router_config& cfg);
+// Flags, then the --config file (a JSON object whose keys are flag names, e.g.
+// {"policy": "prefix", "replica": ["http://127.0.0.1:8001"], "connect-timeout": "2s"}), with
+// command-line flags winning. Returns every problem found; sets `help` when --help was given.
+std::vector<std::string> load_config(int argc, const char* const* argv, router_config& cfg,
+                                     bool& help, std::string& usage);
+// Every problem with a parsed config (empty when valid).
+std::vector<std::string> validate(const router_config& cfg);
+
+} // namespace lanes::router

@@ -1,0 +1,62 @@
+// lanes-router: parse config, wire the replica pool, policy and proxy, run until SIGINT/SIGTERM.
+#include "common/http_client.hpp"
+#include "common/log.hpp"
+#include "router/config.hpp"
+#include "router/metrics.hpp"
+#include "router/proxy.hpp"
+#include "router/replica_pool.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <thread>
+
+int main(int argc, char** argv) {
+    using namespace lanes;
+    router::router_config cfg;
+    bool help = false;
+    std::string usage;
+    std::vector<std::string> errors = router::load_config(argc, argv, cfg, help, usage);
+    if (help) {
+        std::fputs(usage.c_str(), stdout);
+        return 0;
+    }
+    auto more = router::validate(cfg);
+    errors.insert(errors.end(), more.begin(), more.end());
+    if (!errors.empty())
+        return common::report_config_errors("lanes-router", errors);
+    common::log::level lvl{};
+    common::log::parse_level(cfg.log_level, lvl);
+    common::log::set_level(lvl);
+
+    try {
+        router::replica_pool pool;
+        for (const auto& text : cfg.replicas)
+            pool.add(*common::http::parse_url(text));
+        router::policy_options options;
+        options.block_size = static_cast<std::size_t>(cfg.block_size);
+        router::router_metrics metrics;
+        router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, options));
+        const unsigned threads = cfg.threads > 0
+                                     ? static_cast<unsigned>(cfg.threads)
+                                     : std::max(1u, std::thread::hardware_concurrency());
+        boost::asio::io_context io(static_cast<int>(threads));
+        common::http::server server(
+            io, cfg.http,
+            [&front](common::http::request& req, common::http::response_writer& out) {
+                return front.handle(req, out);
+            },
+            "lanes-router");
+        server.listen(cfg.host, cfg.port);
+        LANES_LOG(info, "router",
+                  "policy " << cfg.policy << ", " << cfg.replicas.size() << " replica(s), "
+                            << threads << " I/O thread(s)");
+        return common::http::run_until_signal(
+            io, threads, cfg.http.shutdown_grace, [&] { server.stop(); },
+            [&] { return server.active_requests() == 0; });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lanes-router: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,101 @@
+#include "router/metrics.hpp"
+
+#include "router/replica_pool.hpp"
+
+#include <vector>
+
+namespace lanes::router {
+
+namespace {
+
+// Request latency: from 1 ms (a refusal) to 10 minutes (a long generation).
+const std::vector<double> duration_buckets = {0.001, 0.005, 0.01,  0.025, 0.05, 0.1,
+                                              0.25,  0.5,   1.0,   2.5,   5.0,  10.0,
+                                              30.0,  60.0,  120.0, 300.0, 600.0};
+// Routing decision time: 1 µs .. 10 ms.
+const std::vector<double> decision_buckets = {1e-06,  2.5e-06, 5e-06,  1e-05, 2.5e-05, 5e-05,
+                                              0.0001, 0.00025, 0.0005, 0.001, 0.0025,  0.01};
+
+} // namespace
+
+router_metrics::router_metrics()
+    : requests(registry_.add_counter("lanes_router_requests_total",
+                                     "Requests answered, by replica, HTTP status and route reason.",
+                                     {"replica", "code", "reason"}))
+    , errors(registry_.add_counter("lanes_router_errors_total",
+                                   "Requests that failed in the router, by kind.", {"kind"}))
+    , retries(registry_
+                  .add_counter("lanes_router_retries_total",
+                               "Attempts repeated on another replica before any byte was sent.")
+                  .with({}))
+    , ejections(registry_.add_counter("lanes_router_ejections_total",
+                                      "Times a replica was taken out of routing as unhealthy.",
+                                      {"replica"}))
+    , duration(registry_
+                   .add_histogram("lanes_router_request_duration_seconds",
+                                  "Time from request received to response complete.",
+                                  duration_buckets)
+                   .with({}))
+    , first_byte(registry_
+                     .add_histogram("lanes_router_time_to_first_byte_seconds",
+                                    "Time from request received to the first upstream body byte.",
+                                    duration_buckets)
+                     .with({}))
+    , decision(registry_
+                   .add_histogram("lanes_router_routing_decision_seconds",
+                                  "Time to parse, hash and pick a replica for one request.",
+                                  decision_buckets)
+                   .with({}))
+    , predicted_hit_tokens(
+          registry_
+              .add_counter("lanes_router_predicted_prefix_hit_tokens_total",
+                           "Prompt tokens the routing policy expected to be cached on the chosen "
+                           "replica.")
+              .with({}))
+    , predicted_query_tokens(
+          registry_
+              .add_counter("lanes_router_predicted_prefix_query_tokens_total",
+                           "Prompt tokens of routed requests (the denominator of the predicted "
+                           "hit rate).")
+              .with({}))
+    , replica_prefix_hits(registry_.add_counter(
+          "lanes_router_replica_prefix_cache_hits_total",
+          "Prefix-cache hit tokens reported by each replica's /metrics (mirrored).", {"replica"}))
+    , replica_prefix_queries(registry_.add_counter(
+          "lanes_router_replica_prefix_cache_queries_total",
+          "Prefix-cache query tokens reported by each replica's /metrics (mirrored).", {"replica"}))
+    , replica_up(registry_.add_gauge("lanes_router_replica_up",
+                                     "1 when the replica is healthy, else 0.", {"replica"}))
+    , replica_draining(registry_.add_gauge("lanes_router_replica_draining",
+                                           "1 when the replica is draining, else 0.", {"replica"}))
+    , replica_inflight(registry_.add_gauge(
+          "lanes_router_replica_inflight",
+          "Requests in flight to the replica, counted by the router.", {"replica"}))
+    , replica_kv_usage(registry_.add_gauge("lanes_router_replica_kv_usage_ratio",
+                                           "KV-cache usage (0..1) from the replica's last scrape.",
+                                           {"replica"}))
+    , replica_waiting(registry_.add_gauge("lanes_router_replica_waiting_requests",
+                                          "Waiting requests from the replica's last scrape.",
+                                          {"replica"}))
+    , replica_running(registry_.add_gauge("lanes_router_replica_running_requests",
+                                          "Running requests from the replica's last scrape.",
+                                          {"replica"})) {}
+
+std::string router_metrics::expose(const replica_pool& pool) {
+    for (const auto& r : pool.all()) {
+        const std::vector<std::string> label{r->id()};
+        replica_up.with(label).set(r->healthy.load() ? 1.0 : 0.0);
+        replica_draining.with(label).set(r->draining.load() ? 1.0 : 0.0);
+        replica_inflight.with(label).set(static_cast<double>(r->inflight.load()));
+        const scraped_stats s = r->stats();
+        if (s.kv_usage)
+            replica_kv_usage.with(label).set(*s.kv_usage);
+        if (s.waiting)
+            replica_waiting.with(label).set(static_cast<double>(*s.waiting));
+        if (s.running)
+            replica_running.with(label).set(static_cast<double>(*s.running));
+    }
+    return registry_.expose();
+}
+
+} // namespace lanes::router

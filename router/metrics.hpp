@@ -1,0 +1,40 @@
+// Every lanes_router_* metric, declared in one place with its help text.
+#pragma once
+
+#include "common/metrics.hpp"
+
+#include <string>
+
+namespace lanes::router {
+
+class replica_pool;
+
+class router_metrics {
+    common::metrics::registry registry_; // first: the references below point into it
+
+public:
+    router_metrics();
+
+    // Refreshes the per-replica gauges from the pool, then writes the exposition.
+    std::string expose(const replica_pool& pool);
+
+    common::metrics::family<common::metrics::counter>& requests; // replica, code, reason
+    common::metrics::family<common::metrics::counter>& errors;   // kind
+    common::metrics::counter& retries;
+    common::metrics::family<common::metrics::counter>& ejections; // replica
+    common::metrics::histogram& duration;
+    common::metrics::histogram& first_byte;
+    common::metrics::histogram& decision;
+    common::metrics::counter& predicted_hit_tokens;
+    common::metrics::counter& predicted_query_tokens;
+    common::metrics::family<common::metrics::counter>& replica_prefix_hits;    // replica
+    common::metrics::family<common::metrics::counter>& replica_prefix_queries; // replica
+    common::metrics::family<common::metrics::gauge>& replica_up;
+    common::metrics::family<common::metrics::gauge>& replica_draining;
+    common::metrics::family<common::metrics::gauge>& replica_inflight;
+    common::metrics::family<common::metrics::gauge>& replica_kv_usage;
+    common::metrics::family<common::metrics::gauge>& replica_waiting;
+    common::metrics::family<common::metrics::gauge>& replica_running;
+};
+
+} // namespace lanes::router

@@ -1,0 +1,403 @@
+#include "router/proxy.hpp"
+
+#include "common/block_hash.hpp"
+#include "common/http_client.hpp"
+#include "common/log.hpp"
+#include "common/openai.hpp"
+#include "common/tokenizer.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace lanes::router {
+
+namespace asio = boost::asio;
+namespace http = common::http;
+namespace openai = common::openai;
+namespace bhttp = boost::beast::http;
+using clock_type = std::chrono::steady_clock;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::string_view header_replica = "x-lanes-replica";
+constexpr std::string_view header_reason = "x-lanes-route-reason";
+constexpr std::string_view header_request_id = "x-request-id";
+
+double seconds_since(clock_type::time_point t) {
+    return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+openai::api_error make_error(int status, std::string type, std::string message) {
+    openai::api_error e;
+    e.status = status;
+    e.type = std::move(type);
+    e.message = std::move(message);
+    return e;
+}
+
+bool hop_by_hop(bhttp::field f) {
+    switch (f) {
+    case bhttp::field::connection:
+    case bhttp::field::keep_alive:
+    case bhttp::field::transfer_encoding:
+    case bhttp::field::te:
+    case bhttp::field::trailer:
+    case bhttp::field::upgrade:
+    case bhttp::field::host:
+    case bhttp::field::content_length:
+    case bhttp::field::proxy_authorization:
+    case bhttp::field::proxy_authenticate:
+    case bhttp::field::expect:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// The session key: x-session-id header, else the body's `user`, else a `session_id` cookie.
+std::optional<std::string> session_key(const http::request& req,
+                                       const openai::generation_request& g) {
+    if (auto it = req.find("x-session-id"); it != req.end() && !it->value().empty())
+        return std::string(it->value());
+    if (g.user && !g.user->empty())
+        return *g.user;
+    if (auto it = req.find(bhttp::field::cookie); it != req.end()) {
+        const std::string_view cookies(it->value().data(), it->value().size());
+        constexpr std::string_view key = "session_id=";
+        for (std::size_t pos = 0; pos < cookies.size();) {
+            const auto end = std::min(cookies.find(';', pos), cookies.size());
+            std::string_view item = cookies.substr(pos, end - pos);
+            while (item.starts_with(' '))
+                item.remove_prefix(1);
+            if (item.starts_with(key) && item.size() > key.size())
+                return std::string(item.substr(key.size()));
+            pos = end + 1;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+struct proxy::routed {
+    std::shared_ptr<replica> target;
+    decision choice;
+    std::string request_id;
+    clock_type::time_point start;
+};
+
+struct proxy::attempt_result {
+    bool answered = false;   // the client got a complete answer (or a cleanly ended stream)
+    bool sent_any = false;   // some bytes reached the client: no retry possible
+    int status = 0;          // status relayed (or the upstream's failing status)
+    std::string failure;     // why the attempt failed
+    std::string failed_body; // upstream's body on a 5xx, relayed if no retry succeeds
+    std::string failed_content_type;
+};
+
+proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
+             std::unique_ptr<policy> pol)
+    : cfg_(cfg)
+    , pool_(pool)
+    , metrics_(metrics)
+    , policy_(std::move(pol)) {}
+
+asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+    const bool post = req.method() == bhttp::verb::post;
+    const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
+    auto refuse = [&](int status, std::string type, std::string message) {
+        return out.send(http::make_response(
+            req, static_cast<bhttp::status>(status),
+            openai::error_json(make_error(status, std::move(type), std::move(message)))));
+    };
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+        if (!post)
+            co_await refuse(405, "MethodNotAllowed", "use POST");
+        else
+            co_await generate(req, out, path == "/v1/chat/completions");
+    } else if (path == "/health" && get) {
+        co_await out.send(http::make_response(req, bhttp::status::ok, "", "text/plain"));
+    } else if (path == "/metrics" && get) {
+        co_await out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(pool_),
+                                              common::metrics::registry::content_type));
+    } else if (path == "/v1/models" && get) {
+        co_await models(req, out);
+    } else {
+        co_await refuse(404, "NotFoundError", "no route for " + std::string(path));
+    }
+}
+
+decision proxy::pick(const route_request& rr, const tried_set& tried,
+                     std::vector<std::shared_ptr<replica>>& replicas) {
+    const auto stale_after = std::chrono::milliseconds(2'000);
+    pool_snapshot snap = pool_.snapshot(replicas, clock_type::now(), stale_after);
+    std::lock_guard lock(policy_mutex_);
+    return policy_->pick(rr, snap, tried);
+}
+
+asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out, bool chat) {
+    const auto start = clock_type::now();
+    const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
+    openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
+    if (parsed.error) {
+        metrics_.requests.with({"none", std::to_string(parsed.error->status), "invalid"}).inc();
+        co_await out.send(http::make_response(req, static_cast<bhttp::status>(parsed.error->status),
+                                              openai::error_json(*parsed.error)));
+        co_return;
+    }
+    const openai::generation_request& g = *parsed.request;
+    std::vector<common::token_id> tokens =
+        g.prompt_token_ids.empty()
+            ? common::encode_prompt(g.prompt)
+            : std::vector<common::token_id>(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
+    const std::vector<common::block_hash> blocks =
+        common::hash_blocks(tokens, static_cast<std::size_t>(cfg_.block_size));
+    route_request rr;
+    rr.blocks = blocks;
+    rr.prompt_tokens = tokens.size();
+    rr.session_key = session_key(req, g);
+    if (g.model)
+        rr.model = *g.model;
+
+    std::string request_id;
+    if (auto it = req.find(header_request_id); it != req.end() && !it->value().empty())
+        request_id = std::string(it->value());
+    else
+        request_id = openai::make_id("req-");
+
+    tried_set tried;
+    attempt_result last;
+    for (std::int64_t attempt = 0; attempt <= cfg_.max_retries; ++attempt) {
+        const auto decide_start = clock_type::now();
+        std::vector<std::shared_ptr<replica>> replicas;
+        const decision d = pick(rr, tried, replicas);
+        metrics_.decision.observe(seconds_since(decide_start));
+        if (!d.replica)
+            break;
+        routed r{replicas[*d.replica], d, request_id, start};
+        tried.push_back(r.target->id());
+        if (attempt > 0)
+            metrics_.retries.inc();
+        {
+            std::lock_guard lock(policy_mutex_);
+            policy_->on_routed(rr, r.target->id());
+        }
+        metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
+        metrics_.predicted_hit_tokens.inc(
+            static_cast<double>(d.matched_blocks * static_cast<std::size_t>(cfg_.block_size)));
+        last = co_await forward(req, out, r);
+        {
+            std::lock_guard lock(policy_mutex_);
+            policy_->on_request_done(r.target->id());
+        }
+        const std::string code = std::to_string(last.status ? last.status : 502);
+        if (last.answered || last.sent_any) {
+            metrics_.requests.with({r.target->id(), code, std::string(to_string(d.reason))}).inc();
+            metrics_.duration.observe(seconds_since(start));
+            if (cfg_.access_log)
+                LANES_LOG(info, "access",
+                          request_id << " " << req.target() << " replica=" << r.target->id()
+                                     << " reason=" << to_string(d.reason) << " status=" << code
+                                     << " cached_blocks=" << d.matched_blocks << "/"
+                                     << blocks.size() << " attempts=" << attempt + 1
+                                     << " duration_ms=" << seconds_since(start) * 1000.0
+                                     << (last.answered ? "" : " stream_broken"));
+            co_return;
+        }
+        LANES_LOG(warn, "proxy",
+                  request_id << " attempt " << attempt + 1 << " on " << r.target->id()
+                             << " failed: " << last.failure);
+    }
+    // Nothing reached the client: answer with the last upstream error, or our own.
+    http::response res;
+    if (!last.failed_body.empty()) {
+        res = http::make_response(req, static_cast<bhttp::status>(last.status), last.failed_body,
+                                  last.failed_content_type);
+        metrics_.errors.with({"upstream_status"}).inc();
+    } else if (tried.empty()) {
+        res = http::make_response(
+            req, bhttp::status::service_unavailable,
+            openai::error_json(make_error(503, "ServiceUnavailableError",
+                                          "no healthy replica is available; retry later")));
+        res.set(bhttp::field::retry_after, "1");
+        metrics_.errors.with({"no_replica"}).inc();
+    } else {
+        res = http::make_response(
+            req, bhttp::status::bad_gateway,
+            openai::error_json(
+                make_error(502, "BadGatewayError", "every replica tried failed: " + last.failure)));
+        metrics_.errors.with({"upstream_failed"}).inc();
+    }
+    res.set(header_request_id, request_id);
+    metrics_.requests.with({"none", std::to_string(res.result_int()), "failed"}).inc();
+    metrics_.duration.observe(seconds_since(start));
+    co_await out.send(std::move(res));
+}
+
+asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
+                                                      http::response_writer& out, routed& r) {
+    attempt_result result;
+    inflight_guard guard(r.target);
+    r.target->requests_total.fetch_add(1);
+    auto executor = co_await asio::this_coro::executor;
+
+    http::request up{req.method(), r.target->address().base_path + std::string(req.target()), 11};
+    for (const auto& field : req)
+        if (!hop_by_hop(field.name()))
+            up.set(field.name_string(), field.value());
+    up.set(header_request_id, r.request_id);
+    up.keep_alive(true);
+    up.body() = req.body();
+
+    // Send the request: a pooled connection may have been closed by the replica meanwhile, so a
+    // failure on a reused connection is retried once on a fresh one (no bytes reached anyone).
+    std::unique_ptr<http::client_connection> conn;
+    error_code ec;
+    for (int fresh = 0; fresh < 2; ++fresh) {
+        conn = r.target->take_idle();
+        const bool reused = conn != nullptr;
+        if (!conn) {
+            conn = std::make_unique<http::client_connection>(executor);
+            if ((ec = co_await conn->connect(r.target->address(), cfg_.connect_timeout))) {
+                result.failure = "connect: " + ec.message();
+                co_return result;
+            }
+        }
+        ec = co_await conn->write(up, cfg_.upstream_write_timeout);
+        if (!ec)
+            ec = co_await conn->read_header(cfg_.first_byte_timeout);
+        if (!ec || !reused)
+            break;
+        conn.reset();
+    }
+    // If the client goes away while we wait, closing the upstream connection makes the replica
+    // abort the request (and frees its KV blocks) at once.
+    auto live = std::make_shared<http::client_connection*>(conn.get());
+    out.on_client_closed([live] {
+        if (*live)
+            (*live)->close();
+    });
+    struct unhook {
+        std::shared_ptr<http::client_connection*> p;
+        ~unhook() { *p = nullptr; }
+    } unhook_on_exit{live};
+
+    if (ec) {
+        result.failure = "upstream: " + ec.message();
+        co_return result;
+    }
+    const int status = static_cast<int>(conn->header().result_int());
+    const std::string content_type(conn->header()[bhttp::field::content_type]);
+    result.status = status;
+    const http::header_list extra = {
+        {std::string(header_replica), r.target->id()},
+        {std::string(header_reason), std::string(to_string(r.choice.reason))},
+        {std::string(header_request_id), r.request_id}};
+    const bool streaming = content_type.starts_with("text/event-stream");
+
+    if (!streaming || status >= 500) {
+        std::string body, piece;
+        while (!conn->done()) {
+            if ((ec = co_await conn->read_chunk(piece, cfg_.stream_idle_timeout))) {
+                result.failure = "upstream body: " + ec.message();
+                co_return result;
+            }
+            if (body.size() + piece.size() > cfg_.upstream_body_limit) {
+                result.failure = "upstream body over --upstream-body-limit";
+                co_return result;
+            }
+            body += piece;
+        }
+        metrics_.first_byte.observe(seconds_since(r.start));
+        if (conn->reusable())
+            r.target->give_back(std::move(conn),
+                                static_cast<std::size_t>(cfg_.max_idle_connections));
+        if (status >= 500) {
+            result.failure = "upstream status " + std::to_string(status);
+            result.failed_body = std::move(body);
+            result.failed_content_type = content_type;
+            co_return result;
+        }
+        http::response res = http::make_response(req, static_cast<bhttp::status>(status),
+                                                 std::move(body), content_type);
+        for (const auto& [name, value] : extra)
+            res.set(name, value);
+        result.sent_any = true;
+        result.answered = co_await out.send(std::move(res));
+        co_return result;
+    }
+
+    // SSE: relay each upstream piece as soon as it arrives.
+    result.sent_any = true;
+    if (!co_await out.begin_stream(static_cast<bhttp::status>(status), content_type, extra)) {
+        conn->close();
+        co_return result;
+    }
+    bool first = true;
+    std::string piece;
+    while (!conn->done()) {
+        if ((ec = co_await conn->read_chunk(piece, cfg_.stream_idle_timeout))) {
+            // After the first byte a retry is impossible: end the stream with an error event.
+            metrics_.errors.with({"stream_broken"}).inc();
+            const auto e =
+                make_error(502, "BadGatewayError", "the replica's stream broke: " + ec.message());
+            const std::string tail =
+                openai::sse_event(openai::error_json(e)) + std::string(openai::sse_done);
+            if (co_await out.write_chunk(tail))
+                co_await out.end_stream();
+            result.failure = "stream: " + ec.message();
+            co_return result;
+        }
+        if (first && !piece.empty()) {
+            metrics_.first_byte.observe(seconds_since(r.start));
+            first = false;
+        }
+        if (!co_await out.write_chunk(piece)) {
+            conn->close(); // the client is gone: the replica sees the close and aborts
+            result.failure = "client closed";
+            co_return result;
+        }
+    }
+    result.answered = co_await out.end_stream();
+    if (conn->reusable())
+        r.target->give_back(std::move(conn), static_cast<std::size_t>(cfg_.max_idle_connections));
+    co_return result;
+}
+
+asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out) {
+    auto executor = co_await asio::this_coro::executor;
+    nlohmann::json data = nlohmann::json::array();
+    std::vector<std::string> seen;
+    http::fetch_options options;
+    options.connect_timeout = cfg_.connect_timeout;
+    for (const auto& r : pool_.all()) {
+        if (!r->healthy.load())
+            continue;
+        auto res =
+            co_await http::fetch(executor, r->address(), bhttp::verb::get, "/v1/models", options);
+        if (res.ec || res.status != 200)
+            continue;
+        const auto doc = nlohmann::json::parse(res.body, nullptr, false);
+        if (doc.is_discarded() || !doc.contains("data") || !doc["data"].is_array())
+            continue;
+        for (const auto& m : doc["data"]) {
+            if (!m.is_object() || !m.contains("id") || !m["id"].is_string())
+                continue;
+            const auto id = m["id"].get<std::string>();
+            if (std::find(seen.begin(), seen.end(), id) == seen.end()) {
+                seen.push_back(id);
+                data.push_back(m);
+            }
+        }
+    }
+    const nlohmann::json body = {{"object", "list"}, {"data", data}};
+    co_await out.send(http::make_response(req, bhttp::status::ok, body.dump()));
+}
+
+} // namespace lanes::router

@@ -1,0 +1,48 @@
+// The router's request path: parse the body once, hash the prompt's blocks, ask the policy for a
+// replica, forward over a pooled keep-alive connection and relay the answer (SSE chunk by chunk),
+// retrying on another replica while nothing has reached the client.
+#pragma once
+
+#include "common/http_server.hpp"
+#include "router/config.hpp"
+#include "router/metrics.hpp"
+#include "router/policies/policy.hpp"
+#include "router/replica_pool.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <mutex>
+
+namespace lanes::router {
+
+class proxy {
+public:
+    proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
+          std::unique_ptr<policy> pol);
+
+    boost::asio::awaitable<void> handle(common::http::request& req,
+                                        common::http::response_writer& out);
+
+private:
+    struct routed;
+    struct attempt_result;
+
+    boost::asio::awaitable<void> generate(common::http::request& req,
+                                          common::http::response_writer& out, bool chat);
+    boost::asio::awaitable<void> models(common::http::request& req,
+                                        common::http::response_writer& out);
+    // One attempt on one replica. Sets `sent_any` once bytes reached the client.
+    boost::asio::awaitable<attempt_result> forward(common::http::request& req,
+                                                   common::http::response_writer& out, routed& r);
+    decision pick(const route_request& rr, const tried_set& tried,
+                  std::vector<std::shared_ptr<replica>>& replicas);
+
+    const router_config& cfg_;
+    replica_pool& pool_;
+    router_metrics& metrics_;
+    std::mutex policy_mutex_; // policies are single-threaded objects
+    std::unique_ptr<policy> policy_;
+};
+
+} // namespace lanes::router

@@ -1,0 +1,97 @@
+#include "router/replica_pool.hpp"
+
+#include <algorithm>
+
+namespace lanes::router {
+
+replica::replica(common::http::url u)
+    : url_(std::move(u))
+    , id_(url_.str()) {}
+
+scraped_stats replica::stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+}
+
+void replica::set_stats(const scraped_stats& s) {
+    std::lock_guard lock(mutex_);
+    stats_ = s;
+}
+
+std::unique_ptr<common::http::client_connection> replica::take_idle() {
+    std::lock_guard lock(mutex_);
+    while (!idle_.empty()) {
+        auto conn = std::move(idle_.back());
+        idle_.pop_back();
+        if (conn->is_open())
+            return conn;
+    }
+    return nullptr;
+}
+
+void replica::give_back(std::unique_ptr<common::http::client_connection> conn,
+                        std::size_t max_idle) {
+    std::lock_guard lock(mutex_);
+    if (idle_.size() < max_idle && conn->is_open())
+        idle_.push_back(std::move(conn));
+}
+
+void replica::drop_idle() {
+    std::lock_guard lock(mutex_);
+    idle_.clear();
+}
+
+bool replica_pool::add(const common::http::url& u) {
+    auto r = std::make_shared<replica>(u);
+    std::unique_lock lock(mutex_);
+    for (const auto& existing : replicas_)
+        if (existing->id() == r->id())
+            return false;
+    replicas_.push_back(std::move(r));
+    return true;
+}
+
+bool replica_pool::remove(const std::string& id) {
+    std::unique_lock lock(mutex_);
+    const auto before = replicas_.size();
+    std::erase_if(replicas_, [&](const auto& r) { return r->id() == id; });
+    return replicas_.size() != before;
+}
+
+std::shared_ptr<replica> replica_pool::find(const std::string& id) const {
+    std::shared_lock lock(mutex_);
+    for (const auto& r : replicas_)
+        if (r->id() == id)
+            return r;
+    return nullptr;
+}
+
+std::vector<std::shared_ptr<replica>> replica_pool::all() const {
+    std::shared_lock lock(mutex_);
+    return replicas_;
+}
+
+pool_snapshot replica_pool::snapshot(std::vector<std::shared_ptr<replica>>& replicas,
+                                     std::chrono::steady_clock::time_point now,
+                                     std::chrono::milliseconds stale_after) const {
+    replicas = all();
+    pool_snapshot snap;
+    snap.replicas.reserve(replicas.size());
+    for (const auto& r : replicas) {
+        replica_view v;
+        v.id = r->id();
+        v.routable = r->healthy.load() && !r->draining.load();
+        v.inflight = r->inflight.load();
+        const scraped_stats s = r->stats();
+        v.num_blocks = s.num_blocks;
+        if (s.at != std::chrono::steady_clock::time_point{} && now - s.at <= stale_after) {
+            v.kv_usage = s.kv_usage;
+            v.waiting = s.waiting;
+            v.running = s.running;
+        }
+        snap.replicas.push_back(std::move(v));
+    }
+    return snap;
+}
+
+} // namespace lanes::router

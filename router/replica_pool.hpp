@@ -1,0 +1,94 @@
+// The router's view of its replicas: identity, routing state (healthy, draining), the in-flight
+// count the router maintains itself, the last scrape of each replica's /metrics, and a pool of idle
+// keep-alive upstream connections. Thread-safe; replicas may be added and removed at run time.
+#pragma once
+
+#include "common/http_client.hpp"
+#include "router/policies/policy.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+namespace lanes::router {
+
+// Values read from a replica's /metrics (vLLM V1/V0, SGLang or lanes names).
+struct scraped_stats {
+    std::optional<double> kv_usage;
+    std::optional<std::int64_t> waiting;
+    std::optional<std::int64_t> running;
+    std::optional<double> prefix_cache_hits;    // tokens, cumulative
+    std::optional<double> prefix_cache_queries; // tokens, cumulative
+    std::optional<std::int64_t> num_blocks;
+    std::optional<std::int64_t> block_size;
+    std::chrono::steady_clock::time_point at{};
+};
+
+class replica {
+public:
+    explicit replica(common::http::url u);
+
+    const std::string& id() const { return id_; }
+    const common::http::url& address() const { return url_; }
+
+    std::atomic<std::int64_t> inflight{0};
+    std::atomic<std::int64_t> requests_total{0};
+    std::atomic<bool> healthy{true};
+    std::atomic<bool> draining{false};
+
+    scraped_stats stats() const;
+    void set_stats(const scraped_stats& s);
+
+    // An idle keep-alive connection, or nullptr.
+    std::unique_ptr<common::http::client_connection> take_idle();
+    // Returns a connection for reuse; dropped when `max_idle` are already kept.
+    void give_back(std::unique_ptr<common::http::client_connection> conn, std::size_t max_idle);
+    void drop_idle();
+
+private:
+    common::http::url url_;
+    std::string id_;
+    mutable std::mutex mutex_;
+    scraped_stats stats_;
+    std::vector<std::unique_ptr<common::http::client_connection>> idle_;
+};
+
+// Holds `inflight` raised from before dispatch until destruction: no path can skip the release.
+class inflight_guard {
+public:
+    explicit inflight_guard(std::shared_ptr<replica> r)
+        : r_(std::move(r)) {
+        r_->inflight.fetch_add(1);
+    }
+    ~inflight_guard() { r_->inflight.fetch_sub(1); }
+    inflight_guard(const inflight_guard&) = delete;
+    inflight_guard& operator=(const inflight_guard&) = delete;
+
+private:
+    std::shared_ptr<replica> r_;
+};
+
+class replica_pool {
+public:
+    // Adds a replica by URL; false when it is already present.
+    bool add(const common::http::url& u);
+    bool remove(const std::string& id);
+    std::shared_ptr<replica> find(const std::string& id) const;
+    std::vector<std::shared_ptr<replica>> all() const;
+    // A consistent view for a policy; `replicas` lines up with snapshot().replicas.
+    pool_snapshot snapshot(std::vector<std::shared_ptr<replica>>& replicas,
+                           std::chrono::steady_clock::time_point now,
+                           std::chrono::milliseconds stale_after) const;
+
+private:
+    mutable std::shared_mutex mutex_;
+    std::vector<std::shared_ptr<replica>> replicas_;
+};
+
+} // namespace lanes::router

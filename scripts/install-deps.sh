@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's packages, whatever lanes needs to build and test that is missing.
+# Idempotent: installs nothing (and touches no package list) when everything is present.
+set -euo pipefail
+
+packages=(
+    cmake ninja-build g++ pkg-config ccache git curl
+    libboost1.81-dev libboost-system1.81-dev   # Asio, Beast (compiled once, see common/)
+    nlohmann-json3-dev libxxhash-dev libopenblas-dev
+    catch2                                     # v2, header catch2/catch.hpp
+    clang-format                               # the format check in the test suite
+    prometheus                                 # promtool, to lint /metrics in the tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install" >&2; exit 1; }
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's prometheus package starts a server where systemd runs; lanes only needs promtool.
+if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
+    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+echo "install-deps: done"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs the whole suite (unit tests,
+# integration tests with real processes on loopback, the clang-format check) through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+cd "${LANES_BUILD_DIR:-build}"
+ctest --output-on-failure --timeout 600 "$@"

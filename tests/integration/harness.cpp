@@ -1,0 +1,182 @@
+#include "harness.hpp"
+
+#include "common/http_client.hpp"
+
+#include <boost/asio.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace lanes::test {
+
+namespace {
+
+constexpr auto port_deadline = std::chrono::seconds(20);
+constexpr auto stop_deadline = std::chrono::seconds(10);
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+} // namespace
+
+process::process(std::string binary, std::vector<std::string> args) {
+    char tmpl[] = "/tmp/lanes-test-XXXXXX.log";
+    const int fd = ::mkstemps(tmpl, 4);
+    if (fd < 0)
+        throw std::runtime_error("mkstemps failed");
+    log_path_ = tmpl;
+    std::vector<std::string> argv_store{binary};
+    argv_store.insert(argv_store.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_store)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        ::execv(binary.c_str(), argv.data());
+        std::perror("execv");
+        ::_exit(127);
+    }
+    ::close(fd);
+    const std::regex listening(R"(listening on http://[^ \n]*:(\d+))");
+    const auto deadline = std::chrono::steady_clock::now() + port_deadline;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::smatch m;
+        const std::string text = read_file(log_path_);
+        if (std::regex_search(text, m, listening)) {
+            port_ = static_cast<unsigned short>(std::stoi(m[1].str()));
+            return;
+        }
+        if (wait(std::chrono::milliseconds(0)) != -1)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    throw std::runtime_error(binary + " did not report its port; log:\n" + log());
+}
+
+process::~process() {
+    if (!exited_) {
+        signal(SIGTERM);
+        if (wait(stop_deadline) == -1) {
+            signal(SIGKILL);
+            wait(stop_deadline);
+        }
+    }
+    ::unlink(log_path_.c_str());
+}
+
+void process::signal(int sig) {
+    if (!exited_)
+        ::kill(pid_, sig);
+}
+
+int process::wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        int status = 0;
+        const int r = ::waitpid(pid_, &status, WNOHANG);
+        if (r == pid_) {
+            exited_ = true;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        if (std::chrono::steady_clock::now() >= deadline)
+            return -1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+std::string process::log() const {
+    return read_file(log_path_);
+}
+
+std::string reply::header(std::string_view name) const {
+    for (const auto& [k, v] : headers)
+        if (boost::beast::iequals(k, name))
+            return v;
+    return {};
+}
+
+reply request(unsigned short port, boost::beast::http::verb method, const std::string& path,
+              const std::string& body, const common::http::header_list& headers,
+              std::chrono::milliseconds timeout) {
+    boost::asio::io_context io;
+    common::http::url target{"127.0.0.1", port, ""};
+    common::http::fetch_options options;
+    options.body = body;
+    options.headers = headers;
+    options.total_timeout = timeout;
+    options.body_limit = 64 * 1024 * 1024;
+    common::http::fetch_result res;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+            res = co_await common::http::fetch(io.get_executor(), target, method, path, options);
+        },
+        boost::asio::detached);
+    io.run();
+    reply r;
+    r.status = res.status;
+    r.body = std::move(res.body);
+    r.content_type = std::move(res.content_type);
+    r.headers = std::move(res.headers);
+    if (res.ec)
+        r.error = res.ec.message();
+    return r;
+}
+
+reply get(unsigned short port, const std::string& path) {
+    return request(port, boost::beast::http::verb::get, path);
+}
+
+reply post_json(unsigned short port, const std::string& path, const std::string& body,
+                const common::http::header_list& headers) {
+    return request(port, boost::beast::http::verb::post, path, body, headers);
+}
+
+bool wait_healthy(unsigned short port, std::chrono::milliseconds deadline) {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < until) {
+        if (request(port, boost::beast::http::verb::get, "/health", "", {},
+                    std::chrono::milliseconds(1000))
+                .status == 200)
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+int promtool_check(const std::string& text, std::string& output) {
+    if (std::system("command -v promtool >/dev/null 2>&1") != 0)
+        return -1;
+    char in_path[] = "/tmp/lanes-metrics-XXXXXX";
+    const int fd = ::mkstemp(in_path);
+    if (fd < 0)
+        return -1;
+    [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());
+    ::close(fd);
+    const std::string out_path = std::string(in_path) + ".out";
+    const std::string cmd =
+        "promtool check metrics < " + std::string(in_path) + " > " + out_path + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    output = read_file(out_path);
+    ::unlink(in_path);
+    ::unlink(out_path.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+} // namespace lanes::test
