@@ -43,7 +43,8 @@ openai::api_error error(int code, std::string type, std::string message,
 // Validation the replica adds on top of the wire format (model name, n, context length).
 std::optional<openai::api_error> check_request(const replica_config& cfg,
                                                const openai::generation_request& g,
-                                               std::size_t prompt_tokens, std::int64_t max_tokens) {
+                                               std::size_t prompt_tokens, std::int64_t max_tokens,
+                                               std::int64_t max_len) {
     if (g.model && *g.model != cfg.model_name)
         return error(404, "NotFoundError", "The model `" + *g.model + "` does not exist.", "model");
     if (g.n != 1)
@@ -51,9 +52,9 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
     if (g.kind == openai::endpoint::chat_completions && g.messages.empty())
         return openai::api_error::bad_request("'messages' must not be empty", "messages");
     const auto total = static_cast<std::int64_t>(prompt_tokens) + max_tokens;
-    if (total > cfg.max_model_len)
+    if (total > max_len)
         return openai::api_error::bad_request(
-            "This model's maximum context length is " + std::to_string(cfg.max_model_len) +
+            "This model's maximum context length is " + std::to_string(max_len) +
                 " tokens. However, you requested " + std::to_string(total) + " tokens (" +
                 std::to_string(prompt_tokens) + " in the prompt, " + std::to_string(max_tokens) +
                 " in the completion). Please reduce the length of the prompt or completion.",
@@ -114,7 +115,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
                                 {"owned_by", "lanes"},
                                 {"root", cfg_.model_name},
                                 {"parent", nullptr},
-                                {"max_model_len", cfg_.max_model_len}};
+                                {"max_model_len", engine_.max_sequence_tokens()}};
         nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
         co_await out.send(http::make_response(req, status::ok, j.dump()));
     } else {
@@ -144,7 +145,8 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
         er.prompt = common::encode_prompt(g.prompt);
     }
     const std::int64_t max_tokens = g.max_tokens.value_or(chat ? cfg_.default_max_tokens : 16);
-    if (auto e = check_request(cfg_, g, er.prompt.size(), max_tokens)) {
+    const auto max_len = static_cast<std::int64_t>(engine_.max_sequence_tokens());
+    if (auto e = check_request(cfg_, g, er.prompt.size(), max_tokens, max_len)) {
         co_await send_error(req, out, *e);
         co_return;
     }

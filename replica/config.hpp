@@ -4,6 +4,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http_server.hpp"
+#include "replica/backend.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,7 +18,9 @@ struct replica_config {
     std::string backend = "auto"; // auto | cuda | cpu | sim
     std::string preset = "tiny";  // tiny | small | base | 1b
     std::string model_name = "lanes-tiny";
-    std::int64_t kv_blocks = 2048;              // KV cache blocks in the pool
+    std::int64_t kv_blocks = 0; // KV cache blocks in the pool; 0 = from kv_cache_mb
+    std::int64_t kv_cache_mb = 256; // KV memory budget when kv_blocks is 0 (fp32 K and V)
+    std::int64_t max_auto_kv_blocks = 4096; // cap on the budget-derived block count
     std::int64_t block_size = 16;               // tokens per KV block
     std::int64_t seed = 0;                      // weights and default sampling seed
     std::int64_t max_model_len = 8192;          // prompt + output tokens
@@ -28,6 +31,8 @@ struct replica_config {
     std::string log_level = "info";
     common::http::server_config http;
     std::int64_t threads = 1; // HTTP I/O threads (the engine has its own thread)
+    std::int64_t cpu_threads = 1; // OpenBLAS threads of the cpu backend
+    sim_cost_model sim;
 };
 
 // Declares every flag against the fields of `cfg`.

@@ -3,9 +3,12 @@
 #pragma once
 
 #include "common/tokenizer.hpp"
+#include "replica/backend.hpp"
+#include "replica/block_manager.hpp"
 #include "replica/config.hpp"
 #include "replica/metrics.hpp"
 #include "replica/request_stream.hpp"
+#include "replica/scheduler.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace lanes::replica {
@@ -53,6 +57,8 @@ enum class submit_status { accepted, queue_full, stopped };
 
 class engine {
 public:
+    // Builds the model weights and the backend; throws std::runtime_error when the backend
+    // cannot be created (e.g. --backend cuda without a device).
     engine(const replica_config& cfg, replica_metrics& metrics);
     ~engine();
     engine(const engine&) = delete;
@@ -63,29 +69,46 @@ public:
 
     submit_status submit(engine_request req, std::shared_ptr<request_stream> stream);
     load_snapshot load() const;
-    std::size_t in_flight() const;
+    const std::string& backend_name() const { return backend_name_; }
+    std::size_t num_blocks() const { return num_blocks_; }
+    // Longest prompt + output the KV pool can hold for one request.
+    std::size_t max_sequence_tokens() const;
 
 private:
-    struct sequence;
+    struct live;
     void run();
     void admit_incoming();
+    void drop_cancelled();
     void step();
-    void finish(sequence& seq, const std::string& reason);
+    void emit_token(live& seq, common::token_id tok, engine_clock::time_point now);
+    void finish(live& seq, const std::string& reason);
     void publish_gauges();
 
     const replica_config& cfg_;
     replica_metrics& metrics_;
+    model_weights weights_;
+    std::unique_ptr<backend> backend_;
+    std::string backend_name_;
+    std::size_t num_blocks_;
 
     mutable std::mutex mutex_; // guards incoming_, stopping_, snapshot_
     std::condition_variable wake_;
-    std::deque<std::unique_ptr<sequence>> incoming_;
+    std::deque<std::unique_ptr<live>> incoming_;
     bool stopping_ = false;
     load_snapshot snapshot_;
 
     // Engine thread only.
-    std::deque<std::unique_ptr<sequence>> waiting_;
-    std::vector<std::unique_ptr<sequence>> running_;
+    block_manager blocks_;
+    scheduler scheduler_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<live>> live_;
+    std::uint64_t next_id_ = 1;
+    std::vector<std::vector<float>> logits_;
     std::thread thread_;
 };
+
+// The backend kind `--backend auto` resolves to, and why (for the start-up log line).
+std::string resolve_backend(const std::string& requested, std::string& note);
+// KV blocks to allocate: --kv-blocks when set, else what fits in --kv-cache-mb for this model.
+std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model);
 
 } // namespace lanes::replica

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
     common::log::set_level(lvl);
 
     try {
+        cfg.kv_blocks = static_cast<std::int64_t>(
+            replica::resolve_kv_blocks(cfg, *replica::preset(cfg.preset)));
         replica::replica_metrics metrics(cfg.model_name, static_cast<long>(cfg.block_size),
                                          static_cast<long>(cfg.kv_blocks));
         replica::engine eng(cfg, metrics);

@@ -1,0 +1,35 @@
+#include "replica/backend.hpp"
+
+#include "replica/cpu_backend.hpp"
+#include "replica/sim_backend.hpp"
+
+#include <cblas.h>
+
+namespace lanes::replica {
+
+bool cuda_available(std::string* why) {
+    if (why)
+        *why = "this build has no CUDA backend";
+    return false;
+}
+
+std::unique_ptr<backend> make_backend(const backend_options& options, const model_weights& weights,
+                                      std::string& error) {
+    if (options.kind == "cpu") {
+        openblas_set_num_threads(static_cast<int>(options.cpu_threads));
+        return std::make_unique<cpu_backend>(weights, options.num_blocks, options.block_size);
+    }
+    if (options.kind == "sim")
+        return std::make_unique<sim_backend>(options.sim, options.num_blocks * options.block_size);
+    if (options.kind == "cuda") {
+        std::string why;
+        if (!cuda_available(&why)) {
+            error = "--backend cuda: " + why;
+            return nullptr;
+        }
+    }
+    error = "unknown backend '" + options.kind + "'";
+    return nullptr;
+}
+
+} // namespace lanes::replica
