@@ -49,9 +49,8 @@ struct sim_cost_model {
     double speedup = 1.0;
 
     // The modelled duration of one step.
-    std::chrono::duration<double, std::milli> step_time(std::size_t prefill_tokens,
-                                                        std::size_t decode_seqs,
-                                                        double kv_fraction) const;
+    std::chrono::duration<double, std::milli>
+    step_time(std::size_t prefill_tokens, std::size_t decode_seqs, double kv_fraction) const;
 };
 
 struct backend_options {

@@ -4,7 +4,8 @@
 
 namespace lanes::replica {
 
-block_manager::block_manager(std::size_t num_blocks) : blocks_(num_blocks) {
+block_manager::block_manager(std::size_t num_blocks)
+    : blocks_(num_blocks) {
     cached_.reserve(num_blocks);
     for (std::size_t i = 0; i < num_blocks; ++i)
         push_free_tail(static_cast<block_id>(i));

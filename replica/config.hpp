@@ -18,19 +18,19 @@ struct replica_config {
     std::string backend = "auto"; // auto | cuda | cpu | sim
     std::string preset = "tiny";  // tiny | small | base | 1b
     std::string model_name = "lanes-tiny";
-    std::int64_t kv_blocks = 0; // KV cache blocks in the pool; 0 = from kv_cache_mb
-    std::int64_t kv_cache_mb = 256; // KV memory budget when kv_blocks is 0 (fp32 K and V)
+    std::int64_t kv_blocks = 0;             // KV cache blocks in the pool; 0 = from kv_cache_mb
+    std::int64_t kv_cache_mb = 256;         // KV memory budget when kv_blocks is 0 (fp32 K and V)
     std::int64_t max_auto_kv_blocks = 4096; // cap on the budget-derived block count
-    std::int64_t block_size = 16;               // tokens per KV block
-    std::int64_t seed = 0;                      // weights and default sampling seed
-    std::int64_t max_model_len = 8192;          // prompt + output tokens
-    std::int64_t max_num_seqs = 64;             // running requests per step
+    std::int64_t block_size = 16;           // tokens per KV block
+    std::int64_t seed = 0;                  // weights and default sampling seed
+    std::int64_t max_model_len = 8192;      // prompt + output tokens
+    std::int64_t max_num_seqs = 64;         // running requests per step
     std::int64_t max_num_batched_tokens = 2048; // tokens computed per step
     std::int64_t max_waiting = 1024;            // queued requests before 503
     std::int64_t default_max_tokens = 256;      // chat requests without max_tokens
     std::string log_level = "info";
     common::http::server_config http;
-    std::int64_t threads = 1; // HTTP I/O threads (the engine has its own thread)
+    std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)
     std::int64_t cpu_threads = 1; // OpenBLAS threads of the cpu backend
     sim_cost_model sim;
 };

@@ -43,8 +43,9 @@ void matmul(const float* x, const float* w, float* y, std::size_t rows, std::siz
 
 cpu_backend::cpu_backend(const model_weights& weights, std::size_t num_blocks,
                          std::size_t block_size)
-    : w_(weights), block_size_(block_size),
-      kv_(num_blocks * weights.cfg.n_layers * 2 * block_size * weights.cfg.kv_dim(), 0.0f) {}
+    : w_(weights)
+    , block_size_(block_size)
+    , kv_(num_blocks * weights.cfg.n_layers * 2 * block_size * weights.cfg.kv_dim(), 0.0f) {}
 
 float* cpu_backend::kv_slot(block_id block, std::size_t layer, int which, std::size_t slot) {
     const auto& c = w_.cfg;
@@ -119,7 +120,7 @@ bool cpu_backend::forward(std::span<const batch_entry> batch,
         for (std::size_t i = 0; i < total * d; ++i)
             x_[i] += tmp_[i];
     }
-    // Logits of each entry's last token: final norm, then the tied LM head.
+    // Logits of each entry's last token: final norm, then the LM head.
     t = 0;
     for (const auto& e : batch) {
         t += e.tokens.size();
@@ -127,54 +128,71 @@ bool cpu_backend::forward(std::span<const batch_entry> batch,
             continue;
         std::vector<float> out(c.vocab);
         rms_norm(x_.data() + (t - 1) * d, w_.final_norm.data(), h_.data(), d, c.rms_eps);
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(c.vocab), static_cast<int>(d),
-                    1.0f, w_.embedding.data(), static_cast<int>(d), h_.data(), 1, 0.0f, out.data(),
+        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(d), static_cast<int>(c.vocab), 1.0f,
+                    w_.lm_head.data(), static_cast<int>(c.vocab), h_.data(), 1, 0.0f, out.data(),
                     1);
         logits.push_back(std::move(out));
     }
     return true;
 }
 
+// Per sequence and KV head: gather the cached K and V rows into contiguous matrices, then
+// scores = Q·Kᵀ (sgemm), causal mask, softmax, out = P·V (sgemm).
 void cpu_backend::attention(std::span<const batch_entry> batch, std::size_t layer) {
     const auto& c = w_.cfg;
     const std::size_t qkv_dim = c.q_dim() + 2 * c.kv_dim();
     const std::size_t group = c.n_heads / c.n_kv_heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    std::vector<float> scores;
-    for (std::size_t t = 0; t < pos_.size(); ++t) {
-        const auto& e = batch[entry_[t]];
-        const std::size_t len = pos_[t] + 1; // causal: positions 0..pos
-        scores.resize(len);
-        for (std::size_t hd = 0; hd < c.n_heads; ++hd) {
-            const float* q = qkv_.data() + t * qkv_dim + hd * c.head_dim;
-            const std::size_t kvh = hd / group;
-            float max_score = -INFINITY;
+    const std::size_t hd = c.head_dim;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    std::vector<float> keys, values, queries, scores, out;
+    std::size_t first_token = 0;
+    for (const auto& e : batch) {
+        const std::size_t n = e.tokens.size();
+        const std::size_t len = e.start_pos + n; // keys visible to the last query
+        keys.resize(len * hd);
+        values.resize(len * hd);
+        queries.resize(n * hd);
+        scores.resize(n * len);
+        out.resize(n * hd);
+        for (std::size_t kvh = 0; kvh < c.n_kv_heads; ++kvh) {
             for (std::size_t j = 0; j < len; ++j) {
-                const float* k = kv_slot(e.block_table[j / block_size_], layer, 0,
-                                         j % block_size_) +
-                                 kvh * c.head_dim;
-                float s = 0.0f;
-                for (std::size_t i = 0; i < c.head_dim; ++i)
-                    s += q[i] * k[i];
-                scores[j] = s * scale;
-                max_score = std::max(max_score, scores[j]);
+                const block_id b = e.block_table[j / block_size_];
+                const std::size_t slot = j % block_size_;
+                std::copy_n(kv_slot(b, layer, 0, slot) + kvh * hd, hd, keys.data() + j * hd);
+                std::copy_n(kv_slot(b, layer, 1, slot) + kvh * hd, hd, values.data() + j * hd);
             }
-            float denom = 0.0f;
-            for (std::size_t j = 0; j < len; ++j) {
-                scores[j] = std::exp(scores[j] - max_score);
-                denom += scores[j];
-            }
-            float* out = att_.data() + t * c.q_dim() + hd * c.head_dim;
-            std::fill_n(out, c.head_dim, 0.0f);
-            for (std::size_t j = 0; j < len; ++j) {
-                const float p = scores[j] / denom;
-                const float* v = kv_slot(e.block_table[j / block_size_], layer, 1,
-                                         j % block_size_) +
-                                 kvh * c.head_dim;
-                for (std::size_t i = 0; i < c.head_dim; ++i)
-                    out[i] += p * v[i];
+            for (std::size_t g = 0; g < group; ++g) {
+                const std::size_t head = kvh * group + g;
+                for (std::size_t i = 0; i < n; ++i)
+                    std::copy_n(qkv_.data() + (first_token + i) * qkv_dim + head * hd, hd,
+                                queries.data() + i * hd);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n),
+                            static_cast<int>(len), static_cast<int>(hd), scale, queries.data(),
+                            static_cast<int>(hd), keys.data(), static_cast<int>(hd), 0.0f,
+                            scores.data(), static_cast<int>(len));
+                for (std::size_t i = 0; i < n; ++i) {
+                    float* row = scores.data() + i * len;
+                    const std::size_t visible = e.start_pos + i + 1; // causal
+                    const float max_score = *std::max_element(row, row + visible);
+                    float denom = 0.0f;
+                    for (std::size_t j = 0; j < visible; ++j) {
+                        row[j] = std::exp(row[j] - max_score);
+                        denom += row[j];
+                    }
+                    for (std::size_t j = 0; j < visible; ++j)
+                        row[j] /= denom;
+                    std::fill(row + visible, row + len, 0.0f);
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n),
+                            static_cast<int>(hd), static_cast<int>(len), 1.0f, scores.data(),
+                            static_cast<int>(len), values.data(), static_cast<int>(hd), 0.0f,
+                            out.data(), static_cast<int>(hd));
+                for (std::size_t i = 0; i < n; ++i)
+                    std::copy_n(out.data() + i * hd, hd,
+                                att_.data() + (first_token + i) * c.q_dim() + head * hd);
             }
         }
+        first_token += n;
     }
 }
 

@@ -23,7 +23,7 @@ private:
     std::vector<float> kv_; // [block][layer][k|v][slot][kv_dim]
     // Scratch, reused between steps.
     std::vector<float> x_, h_, qkv_, att_, tmp_, gu_, act_;
-    std::vector<std::size_t> pos_;  // position of each batch token
+    std::vector<std::size_t> pos_;   // position of each batch token
     std::vector<std::size_t> entry_; // entry index of each batch token
 };
 

@@ -29,7 +29,9 @@ struct engine::live : sequence {
     bool done = false;
 
     live(engine_request r, std::shared_ptr<request_stream> s)
-        : req(std::move(r)), stream(std::move(s)), stops(req.sampling.stop) {
+        : req(std::move(r))
+        , stream(std::move(s))
+        , stops(req.sampling.stop) {
         tokens = req.prompt;
         num_prompt = tokens.size();
     }
@@ -58,9 +60,11 @@ std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& mod
 }
 
 engine::engine(const replica_config& cfg, replica_metrics& metrics)
-    : cfg_(cfg), metrics_(metrics), num_blocks_(static_cast<std::size_t>(cfg.kv_blocks)),
-      blocks_(num_blocks_),
-      scheduler_(blocks_, {static_cast<std::size_t>(cfg.block_size),
+    : cfg_(cfg)
+    , metrics_(metrics)
+    , num_blocks_(static_cast<std::size_t>(cfg.kv_blocks))
+    , blocks_(num_blocks_)
+    , scheduler_(blocks_, {static_cast<std::size_t>(cfg.block_size),
                            static_cast<std::size_t>(cfg.max_num_seqs),
                            static_cast<std::size_t>(cfg.max_num_batched_tokens)}) {
     const auto model = preset(cfg.preset);
@@ -91,14 +95,18 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics)
     snapshot_.block_size = cfg.block_size;
 }
 
-engine::~engine() { stop(); }
+engine::~engine() {
+    stop();
+}
 
 std::size_t engine::max_sequence_tokens() const {
     return std::min<std::size_t>(static_cast<std::size_t>(cfg_.max_model_len),
                                  num_blocks_ * static_cast<std::size_t>(cfg_.block_size));
 }
 
-void engine::start() { thread_ = std::thread([this] { run(); }); }
+void engine::start() {
+    thread_ = std::thread([this] { run(); });
+}
 
 void engine::stop() {
     {
@@ -213,9 +221,8 @@ void engine::step() {
         const auto position = seq.tokens.size();
         sample_options so{seq.req.sampling.temperature, seq.req.sampling.top_p,
                           seq.req.sampling.seed, !seq.req.sampling.ignore_eos};
-        const common::token_id tok = has_logits
-                                         ? sample(logits_[next_logits++], so, position)
-                                         : synthetic_token(seq.req.sampling.seed, position);
+        const common::token_id tok = has_logits ? sample(logits_[next_logits++], so, position)
+                                                : synthetic_token(seq.req.sampling.seed, position);
         emit_token(seq, tok, done_at);
     }
     for (auto it = live_.begin(); it != live_.end();) {

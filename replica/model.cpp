@@ -31,7 +31,7 @@ float weight_value(std::uint64_t seed, std::uint64_t tensor, std::uint64_t index
 std::size_t model_config::parameter_count() const {
     const std::size_t per_layer = 2 * d_model + d_model * (q_dim() + 2 * kv_dim()) +
                                   q_dim() * d_model + d_model * 2 * d_ff + d_ff * d_model;
-    return vocab * d_model + n_layers * per_layer + d_model;
+    return 2 * vocab * d_model + n_layers * per_layer + d_model;
 }
 
 std::optional<model_config> preset(std::string_view name) {
@@ -76,6 +76,7 @@ model_weights make_weights(const model_config& cfg, std::uint64_t seed) {
         w.layers.push_back(std::move(lw));
     }
     w.final_norm.assign(cfg.d_model, 1.0f);
+    w.lm_head = uniform(seed, tensor++, cfg.d_model * cfg.vocab, fan_in_scale(cfg.d_model));
     return w;
 }
 

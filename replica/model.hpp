@@ -1,5 +1,5 @@
 // The replica's model: a Llama-shaped decoder (token embedding, RMSNorm, rotary embeddings,
-// grouped-query attention over a paged KV cache, SwiGLU MLP, LM head tied to the embedding) over
+// grouped-query attention over a paged KV cache, SwiGLU MLP, a separate LM head) over
 // the byte vocabulary. Weights are generated from a seed by a counter-based generator, so every
 // backend builds bit-identical weights for the same seed without shipping any files.
 #pragma once
@@ -51,7 +51,10 @@ struct layer_weights {
 
 struct model_weights {
     model_config cfg;
-    std::vector<float> embedding; // vocab x d_model (also the LM head: logits = h · E^T)
+    std::vector<float> embedding; // vocab x d_model
+    // d_model x vocab. Separate from the embedding: with random weights a tied head mostly
+    // echoes the last input token (the residual stream is dominated by its embedding).
+    std::vector<float> lm_head;
     std::vector<layer_weights> layers;
     std::vector<float> final_norm; // d_model
 };

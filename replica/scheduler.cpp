@@ -4,13 +4,17 @@
 
 namespace lanes::replica {
 
-scheduler::scheduler(block_manager& blocks, scheduler_config cfg) : blocks_(blocks), cfg_(cfg) {}
+scheduler::scheduler(block_manager& blocks, scheduler_config cfg)
+    : blocks_(blocks)
+    , cfg_(cfg) {}
 
 std::size_t scheduler::blocks_for(std::size_t tokens) const {
     return (tokens + cfg_.block_size - 1) / cfg_.block_size;
 }
 
-void scheduler::add(sequence* seq) { waiting_.push_back(seq); }
+void scheduler::add(sequence* seq) {
+    waiting_.push_back(seq);
+}
 
 void scheduler::remove(sequence* seq) {
     std::erase(waiting_, seq);
@@ -79,8 +83,7 @@ bool scheduler::try_admit(sequence* seq, std::size_t budget, schedule_output& ou
     common::extend_block_hashes(seq->hashes, seq->tokens, cfg_.block_size);
     // Cap the hit so at least one token is computed (its logits are needed).
     const std::size_t max_hit_blocks = (seq->tokens.size() - 1) / cfg_.block_size;
-    const std::size_t hit_blocks =
-        std::min(blocks_.count_cached(seq->hashes), max_hit_blocks);
+    const std::size_t hit_blocks = std::min(blocks_.count_cached(seq->hashes), max_hit_blocks);
     const std::size_t hit_tokens = hit_blocks * cfg_.block_size;
     const std::size_t n = std::min(seq->tokens.size() - hit_tokens, budget);
     // Free blocks needed: new ones, plus cached ones that are evictable now (reviving them takes

@@ -5,9 +5,9 @@
 
 namespace lanes::replica {
 
-std::chrono::duration<double, std::milli>
-sim_cost_model::step_time(std::size_t prefill_tokens, std::size_t decode_seqs,
-                          double kv_fraction) const {
+std::chrono::duration<double, std::milli> sim_cost_model::step_time(std::size_t prefill_tokens,
+                                                                    std::size_t decode_seqs,
+                                                                    double kv_fraction) const {
     double ms = 0.0;
     if (prefill_tokens > 0) {
         const auto t = static_cast<double>(prefill_tokens);
@@ -21,7 +21,8 @@ sim_cost_model::step_time(std::size_t prefill_tokens, std::size_t decode_seqs,
 }
 
 sim_backend::sim_backend(sim_cost_model model, std::size_t kv_capacity_tokens)
-    : model_(model), capacity_(std::max<std::size_t>(kv_capacity_tokens, 1)) {}
+    : model_(model)
+    , capacity_(std::max<std::size_t>(kv_capacity_tokens, 1)) {}
 
 bool sim_backend::forward(std::span<const batch_entry> batch, std::vector<std::vector<float>>&) {
     std::size_t prefill = 0, decodes = 0, active = 0;
