@@ -37,6 +37,40 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("max-idle-connections", cfg.max_idle_connections,
           "idle keep-alive connections per replica");
     f.add("upstream-body-limit", cfg.upstream_body_limit, "largest non-streamed upstream body");
+    f.add("replica-dns", cfg.replica_dns,
+          "host:port resolved periodically; every address becomes a replica (repeatable)");
+    f.add("stale-after", cfg.stale_after, "ignore scraped replica metrics older than this");
+    f.add("scrape-interval", cfg.monitor.scrape_interval, "how often to read replicas' /metrics");
+    f.add("scrape-timeout", cfg.monitor.scrape_timeout, "timeout of one /metrics scrape");
+    f.add("health-interval", cfg.monitor.health_interval, "how often to probe replicas' /health");
+    f.add("health-timeout", cfg.monitor.health_timeout, "timeout of one /health probe");
+    f.add("dns-interval", cfg.monitor.dns_interval, "how often to re-resolve --replica-dns names");
+    f.add("failure-threshold", cfg.health.failure_threshold,
+          "consecutive failures (connect errors, 5xx, failed probes) that eject a replica");
+    f.add("success-threshold", cfg.health.success_threshold,
+          "consecutive successes that re-admit an ejected replica");
+    f.add("eject-time", cfg.health.open_time, "how long an ejected replica waits before probing");
+    f.add("load-factor", cfg.policy_knobs.load_factor,
+          "bounded-load cap: a replica takes at most this times the mean in-flight load");
+    f.add("load-cap-floor", cfg.policy_knobs.load_cap_floor,
+          "in-flight requests below which no replica counts as over the load cap");
+    f.add("balance-abs-threshold", cfg.policy_knobs.balance_abs_threshold,
+          "prefix: load gap (requests) above which routing ignores the cache ...");
+    f.add("balance-rel-threshold", cfg.policy_knobs.balance_rel_threshold,
+          "... and max load above this times min load (both must hold)");
+    f.add("min-match-ratio", cfg.policy_knobs.min_match_ratio,
+          "prefix: matched share of the prompt below which the least-loaded replica is used");
+    f.add("index-capacity", cfg.policy_knobs.index_capacity,
+          "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
+    f.add("hash-prefix-blocks", cfg.policy_knobs.hash_prefix_blocks,
+          "prefix: leading blocks hashed when the index is empty (agreement across routers)");
+    f.add("kv-weight", cfg.policy_knobs.kv_weight,
+          "load score: queued requests a full KV cache counts as");
+    f.add("overlap-weight", cfg.policy_knobs.overlap_weight,
+          "kv_aware: cost of one uncached prompt block against one active KV block");
+    f.add("session-ttl", cfg.policy_knobs.session_ttl,
+          "session: idle time before a session is forgotten");
+    f.add("session-capacity", cfg.policy_knobs.session_capacity, "session: sessions remembered");
     f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
     f.add("body-limit", cfg.http.body_limit, "largest request body, bytes");
     f.add("idle-timeout", cfg.http.idle_timeout, "client keep-alive idle timeout");
@@ -137,6 +171,19 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.first_byte_timeout.count() > 0, "--first-byte-timeout must be positive");
     need(cfg.stream_idle_timeout.count() > 0, "--stream-idle-timeout must be positive");
     need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
+    need(cfg.stale_after.count() > 0, "--stale-after must be positive");
+    need(cfg.monitor.scrape_interval.count() > 0, "--scrape-interval must be positive");
+    need(cfg.monitor.health_interval.count() > 0, "--health-interval must be positive");
+    need(cfg.health.failure_threshold >= 1, "--failure-threshold must be at least 1");
+    need(cfg.health.success_threshold >= 1, "--success-threshold must be at least 1");
+    need(cfg.policy_knobs.load_factor >= 1.0, "--load-factor must be at least 1");
+    need(cfg.policy_knobs.min_match_ratio >= 0 && cfg.policy_knobs.min_match_ratio <= 1,
+         "--min-match-ratio must be in 0..1");
+    for (const auto& name : cfg.replica_dns) {
+        const auto colon = name.rfind(':');
+        need(colon != std::string::npos && colon > 0 && colon + 1 < name.size(),
+             "--replica-dns '" + name + "' must be host:port");
+    }
     need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),

@@ -4,6 +4,9 @@
 
 #include "common/config_util.hpp"
 #include "common/http_server.hpp"
+#include "router/health.hpp"
+#include "router/policies/policy.hpp"
+#include "router/replica_monitor.hpp"
 
 #include <cstdint>
 #include <string>
@@ -14,8 +17,9 @@ namespace lanes::router {
 struct router_config {
     std::string host = "0.0.0.0";
     unsigned short port = 8000;
-    std::vector<std::string> replicas; // http://host:port
-    std::string policy = "round_robin";
+    std::vector<std::string> replicas;    // http://host:port
+    std::vector<std::string> replica_dns; // host:port names re-resolved every dns_interval
+    std::string policy = "prefix";
     std::string config_file;
     std::string admin_token;
     std::int64_t threads = 0;     // I/O threads; 0 = number of cores
@@ -31,6 +35,12 @@ struct router_config {
     std::int64_t max_retries = 2;           // extra attempts on other replicas before any byte
     std::int64_t max_idle_connections = 64; // kept per replica
     std::size_t upstream_body_limit = 16 * 1024 * 1024; // non-streamed upstream bodies
+
+    // Replica state.
+    common::http::duration stale_after{2'000}; // scraped values older than this are ignored
+    monitor_config monitor;                    // scrape, health-check and DNS intervals
+    health_config health;                      // circuit-breaker thresholds
+    policy_options policy_knobs;               // thresholds of the routing policies
 
     common::http::server_config http;
 };

@@ -4,6 +4,7 @@
 #include "router/config.hpp"
 #include "router/metrics.hpp"
 #include "router/proxy.hpp"
+#include "router/replica_monitor.hpp"
 #include "router/replica_pool.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -31,17 +32,21 @@ int main(int argc, char** argv) {
     common::log::set_level(lvl);
 
     try {
-        router::replica_pool pool;
+        router::replica_pool pool(cfg.health);
         for (const auto& text : cfg.replicas)
-            pool.add(*common::http::parse_url(text));
-        router::policy_options options;
+            pool.add(*common::http::parse_url(text), "flag");
+        router::policy_options options = cfg.policy_knobs;
         options.block_size = static_cast<std::size_t>(cfg.block_size);
         router::router_metrics metrics;
-        router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, options));
         const unsigned threads = cfg.threads > 0
                                      ? static_cast<unsigned>(cfg.threads)
                                      : std::max(1u, std::thread::hardware_concurrency());
         boost::asio::io_context io(static_cast<int>(threads));
+        router::monitor_config monitor_cfg = cfg.monitor;
+        monitor_cfg.dns_names = cfg.replica_dns;
+        monitor_cfg.connect_timeout = cfg.connect_timeout;
+        router::replica_monitor monitor(io, pool, metrics, monitor_cfg);
+        router::proxy front(cfg, pool, metrics, monitor, router::make_policy(cfg.policy, options));
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {
@@ -49,11 +54,16 @@ int main(int argc, char** argv) {
             },
             "lanes-router");
         server.listen(cfg.host, cfg.port);
+        monitor.start();
         LANES_LOG(info, "router",
-                  "policy " << cfg.policy << ", " << cfg.replicas.size() << " replica(s), "
-                            << threads << " I/O thread(s)");
+                  "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
+                            << " I/O thread(s)");
         return common::http::run_until_signal(
-            io, threads, cfg.http.shutdown_grace, [&] { server.stop(); },
+            io, threads, cfg.http.shutdown_grace,
+            [&] {
+                server.stop();
+                monitor.stop();
+            },
             [&] { return server.active_requests() == 0; });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lanes-router: %s\n", e.what());

@@ -84,7 +84,7 @@ router_metrics::router_metrics()
 std::string router_metrics::expose(const replica_pool& pool) {
     for (const auto& r : pool.all()) {
         const std::vector<std::string> label{r->id()};
-        replica_up.with(label).set(r->healthy.load() ? 1.0 : 0.0);
+        replica_up.with(label).set(r->healthy() ? 1.0 : 0.0);
         replica_draining.with(label).set(r->draining.load() ? 1.0 : 0.0);
         replica_inflight.with(label).set(static_cast<double>(r->inflight.load()));
         const scraped_stats s = r->stats();

@@ -100,10 +100,12 @@ struct proxy::attempt_result {
 };
 
 proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
-             std::unique_ptr<policy> pol)
+             replica_monitor& monitor, std::unique_ptr<policy> pol)
     : cfg_(cfg)
     , pool_(pool)
     , metrics_(metrics)
+    , monitor_(monitor)
+    , admin_(cfg.admin_token, pool)
     , policy_(std::move(pol)) {}
 
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
@@ -128,6 +130,8 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
                                               common::metrics::registry::content_type));
     } else if (path == "/v1/models" && get) {
         co_await models(req, out);
+    } else if (admin::handles(path)) {
+        co_await admin_.handle(req, out);
     } else {
         co_await refuse(404, "NotFoundError", "no route for " + std::string(path));
     }
@@ -135,9 +139,13 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
 
 decision proxy::pick(const route_request& rr, const tried_set& tried,
                      std::vector<std::shared_ptr<replica>>& replicas) {
-    const auto stale_after = std::chrono::milliseconds(2'000);
-    pool_snapshot snap = pool_.snapshot(replicas, clock_type::now(), stale_after);
+    const auto version = pool_.version();
+    pool_snapshot snap = pool_.snapshot(replicas, clock_type::now(), cfg_.stale_after);
     std::lock_guard lock(policy_mutex_);
+    if (version != seen_version_) {
+        policy_->on_replicas_changed(snap);
+        seen_version_ = version;
+    }
     return policy_->pick(rr, snap, tried);
 }
 
@@ -189,8 +197,12 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             policy_->on_routed(rr, r.target->id());
         }
         metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
+        // A replica always computes the prompt's last token, so at most (tokens - 1) / block
+        // size blocks can hit (vLLM's cap, which lanes replicas share).
+        const std::size_t block = static_cast<std::size_t>(cfg_.block_size);
+        const std::size_t cap = rr.prompt_tokens > 0 ? (rr.prompt_tokens - 1) / block : 0;
         metrics_.predicted_hit_tokens.inc(
-            static_cast<double>(d.matched_blocks * static_cast<std::size_t>(cfg_.block_size)));
+            static_cast<double>(std::min(d.matched_blocks, cap) * block));
         last = co_await forward(req, out, r);
         {
             std::lock_guard lock(policy_mutex_);
@@ -266,6 +278,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
             conn = std::make_unique<http::client_connection>(executor);
             if ((ec = co_await conn->connect(r.target->address(), cfg_.connect_timeout))) {
                 result.failure = "connect: " + ec.message();
+                monitor_.report(r.target, false);
                 co_return result;
             }
         }
@@ -278,21 +291,29 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     }
     // If the client goes away while we wait, closing the upstream connection makes the replica
     // abort the request (and frees its KV blocks) at once.
-    auto live = std::make_shared<http::client_connection*>(conn.get());
+    struct watch {
+        http::client_connection* conn;
+        bool client_gone = false;
+    };
+    auto live = std::make_shared<watch>(watch{conn.get()});
     out.on_client_closed([live] {
-        if (*live)
-            (*live)->close();
+        live->client_gone = true;
+        if (live->conn)
+            live->conn->close();
     });
     struct unhook {
-        std::shared_ptr<http::client_connection*> p;
-        ~unhook() { *p = nullptr; }
+        std::shared_ptr<watch> p;
+        ~unhook() { p->conn = nullptr; }
     } unhook_on_exit{live};
 
     if (ec) {
         result.failure = "upstream: " + ec.message();
+        if (!live->client_gone) // the client left: not the replica's fault
+            monitor_.report(r.target, false);
         co_return result;
     }
     const int status = static_cast<int>(conn->header().result_int());
+    monitor_.report(r.target, status < 500);
     const std::string content_type(conn->header()[bhttp::field::content_type]);
     result.status = status;
     const http::header_list extra = {
@@ -377,7 +398,7 @@ asio::awaitable<void> proxy::models(http::request& req, http::response_writer& o
     http::fetch_options options;
     options.connect_timeout = cfg_.connect_timeout;
     for (const auto& r : pool_.all()) {
-        if (!r->healthy.load())
+        if (!r->healthy())
             continue;
         auto res =
             co_await http::fetch(executor, r->address(), bhttp::verb::get, "/v1/models", options);

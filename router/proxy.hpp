@@ -4,9 +4,11 @@
 #pragma once
 
 #include "common/http_server.hpp"
+#include "router/admin.hpp"
 #include "router/config.hpp"
 #include "router/metrics.hpp"
 #include "router/policies/policy.hpp"
+#include "router/replica_monitor.hpp"
 #include "router/replica_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -19,7 +21,7 @@ namespace lanes::router {
 class proxy {
 public:
     proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
-          std::unique_ptr<policy> pol);
+          replica_monitor& monitor, std::unique_ptr<policy> pol);
 
     boost::asio::awaitable<void> handle(common::http::request& req,
                                         common::http::response_writer& out);
@@ -41,8 +43,11 @@ private:
     const router_config& cfg_;
     replica_pool& pool_;
     router_metrics& metrics_;
-    std::mutex policy_mutex_; // policies are single-threaded objects
+    replica_monitor& monitor_;
+    admin admin_;
+    std::mutex policy_mutex_; // guards policy_ and seen_version_: policies are single-threaded
     std::unique_ptr<policy> policy_;
+    std::uint64_t seen_version_ = 0;
 };
 
 } // namespace lanes::router

@@ -4,8 +4,9 @@
 
 namespace lanes::router {
 
-replica::replica(common::http::url u)
-    : url_(std::move(u))
+replica::replica(common::http::url u, health_config health_cfg)
+    : health(health_cfg)
+    , url_(std::move(u))
     , id_(url_.str()) {}
 
 scraped_stats replica::stats() const {
@@ -41,13 +42,15 @@ void replica::drop_idle() {
     idle_.clear();
 }
 
-bool replica_pool::add(const common::http::url& u) {
-    auto r = std::make_shared<replica>(u);
+bool replica_pool::add(const common::http::url& u, std::string source) {
+    auto r = std::make_shared<replica>(u, health_cfg_);
+    r->source = std::move(source);
     std::unique_lock lock(mutex_);
     for (const auto& existing : replicas_)
         if (existing->id() == r->id())
             return false;
     replicas_.push_back(std::move(r));
+    version_.fetch_add(1);
     return true;
 }
 
@@ -55,7 +58,10 @@ bool replica_pool::remove(const std::string& id) {
     std::unique_lock lock(mutex_);
     const auto before = replicas_.size();
     std::erase_if(replicas_, [&](const auto& r) { return r->id() == id; });
-    return replicas_.size() != before;
+    if (replicas_.size() == before)
+        return false;
+    version_.fetch_add(1);
+    return true;
 }
 
 std::shared_ptr<replica> replica_pool::find(const std::string& id) const {
@@ -80,7 +86,7 @@ pool_snapshot replica_pool::snapshot(std::vector<std::shared_ptr<replica>>& repl
     for (const auto& r : replicas) {
         replica_view v;
         v.id = r->id();
-        v.routable = r->healthy.load() && !r->draining.load();
+        v.routable = r->health.routable(now) && !r->draining.load();
         v.inflight = r->inflight.load();
         const scraped_stats s = r->stats();
         v.num_blocks = s.num_blocks;

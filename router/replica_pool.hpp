@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/http_client.hpp"
+#include "router/health.hpp"
 #include "router/policies/policy.hpp"
 
 #include <atomic>
@@ -32,15 +33,20 @@ struct scraped_stats {
 
 class replica {
 public:
-    explicit replica(common::http::url u);
+    explicit replica(common::http::url u, health_config health_cfg = {});
 
     const std::string& id() const { return id_; }
     const common::http::url& address() const { return url_; }
 
     std::atomic<std::int64_t> inflight{0};
     std::atomic<std::int64_t> requests_total{0};
-    std::atomic<bool> healthy{true};
     std::atomic<bool> draining{false};
+    health_tracker health;                // circuit breaker: active checks, scrapes, passive
+    std::atomic<bool> scrape_busy{false}; // a scrape of this replica is in flight
+    std::atomic<bool> probe_busy{false};  // a /health probe of this replica is in flight
+    std::string source;                   // "flag", "admin", or the --replica-dns name
+
+    bool healthy() { return health.routable(std::chrono::steady_clock::now()); }
 
     scraped_stats stats() const;
     void set_stats(const scraped_stats& s);
@@ -76,19 +82,25 @@ private:
 
 class replica_pool {
 public:
+    explicit replica_pool(health_config health_cfg = {})
+        : health_cfg_(health_cfg) {}
     // Adds a replica by URL; false when it is already present.
-    bool add(const common::http::url& u);
+    bool add(const common::http::url& u, std::string source = "flag");
     bool remove(const std::string& id);
     std::shared_ptr<replica> find(const std::string& id) const;
     std::vector<std::shared_ptr<replica>> all() const;
+    // Bumped on every add and remove, so users can notice a changed membership.
+    std::uint64_t version() const { return version_.load(); }
     // A consistent view for a policy; `replicas` lines up with snapshot().replicas.
     pool_snapshot snapshot(std::vector<std::shared_ptr<replica>>& replicas,
                            std::chrono::steady_clock::time_point now,
                            std::chrono::milliseconds stale_after) const;
 
 private:
+    health_config health_cfg_;
     mutable std::shared_mutex mutex_;
     std::vector<std::shared_ptr<replica>> replicas_;
+    std::atomic<std::uint64_t> version_{0};
 };
 
 } // namespace lanes::router

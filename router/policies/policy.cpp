@@ -1,6 +1,11 @@
 #include "router/policies/policy.hpp"
 
+#include "router/policies/kv_aware.hpp"
+#include "router/policies/least_loaded.hpp"
+#include "router/policies/prefix.hpp"
+#include "router/policies/random.hpp"
 #include "router/policies/round_robin.hpp"
+#include "router/policies/session.hpp"
 
 #include <algorithm>
 
@@ -40,14 +45,34 @@ bool eligible(const replica_view& r, const tried_set& tried) {
     return r.routable && std::find(tried.begin(), tried.end(), r.id) == tried.end();
 }
 
+std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const tried_set& tried) {
+    std::vector<std::size_t> out;
+    out.reserve(pool.replicas.size());
+    for (std::size_t i = 0; i < pool.replicas.size(); ++i)
+        if (eligible(pool.replicas[i], tried))
+            out.push_back(i);
+    return out;
+}
+
 const std::vector<std::string>& policy_names() {
-    static const std::vector<std::string> names = {"round_robin"};
+    static const std::vector<std::string> names = {"round_robin", "random", "least_loaded",
+                                                   "session",     "prefix", "kv_aware"};
     return names;
 }
 
-std::unique_ptr<policy> make_policy(std::string_view name, const policy_options&) {
+std::unique_ptr<policy> make_policy(std::string_view name, const policy_options& options) {
     if (name == "round_robin")
         return std::make_unique<round_robin_policy>();
+    if (name == "random")
+        return std::make_unique<random_policy>(options);
+    if (name == "least_loaded")
+        return std::make_unique<least_loaded_policy>(options);
+    if (name == "session")
+        return std::make_unique<session_policy>(options);
+    if (name == "prefix")
+        return std::make_unique<prefix_policy>(options);
+    if (name == "kv_aware")
+        return std::make_unique<kv_aware_policy>(options);
     return nullptr;
 }
 

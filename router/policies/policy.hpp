@@ -82,6 +82,8 @@ public:
 
 // Candidates a policy may choose: routable and not yet tried.
 bool eligible(const replica_view& r, const tried_set& tried);
+// Indices (into pool.replicas) of the eligible replicas, in snapshot order.
+std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const tried_set& tried);
 
 using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 
@@ -89,6 +91,29 @@ struct policy_options {
     std::uint64_t seed = 0x6c616e6573ULL;
     clock_fn clock = [] { return std::chrono::steady_clock::now(); };
     std::size_t block_size = common::default_block_size;
+
+    // Load score (least_loaded, prefix): inflight + waiting + kv_weight * kv_usage, so a full KV
+    // cache counts like kv_weight queued requests.
+    double kv_weight = 4.0;
+    // Bounded-load cap (session, prefix): a replica may take a request while inflight + 1 <=
+    // ceil(load_factor * (total inflight + 1) / eligible replicas).
+    double load_factor = 1.25;
+    // No replica counts as over the bounded-load cap below this many requests in flight.
+    std::int64_t load_cap_floor = 4;
+    // prefix: least-loaded instead when (max - min) load > abs AND max > rel * min (SGLang).
+    double balance_abs_threshold = 64.0;
+    double balance_rel_threshold = 1.5;
+    // prefix: a match shorter than this fraction of the request's blocks is a miss.
+    double min_match_ratio = 0.3;
+    // prefix, kv_aware: blocks remembered per replica when it does not report num_blocks.
+    std::size_t index_capacity = 65536;
+    // prefix, kv_aware: leading blocks whose hash places a request by rendezvous hashing.
+    std::size_t hash_prefix_blocks = 4;
+    // kv_aware: cost = overlap_weight * uncached blocks + decode load (Dynamo).
+    double overlap_weight = 1.0;
+    // session: idle time after which a session is forgotten, and the most sessions remembered.
+    std::chrono::milliseconds session_ttl = std::chrono::minutes(30);
+    std::size_t session_capacity = 100000;
 };
 
 // The one factory: maps a policy name to a policy. Config validation uses it too, so an unknown

@@ -52,7 +52,7 @@ std::vector<std::string> sse_events(const std::string& body) {
 } // namespace
 
 TEST_CASE("streaming and non-streaming completions through the router", "[e2e]") {
-    fleet f(2);
+    fleet f(2, {"--policy", "round_robin"});
     const auto port = f.router->port();
 
     SECTION("streaming chat completion: SSE events then [DONE]") {

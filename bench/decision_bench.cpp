@@ -1,0 +1,131 @@
+// lanes-decision-bench: the router's per-request decision cost — parse the JSON body, render the
+// prompt (chat template for chat requests), tokenize, hash its blocks and pick a replica — with
+// 16 replicas and a prefix index filled to capacity. Prints p50/p99/max per prompt size as JSON.
+#include "common/block_hash.hpp"
+#include "common/config_util.hpp"
+#include "common/openai.hpp"
+#include "common/tokenizer.hpp"
+#include "router/policies/policy.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+namespace {
+
+using namespace lanes;
+using clock_type = std::chrono::steady_clock;
+
+std::string random_text(std::mt19937_64& rng, std::size_t n) {
+    std::string s(n, ' ');
+    for (auto& c : s)
+        c = static_cast<char>('a' + rng() % 26);
+    return s;
+}
+
+nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, int replicas,
+                       int iterations, bool chat) {
+    router::policy_options options;
+    auto policy = router::make_policy(policy_name, options);
+    router::pool_snapshot pool;
+    for (int i = 0; i < replicas; ++i) {
+        router::replica_view v;
+        v.id = "http://10.0.0." + std::to_string(i) + ":8000";
+        v.num_blocks = 65536;
+        v.inflight = i % 3;
+        v.kv_usage = 0.5;
+        v.waiting = 0;
+        pool.replicas.push_back(v);
+    }
+    policy->on_replicas_changed(pool);
+    std::mt19937_64 rng(1);
+    // Fill every replica's index to capacity with unrelated prompts' blocks.
+    const std::size_t fill_len = 16 * 4096;
+    for (int i = 0; i < replicas; ++i) {
+        for (int k = 0; k < 16; ++k) {
+            const auto tokens = common::encode_prompt(random_text(rng, fill_len));
+            const auto blocks = common::hash_blocks(tokens, 16);
+            router::route_request rr;
+            rr.blocks = blocks;
+            rr.prompt_tokens = tokens.size();
+            policy->on_routed(rr, pool.replicas[static_cast<std::size_t>(i)].id);
+        }
+    }
+    // Requests: 8 shared system prompts (half the prompt) + a unique tail, so matches happen.
+    std::vector<std::string> systems;
+    for (int i = 0; i < 8; ++i)
+        systems.push_back(random_text(rng, prompt_len / 2));
+    std::vector<std::string> bodies;
+    for (int i = 0; i < 256; ++i) {
+        const std::string prompt = systems[static_cast<std::size_t>(i) % systems.size()] +
+                                   random_text(rng, prompt_len - prompt_len / 2);
+        nlohmann::json body =
+            chat ? nlohmann::json{{"model", "m"},
+                                  {"messages", {{{"role", "user"}, {"content", prompt}}}},
+                                  {"stream", true}}
+                 : nlohmann::json{{"model", "m"}, {"prompt", prompt}, {"stream", true}};
+        bodies.push_back(body.dump());
+    }
+    std::vector<double> micros;
+    micros.reserve(static_cast<std::size_t>(iterations));
+    const auto kind =
+        chat ? common::openai::endpoint::chat_completions : common::openai::endpoint::completions;
+    for (int i = 0; i < iterations; ++i) {
+        const std::string& body = bodies[static_cast<std::size_t>(i) % bodies.size()];
+        const auto start = clock_type::now();
+        const auto parsed = common::openai::parse_generation_request(kind, body);
+        const auto tokens = common::encode_prompt(parsed.request->prompt);
+        const auto blocks = common::hash_blocks(tokens, 16);
+        router::route_request rr;
+        rr.blocks = blocks;
+        rr.prompt_tokens = tokens.size();
+        const auto d = policy->pick(rr, pool, {});
+        const auto elapsed = clock_type::now() - start;
+        policy->on_routed(rr, pool.replicas[*d.replica].id);
+        micros.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
+    }
+    std::sort(micros.begin(), micros.end());
+    auto at = [&](double q) { return micros[static_cast<std::size_t>(q * (micros.size() - 1))]; };
+    return {{"policy", policy_name}, {"prompt_tokens", prompt_len + 1}, {"chat", chat},
+            {"replicas", replicas},  {"iterations", iterations},        {"p50_us", at(0.5)},
+            {"p99_us", at(0.99)},    {"max_us", micros.back()}};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string policies = "prefix,kv_aware,round_robin";
+    std::string sizes = "1024,8192";
+    std::int64_t replicas = 16, iterations = 20000;
+    common::flag_set f("lanes-decision-bench", "Routing decision time of lanes-router.");
+    f.add("policies", policies, "comma-separated policies");
+    f.add("sizes", sizes, "comma-separated prompt sizes (bytes = tokens)");
+    f.add("replicas", replicas, "replicas in the pool");
+    f.add("iterations", iterations, "decisions per measurement");
+    auto errors = f.parse(argc, argv);
+    if (f.help_requested()) {
+        std::fputs(f.usage().c_str(), stdout);
+        return 0;
+    }
+    if (!errors.empty())
+        return common::report_config_errors("lanes-decision-bench", errors);
+    nlohmann::json out = nlohmann::json::array();
+    auto split = [](const std::string& s) {
+        std::vector<std::string> v;
+        std::stringstream in(s);
+        for (std::string item; std::getline(in, item, ',');)
+            v.push_back(item);
+        return v;
+    };
+    for (const auto& p : split(policies))
+        for (const auto& size : split(sizes))
+            for (bool chat : {false, true})
+                out.push_back(measure(p, std::stoul(size), static_cast<int>(replicas),
+                                      static_cast<int>(iterations), chat));
+    std::puts(out.dump(2).c_str());
+    return 0;
+}

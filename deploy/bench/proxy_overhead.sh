@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Proxy overhead: the same fast backend (an nginx returning a canned completion) behind nginx
+# (least_conn, keep-alive upstream, 1 worker), HAProxy (balance leastconn, http-reuse always,
+# 1 thread) and lanes-router (1 I/O thread, prefix policy), loaded by wrk with 1 KB JSON
+# POST /v1/completions bodies. Runs alternate between the three, ROUNDS times; every server
+# listens on 127.0.0.1 only. Prints a table and writes results to OUT (default
+# build/proxy_overhead.json).
+#   ROUNDS=3 DURATION=10s CONNECTIONS=32 deploy/bench/proxy_overhead.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds="${ROUNDS:-3}"
+duration="${DURATION:-10s}"
+connections="${CONNECTIONS:-32}"
+out="${OUT:-build/proxy_overhead.json}"
+router_bin="${LANES_BUILD_DIR:-build}/router/lanes-router"
+
+for tool in nginx haproxy wrk; do
+    command -v "$tool" >/dev/null || missing="${missing:-} $tool"
+done
+if [ -n "${missing:-}" ]; then
+    echo "installing:${missing} (Debian packages)"
+    apt-get install -y -qq ${missing/nginx/nginx-light} >/dev/null
+fi
+[ -x "$router_bin" ] || scripts/build.sh
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+backend_port=18101 nginx_port=18102 haproxy_port=18103 lanes_port=18104
+reply='{"id":"cmpl-0","object":"text_completion","created":0,"model":"m","choices":[{"index":0,"text":"hello world","logprobs":null,"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":1025,"total_tokens":1027,"completion_tokens":2}}'
+
+cat > "$work/backend.conf" <<CONF
+worker_processes 1;
+pid $work/backend.pid;
+error_log $work/backend.err;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_buffer_size 64k;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$backend_port;
+        location = /health { return 200 ""; }
+        location = /metrics { default_type text/plain; return 200 ""; }
+        location / { default_type application/json; return 200 '$reply'; }
+    }
+}
+CONF
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_buffer_size 64k;
+    keepalive_requests 1000000;
+    upstream replicas { least_conn; server 127.0.0.1:$backend_port; keepalive 64; }
+    server {
+        listen 127.0.0.1:$nginx_port;
+        location / {
+            proxy_pass http://replicas;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+CONF
+cat > "$work/haproxy.cfg" <<CONF
+global
+    nbthread 1
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    http-reuse always
+frontend f
+    bind 127.0.0.1:$haproxy_port
+    default_backend replicas
+backend replicas
+    balance leastconn
+    server r1 127.0.0.1:$backend_port
+CONF
+
+nginx -c "$work/backend.conf" -g 'daemon off;' & pids+=($!)
+nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
+haproxy -f "$work/haproxy.cfg" -q & pids+=($!)
+"$router_bin" --host 127.0.0.1 --port "$lanes_port" --threads 1 --policy prefix \
+    --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
+sleep 1
+
+# 1 KB JSON body: a completion request whose prompt makes the whole body 1024 bytes.
+prompt=$(head -c 2000 /dev/zero | tr '\0' 'a')
+body_prefix='{"model":"m","max_tokens":2,"prompt":"'
+body_suffix='"}'
+pad=$((1024 - ${#body_prefix} - ${#body_suffix}))
+body="${body_prefix}${prompt:0:$pad}${body_suffix}"
+cat > "$work/post.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+done = function(summary, latency, requests)
+    io.write(string.format("RESULT %.1f %.3f %.3f\n", summary.requests / (summary.duration / 1e6),
+        latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end
+LUA
+
+declare -A rps p50 p99
+for round in $(seq 1 "$rounds"); do
+    for name in nginx haproxy lanes; do
+        port_var="${name}_port"
+        line=$(wrk -t1 -c"$connections" -d"$duration" -s "$work/post.lua" \
+            "http://127.0.0.1:${!port_var}/v1/completions" | grep '^RESULT')
+        read -r _ r a b <<<"$line"
+        echo "round $round $name: $r req/s, p50 $a ms, p99 $b ms"
+        rps[$name]="${rps[$name]:-} $r"; p50[$name]="${p50[$name]:-} $a"; p99[$name]="${p99[$name]:-} $b"
+    done
+done
+
+python3 - "$out" <<PY
+import json, statistics, sys
+data = {}
+for name, r, a, b in [("nginx", "${rps[nginx]}", "${p50[nginx]}", "${p99[nginx]}"),
+                      ("haproxy", "${rps[haproxy]}", "${p50[haproxy]}", "${p99[haproxy]}"),
+                      ("lanes", "${rps[lanes]}", "${p50[lanes]}", "${p99[lanes]}")]:
+    f = lambda s: [float(x) for x in s.split()]
+    data[name] = {"rps": statistics.median(f(r)), "p50_ms": statistics.median(f(a)),
+                  "p99_ms": statistics.median(f(b)), "runs_rps": f(r)}
+best = max(data["nginx"]["rps"], data["haproxy"]["rps"])
+data["lanes_vs_best_rps"] = data["lanes"]["rps"] / best
+data["config"] = {"rounds": $rounds, "duration": "$duration", "connections": $connections,
+                  "body_bytes": ${#body}}
+json.dump(data, open(sys.argv[1], "w"), indent=2)
+print("%-8s %10s %8s %8s" % ("proxy", "req/s", "p50 ms", "p99 ms"))
+for n in ("nginx", "haproxy", "lanes"):
+    d = data[n]
+    print("%-8s %10.0f %8.3f %8.3f" % (n, d["rps"], d["p50_ms"], d["p99_ms"]))
+print("lanes / best of nginx, haproxy: %.2fx req/s" % data["lanes_vs_best_rps"])
+PY

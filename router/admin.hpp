@@ -1,0 +1,43 @@
+// The admin API. With --admin-token set, every call needs "Authorization: Bearer <token>";
+// without one, only loopback clients are served.
+//   GET    /admin/replicas                 the replicas and their state (JSON array)
+//   POST   /admin/replicas        {"url"}  add a replica
+//   DELETE /admin/replicas?url=U           remove a replica (in-flight requests finish)
+//   POST   /admin/replicas/drain  {"url"}  stop routing new work to it; in-flight requests finish
+//   POST   /admin/replicas/undrain {"url"} route to it again
+// SGLang router compatibility: POST /add_worker?url=U, POST /remove_worker?url=U, GET
+// /list_workers.
+#pragma once
+
+#include "common/http_server.hpp"
+#include "router/replica_pool.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace lanes::router {
+
+class admin {
+public:
+    admin(std::string token, replica_pool& pool)
+        : token_(std::move(token))
+        , pool_(pool) {}
+
+    static bool handles(std::string_view path);
+    boost::asio::awaitable<void> handle(common::http::request& req,
+                                        common::http::response_writer& out);
+
+    // The answer to one admin request; `loopback` says whether the client is local.
+    common::http::response respond(const common::http::request& req, bool loopback);
+
+private:
+    std::string token_;
+    replica_pool& pool_;
+};
+
+// The state of every replica as /admin/replicas shows it.
+std::string replicas_json(replica_pool& pool);
+
+} // namespace lanes::router

@@ -1,0 +1,48 @@
+// One replica's health: a circuit breaker fed by active /health checks, metric scrapes and the
+// proxy's own results (passive). Closed: routable. After `failure_threshold` consecutive failures
+// it opens (the replica is ejected) for `open_time`; then it is half-open: the next probe or
+// request decides — `success_threshold` consecutive successes close it, one failure reopens it.
+// Thread-safe; time is passed in so tests control it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+
+namespace lanes::router {
+
+struct health_config {
+    std::int64_t failure_threshold = 3;         // consecutive failures that eject
+    std::int64_t success_threshold = 2;         // consecutive successes that re-admit
+    std::chrono::milliseconds open_time{5'000}; // ejected before half-open probing
+};
+
+enum class breaker_state { closed, open, half_open };
+
+class health_tracker {
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+    explicit health_tracker(health_config cfg = {})
+        : cfg_(cfg) {}
+
+    // Returns true when this failure ejected the replica (closed or half-open -> open).
+    bool on_failure(time_point now);
+    // Returns true when this success re-admitted the replica (half-open -> closed).
+    bool on_success(time_point now);
+    // Whether requests may go to the replica now (open turns half-open once open_time passed).
+    bool routable(time_point now);
+    breaker_state state(time_point now);
+    void configure(health_config cfg);
+
+private:
+    void advance(time_point now); // open -> half_open after open_time
+
+    std::mutex mutex_;
+    health_config cfg_;
+    breaker_state state_ = breaker_state::closed;
+    std::int64_t failures_ = 0;
+    std::int64_t successes_ = 0;
+    time_point opened_at_{};
+};
+
+} // namespace lanes::router

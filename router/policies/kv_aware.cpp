@@ -1,0 +1,66 @@
+#include "router/policies/kv_aware.hpp"
+
+#include "router/policies/rendezvous.hpp"
+
+#include <optional>
+
+namespace lanes::router {
+namespace {
+
+// Active KV blocks: measured when the replica reports both usage and capacity, else estimated as
+// each inflight request holding as many blocks as this one.
+double decode_load(const replica_view& r, std::size_t request_blocks) {
+    if (r.kv_usage && r.num_blocks)
+        return *r.kv_usage * static_cast<double>(*r.num_blocks);
+    return static_cast<double>(r.inflight) * static_cast<double>(request_blocks);
+}
+
+} // namespace
+
+void kv_aware_policy::on_routed(const route_request& req, const std::string& replica_id) {
+    index_.insert(replica_id, req.blocks);
+}
+
+void kv_aware_policy::on_replicas_changed(const pool_snapshot& pool) {
+    index_.retain(pool);
+    index_.update_capacities(pool);
+}
+
+decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& pool,
+                               const tried_set& tried) {
+    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    if (candidates.empty())
+        return {std::nullopt, route_reason::kv_cost, 0};
+    index_.update_capacities(pool);
+    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    const std::size_t n = req.blocks.size();
+
+    struct scored {
+        std::size_t index;
+        double cost;
+        std::size_t matched;
+    };
+    const auto better = [&](const scored& a, const std::optional<scored>& b) {
+        if (!b)
+            return true;
+        if (a.cost != b->cost)
+            return a.cost < b->cost;
+        const replica_view& ra = pool.replicas[a.index];
+        const replica_view& rb = pool.replicas[b->index];
+        if (ra.inflight != rb.inflight)
+            return ra.inflight < rb.inflight;
+        return rendezvous_before(key, ra, rb);
+    };
+    std::optional<scored> best;
+    for (const std::size_t i : candidates) {
+        const replica_view& r = pool.replicas[i];
+        const std::size_t matched = index_.match(r.id, req.blocks);
+        const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
+        const scored s{i, cost, matched};
+        if (better(s, best))
+            best = s;
+    }
+    return {best->index, route_reason::kv_cost, best->matched};
+}
+
+} // namespace lanes::router

@@ -1,0 +1,39 @@
+// kv_aware: NVIDIA Dynamo's KV router cost. For each eligible replica
+//   cost = overlap_weight * (request blocks not cached there) + decode_load,
+// where the cached blocks come from the same prefix_index as the prefix policy and decode_load is
+// the replica's active KV blocks (kv_usage * num_blocks) when both are known, else an estimate,
+// inflight * the request's block count. The lowest cost wins (ties: lower inflight, then
+// rendezvous order of the first blocks). So a cached prefix wins unless the replica's decode load
+// exceeds the prefill it would save. Knobs: overlap_weight (1.0, Dynamo's overlap_score_weight),
+// index_capacity (65536), hash_prefix_blocks (4, for the tie order). on_routed records the
+// request's blocks under the replica it went to.
+#pragma once
+
+#include "router/policies/policy.hpp"
+#include "router/policies/prefix_index.hpp"
+
+#include <string>
+
+namespace lanes::router {
+
+class kv_aware_policy final : public policy {
+public:
+    explicit kv_aware_policy(const policy_options& options)
+        : index_(options.index_capacity)
+        , overlap_weight_(options.overlap_weight)
+        , hash_prefix_blocks_(options.hash_prefix_blocks) {}
+    std::string_view name() const override { return "kv_aware"; }
+    decision pick(const route_request& req, const pool_snapshot& pool,
+                  const tried_set& tried) override;
+    void on_routed(const route_request& req, const std::string& replica_id) override;
+    void on_replicas_changed(const pool_snapshot& pool) override;
+
+    const prefix_index& index() const { return index_; }
+
+private:
+    prefix_index index_;
+    double overlap_weight_;
+    std::size_t hash_prefix_blocks_;
+};
+
+} // namespace lanes::router

@@ -1,0 +1,125 @@
+#include "router/policies/prefix.hpp"
+
+#include "router/policies/load.hpp"
+#include "router/policies/rendezvous.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace lanes::router {
+
+prefix_policy::prefix_policy(const policy_options& options)
+    : fallback_(options)
+    , index_(options.index_capacity)
+    , kv_weight_(options.kv_weight)
+    , load_factor_(options.load_factor)
+    , cap_floor_(options.load_cap_floor)
+    , balance_abs_(options.balance_abs_threshold)
+    , balance_rel_(options.balance_rel_threshold)
+    , min_match_ratio_(options.min_match_ratio)
+    , hash_prefix_blocks_(options.hash_prefix_blocks) {}
+
+void prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
+    index_.insert(replica_id, req.blocks);
+}
+
+void prefix_policy::on_replicas_changed(const pool_snapshot& pool) {
+    index_.retain(pool);
+    index_.update_capacities(pool);
+}
+
+bool prefix_policy::imbalanced(const pool_snapshot& pool,
+                               const std::vector<std::size_t>& candidates) const {
+    const auto [lo, hi] = std::minmax_element(candidates.begin(), candidates.end(),
+                                              [&](std::size_t a, std::size_t b) {
+                                                  return load_score(pool.replicas[a], kv_weight_) <
+                                                         load_score(pool.replicas[b], kv_weight_);
+                                              });
+    const double min_load = load_score(pool.replicas[*lo], kv_weight_);
+    const double max_load = load_score(pool.replicas[*hi], kv_weight_);
+    return max_load - min_load > balance_abs_ && max_load > balance_rel_ * min_load;
+}
+
+decision prefix_policy::delegate(const route_request& req, const pool_snapshot& pool,
+                                 const tried_set& tried, route_reason reason) {
+    decision d = fallback_.pick(req, pool, tried);
+    d.reason = reason;
+    d.matched_blocks = d.replica ? index_.match(pool.replicas[*d.replica].id, req.blocks) : 0;
+    return d;
+}
+
+decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& pool,
+                                const std::vector<std::size_t>& candidates) const {
+    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
+    return {rendezvous_bounded(key, pool, candidates, cap), route_reason::prefix_hash, 0};
+}
+
+// A new prefix goes to the least-loaded replica; ties (common at low load) go to the replica whose
+// index holds the fewest blocks (SGLang's original "smallest tree"), then rendezvous order: so new
+// prefixes spread evenly instead of by coin flips.
+decision prefix_policy::least_cached(const route_request& req, const pool_snapshot& pool,
+                                     const std::vector<std::size_t>& candidates) const {
+    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    std::size_t best = candidates.front();
+    for (const std::size_t i : candidates) {
+        const double li = load_score(pool.replicas[i], kv_weight_);
+        const double lb = load_score(pool.replicas[best], kv_weight_);
+        const std::size_t si = index_.size(pool.replicas[i].id);
+        const std::size_t sb = index_.size(pool.replicas[best].id);
+        if (li < lb ||
+            (li == lb && (si < sb || (si == sb && rendezvous_before(key, pool.replicas[i],
+                                                                    pool.replicas[best])))))
+            best = i;
+    }
+    return {best, route_reason::prefix_miss, index_.match(pool.replicas[best].id, req.blocks)};
+}
+
+decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
+                             const tried_set& tried) {
+    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    if (candidates.empty())
+        return {std::nullopt, route_reason::prefix_miss, 0};
+    index_.update_capacities(pool);
+    if (imbalanced(pool, candidates))
+        return delegate(req, pool, tried, route_reason::prefix_imbalance);
+    if (req.blocks.empty())
+        return delegate(req, pool, tried, route_reason::prefix_miss);
+    if (std::all_of(candidates.begin(), candidates.end(),
+                    [&](std::size_t i) { return index_.size(pool.replicas[i].id) == 0; }))
+        return by_hash(req, pool, candidates);
+
+    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    // Longer match first, then lower load, then rendezvous order.
+    const auto better = [&](const candidate& a, const std::optional<candidate>& b) {
+        if (!b)
+            return true;
+        if (a.matched != b->matched)
+            return a.matched > b->matched;
+        if (a.load != b->load)
+            return a.load < b->load;
+        return rendezvous_before(key, pool.replicas[a.index], pool.replicas[b->index]);
+    };
+    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
+    std::optional<candidate> best;
+    std::optional<candidate> best_within; // the best among replicas within the load cap
+    for (const std::size_t i : candidates) {
+        const replica_view& r = pool.replicas[i];
+        const candidate c{i, load_score(r, kv_weight_), index_.match(r.id, req.blocks)};
+        if (better(c, best))
+            best = c;
+        if (within_cap(r, cap) && better(c, best_within))
+            best_within = c;
+    }
+    const double ratio =
+        static_cast<double>(best->matched) / static_cast<double>(req.blocks.size());
+    if (best->matched == 0 || ratio < min_match_ratio_)
+        return least_cached(req, pool, candidates);
+    if (within_cap(pool.replicas[best->index], cap))
+        return {best->index, route_reason::prefix_match, best->matched};
+    if (best_within)
+        return {best_within->index, route_reason::prefix_overload, best_within->matched};
+    return delegate(req, pool, tried, route_reason::prefix_overload);
+}
+
+} // namespace lanes::router

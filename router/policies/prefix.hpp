@@ -1,0 +1,68 @@
+// prefix (the default): send a request where its prompt prefix is most likely cached, unless that
+// would overload a replica. SGLang's cache_aware policy over a per-replica index of block hashes
+// (prefix_index.hpp), with its prefix_hash placement for an empty index and the bounded-load cap
+// of consistent hashing with bounded loads. A pick:
+//  1. imbalance: when (max - min) load score > balance_abs_threshold (64) AND max >
+//     balance_rel_threshold (1.5) * min over the eligible replicas -> least_loaded
+//     (prefix_imbalance);
+//  2. a request without blocks -> least_loaded (prefix_miss);
+//  3. an index that knows no block of any eligible replica (a fresh router) -> rendezvous hashing
+//     of the first hash_prefix_blocks (4) blocks within the load cap, so independent routers
+//     agree (prefix_hash);
+//  4. the longest match wins (ties: lower load, then rendezvous order); a match of 0 or under
+//     min_match_ratio (0.3) of the blocks -> the least-loaded replica, ties to the one with the
+//     smallest index, then rendezvous order (prefix_miss);
+//  5. a winner over the cap (inflight + 1 > max(ceil(load_factor (1.25) * (total inflight + 1) /
+//  n),
+//     load_cap_floor (4)))
+//     -> the longest match among replicas within the cap (prefix_overload), else prefix_match.
+// Other knobs: index_capacity (65536 blocks per replica without num_blocks), kv_weight (4.0),
+// seed. on_routed records the request's blocks under the replica it went to.
+#pragma once
+
+#include "router/policies/least_loaded.hpp"
+#include "router/policies/policy.hpp"
+#include "router/policies/prefix_index.hpp"
+
+#include <string>
+
+namespace lanes::router {
+
+class prefix_policy final : public policy {
+public:
+    explicit prefix_policy(const policy_options& options);
+    std::string_view name() const override { return "prefix"; }
+    decision pick(const route_request& req, const pool_snapshot& pool,
+                  const tried_set& tried) override;
+    void on_routed(const route_request& req, const std::string& replica_id) override;
+    void on_replicas_changed(const pool_snapshot& pool) override;
+
+    const prefix_index& index() const { return index_; }
+
+private:
+    struct candidate {
+        std::size_t index;   // into pool.replicas
+        double load;         // load score
+        std::size_t matched; // cached prefix, in blocks
+    };
+
+    bool imbalanced(const pool_snapshot& pool, const std::vector<std::size_t>& candidates) const;
+    decision delegate(const route_request& req, const pool_snapshot& pool, const tried_set& tried,
+                      route_reason reason);
+    decision least_cached(const route_request& req, const pool_snapshot& pool,
+                          const std::vector<std::size_t>& candidates) const;
+    decision by_hash(const route_request& req, const pool_snapshot& pool,
+                     const std::vector<std::size_t>& candidates) const;
+
+    least_loaded_policy fallback_;
+    prefix_index index_;
+    double kv_weight_;
+    double load_factor_;
+    std::int64_t cap_floor_;
+    double balance_abs_;
+    double balance_rel_;
+    double min_match_ratio_;
+    std::size_t hash_prefix_blocks_;
+};
+
+} // namespace lanes::router

@@ -1,0 +1,60 @@
+// prefix_index: the router's guess of which KV blocks each replica holds, learned from its own
+// routing decisions (no engine events). Per replica id, an LRU set of block hashes bounded by a
+// capacity: the replica's num_blocks when it reports one, else the index_capacity knob (65536
+// blocks). insert() touches a request's blocks from last to first, so the head of a prefix is the
+// most recently used and eviction drops the deepest blocks first (as vLLM frees a sequence's
+// blocks tail first). match() is the length of the longest leading run of a request's blocks
+// present, which with chained block hashes is the cached prefix. The idea is SGLang's approximate
+// radix tree and Dynamo's ApproxKvIndexer, flattened to hashes of full blocks.
+#pragma once
+
+#include "common/block_hash.hpp"
+#include "router/policies/policy.hpp"
+
+#include <cstddef>
+#include <list>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+namespace lanes::router {
+
+class prefix_index {
+public:
+    explicit prefix_index(std::size_t default_capacity)
+        : default_capacity_(default_capacity) {}
+
+    // Records that `replica` now holds `blocks` (most recently used).
+    void insert(const std::string& replica, std::span<const common::block_hash> blocks);
+    // The number of leading `blocks` held by `replica`.
+    std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
+
+    // Sets every snapshot replica's capacity (num_blocks when known, else the default), evicting
+    // what no longer fits.
+    void update_capacities(const pool_snapshot& pool);
+    // Forgets the replicas the snapshot lacks.
+    void retain(const pool_snapshot& pool);
+    void forget(const std::string& replica) { replicas_.erase(replica); }
+
+    std::size_t size(const std::string& replica) const;
+    std::size_t capacity(const std::string& replica) const;
+    // True when no replica holds any block.
+    bool empty() const;
+
+private:
+    struct lru_set {
+        std::size_t capacity = 0;
+        std::list<common::block_hash> order; // most recently used first
+        std::unordered_map<common::block_hash, std::list<common::block_hash>::iterator> where;
+
+        void touch(common::block_hash h);
+        void shrink();
+    };
+
+    lru_set& replica_set(const std::string& replica);
+
+    std::size_t default_capacity_;
+    std::unordered_map<std::string, lru_set> replicas_;
+};
+
+} // namespace lanes::router

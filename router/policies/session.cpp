@@ -1,0 +1,74 @@
+#include "router/policies/session.hpp"
+
+#include "router/policies/load.hpp"
+#include "router/policies/rendezvous.hpp"
+
+#include <algorithm>
+
+namespace lanes::router {
+
+session_policy::session_policy(const policy_options& options)
+    : fallback_(options)
+    , clock_(options.clock)
+    , ttl_(options.session_ttl)
+    , capacity_(std::max<std::size_t>(options.session_capacity, 1))
+    , load_factor_(options.load_factor)
+    , cap_floor_(options.load_cap_floor) {}
+
+void session_policy::expire(time_point now) {
+    // The list is in order of last use, so the expired sessions are at its back.
+    while (!lru_.empty()) {
+        const auto it = sessions_.find(*lru_.back());
+        if (now - it->second.last_used <= ttl_)
+            break;
+        lru_.pop_back();
+        sessions_.erase(it);
+    }
+}
+
+void session_policy::remember(const std::string& key, const std::string& replica_id,
+                              time_point now) {
+    if (auto it = sessions_.find(key); it != sessions_.end()) {
+        it->second.replica_id = replica_id;
+        it->second.last_used = now;
+        lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+        return;
+    }
+    while (sessions_.size() >= capacity_) {
+        sessions_.erase(*lru_.back());
+        lru_.pop_back();
+    }
+    auto [it, inserted] = sessions_.emplace(key, entry{replica_id, now, {}});
+    lru_.push_front(&it->first); // unordered_map keeps element addresses stable
+    it->second.lru_pos = lru_.begin();
+}
+
+decision session_policy::pick(const route_request& req, const pool_snapshot& pool,
+                              const tried_set& tried) {
+    if (!req.session_key)
+        return fallback_.pick(req, pool, tried);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    if (candidates.empty())
+        return {std::nullopt, route_reason::session_new, 0};
+    const std::string& key = *req.session_key;
+    const time_point now = clock_();
+    expire(now);
+    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
+
+    route_reason reason = route_reason::session_new;
+    if (const auto it = sessions_.find(key); it != sessions_.end()) {
+        const auto same = std::find_if(candidates.begin(), candidates.end(), [&](std::size_t i) {
+            return pool.replicas[i].id == it->second.replica_id;
+        });
+        if (same != candidates.end() && within_cap(pool.replicas[*same], cap)) {
+            remember(key, it->second.replica_id, now);
+            return {*same, route_reason::session_sticky, 0};
+        }
+        reason = route_reason::session_spill;
+    }
+    const std::size_t chosen = *rendezvous_bounded(key, pool, candidates, cap);
+    remember(key, pool.replicas[chosen].id, now);
+    return {chosen, reason, 0};
+}
+
+} // namespace lanes::router

@@ -1,0 +1,53 @@
+// session: sticky sessions by route_request::session_key. A new session is placed by rendezvous
+// hashing of (key, replica id) over the eligible replicas, taking the highest-ranked replica
+// within the bounded-load cap (load.hpp; the top-ranked one when all are over it), and remembered.
+// A known session stays on its replica while that replica is eligible and within the cap;
+// otherwise it is placed again and the new replica remembered (a spill). Requests without a key
+// go to least_loaded. Knobs: session_ttl (30 min idle), session_capacity (100000 sessions, the
+// least recently used forgotten first), load_factor (1.25), seed, clock. The idea is consistent
+// hashing with bounded loads (Mirrokni et al. 2018), as SGLang's manual/consistent_hashing
+// policies and Dynamo's session affinity (idle TTL) use sticky keys.
+#pragma once
+
+#include "router/policies/least_loaded.hpp"
+#include "router/policies/policy.hpp"
+
+#include <chrono>
+#include <list>
+#include <string>
+#include <unordered_map>
+
+namespace lanes::router {
+
+class session_policy final : public policy {
+public:
+    explicit session_policy(const policy_options& options);
+    std::string_view name() const override { return "session"; }
+    decision pick(const route_request& req, const pool_snapshot& pool,
+                  const tried_set& tried) override;
+
+    // Sessions remembered now (expired ones may linger until the next pick).
+    std::size_t size() const { return sessions_.size(); }
+
+private:
+    using time_point = std::chrono::steady_clock::time_point;
+    struct entry {
+        std::string replica_id;
+        time_point last_used;
+        std::list<const std::string*>::iterator lru_pos; // points at this entry's key
+    };
+
+    void expire(time_point now);
+    void remember(const std::string& key, const std::string& replica_id, time_point now);
+
+    least_loaded_policy fallback_;
+    clock_fn clock_;
+    std::chrono::milliseconds ttl_;
+    std::size_t capacity_;
+    double load_factor_;
+    std::int64_t cap_floor_;
+    std::unordered_map<std::string, entry> sessions_;
+    std::list<const std::string*> lru_; // keys, most recently used first
+};
+
+} // namespace lanes::router

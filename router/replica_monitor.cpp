@@ -1,0 +1,148 @@
+#include "router/replica_monitor.hpp"
+
+#include "common/log.hpp"
+#include "common/prom_parser.hpp"
+#include "router/metrics_reader.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+
+namespace lanes::router {
+
+namespace asio = boost::asio;
+namespace http = common::http;
+using clock_type = std::chrono::steady_clock;
+
+replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, router_metrics& metrics,
+                                 monitor_config cfg)
+    : io_(io)
+    , pool_(pool)
+    , metrics_(metrics)
+    , cfg_(std::move(cfg))
+    , stopping_(std::make_shared<std::atomic<bool>>(false)) {}
+
+void replica_monitor::start() {
+    asio::co_spawn(io_, scrape_loop(), asio::detached);
+    asio::co_spawn(io_, health_loop(), asio::detached);
+    if (!cfg_.dns_names.empty())
+        asio::co_spawn(io_, dns_loop(), asio::detached);
+}
+
+void replica_monitor::stop() {
+    stopping_->store(true);
+}
+
+void replica_monitor::report(const std::shared_ptr<replica>& r, bool ok) {
+    const auto now = clock_type::now();
+    if (ok) {
+        if (r->health.on_success(now))
+            LANES_LOG(info, "health", r->id() << " re-admitted");
+        return;
+    }
+    if (r->health.on_failure(now)) {
+        metrics_.ejections.with({r->id()}).inc();
+        LANES_LOG(warn, "health", r->id() << " ejected after consecutive failures");
+    }
+}
+
+asio::awaitable<void> replica_monitor::scrape_loop() {
+    auto stopping = stopping_;
+    asio::steady_timer timer(io_);
+    while (!stopping->load()) {
+        for (const auto& r : pool_.all())
+            if (!r->scrape_busy.exchange(true))
+                asio::co_spawn(io_, scrape(r), asio::detached);
+        timer.expires_after(cfg_.scrape_interval);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
+    http::fetch_options options;
+    options.connect_timeout = cfg_.connect_timeout;
+    options.total_timeout = cfg_.scrape_timeout;
+    const auto res = co_await http::fetch(io_.get_executor(), r->address(),
+                                          boost::beast::http::verb::get, "/metrics", options);
+    r->scrape_busy.store(false);
+    if (stopping_->load())
+        co_return;
+    if (res.ec || res.status != 200) {
+        report(r, false);
+        co_return;
+    }
+    const auto parsed = common::prom::parse(res.body);
+    scraped_stats s = read_replica_metrics(parsed);
+    s.at = clock_type::now();
+    r->set_stats(s);
+    mirror_counters(*r, s);
+}
+
+// Mirrors a replica's cumulative prefix counters as monotonic router counters: the increase since
+// the last scrape is added; a drop (the replica restarted) adds the new value.
+void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) {
+    if (!s.prefix_cache_hits || !s.prefix_cache_queries)
+        return;
+    std::lock_guard lock(mirror_mutex_);
+    auto [it, fresh] = last_counters_.try_emplace(r.id(), 0.0, 0.0);
+    auto delta = [](double now, double before) { return now >= before ? now - before : now; };
+    metrics_.replica_prefix_hits.with({r.id()}).inc(delta(*s.prefix_cache_hits, it->second.first));
+    metrics_.replica_prefix_queries.with({r.id()}).inc(
+        delta(*s.prefix_cache_queries, it->second.second));
+    it->second = {*s.prefix_cache_hits, *s.prefix_cache_queries};
+}
+
+asio::awaitable<void> replica_monitor::health_loop() {
+    auto stopping = stopping_;
+    asio::steady_timer timer(io_);
+    while (!stopping->load()) {
+        for (const auto& r : pool_.all())
+            if (!r->probe_busy.exchange(true))
+                asio::co_spawn(io_, probe(r), asio::detached);
+        timer.expires_after(cfg_.health_interval);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
+    http::fetch_options options;
+    options.connect_timeout = cfg_.connect_timeout;
+    options.total_timeout = cfg_.health_timeout;
+    const auto res = co_await http::fetch(io_.get_executor(), r->address(),
+                                          boost::beast::http::verb::get, "/health", options);
+    r->probe_busy.store(false);
+    if (!stopping_->load())
+        report(r, !res.ec && res.status == 200);
+}
+
+asio::awaitable<void> replica_monitor::dns_loop() {
+    auto stopping = stopping_;
+    asio::steady_timer timer(io_);
+    asio::ip::tcp::resolver resolver(io_);
+    while (!stopping->load()) {
+        for (const auto& name : cfg_.dns_names) {
+            const auto colon = name.rfind(':');
+            const std::string host = name.substr(0, colon), port = name.substr(colon + 1);
+            auto [ec, results] =
+                co_await resolver.async_resolve(host, port, asio::as_tuple(asio::use_awaitable));
+            if (ec) {
+                LANES_LOG(warn, "dns", "cannot resolve " << name << ": " << ec.message());
+                continue; // keep the last known set rather than dropping every replica
+            }
+            std::set<std::string> seen;
+            for (const auto& entry : results) {
+                const auto ep = entry.endpoint();
+                http::url u{ep.address().to_string(), ep.port(), ""};
+                seen.insert(u.str());
+                if (pool_.add(u, name))
+                    LANES_LOG(info, "dns", name << ": added " << u.str());
+            }
+            for (const auto& r : pool_.all())
+                if (r->source == name && !seen.contains(r->id()) && pool_.remove(r->id()))
+                    LANES_LOG(info, "dns", name << ": removed " << r->id());
+        }
+        timer.expires_after(cfg_.dns_interval);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+} // namespace lanes::router

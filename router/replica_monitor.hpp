@@ -1,0 +1,62 @@
+// Background work on the replica set, owned by the router and stopped with it:
+// - scrapes each replica's /metrics every `scrape_interval` (a stale scrape is ignored by the
+//   policies after `stale_after`) and mirrors its prefix-cache counters into the router's metrics;
+// - probes each replica's /health every `health_interval` (these probes are also what takes an
+//   ejected replica from half-open back to routable);
+// - re-resolves --replica-dns names every `dns_interval` and adds / removes their addresses.
+// Scrape and probe failures feed the same circuit breaker as the proxy's own failures.
+#pragma once
+
+#include "common/http_client.hpp"
+#include "router/metrics.hpp"
+#include "router/replica_pool.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lanes::router {
+
+struct monitor_config {
+    common::http::duration scrape_interval{100};
+    common::http::duration scrape_timeout{1'000};
+    common::http::duration health_interval{1'000};
+    common::http::duration health_timeout{1'000};
+    common::http::duration dns_interval{5'000};
+    common::http::duration connect_timeout{1'000};
+    std::vector<std::string> dns_names; // host:port
+};
+
+class replica_monitor {
+public:
+    replica_monitor(boost::asio::io_context& io, replica_pool& pool, router_metrics& metrics,
+                    monitor_config cfg);
+    void start();
+    void stop(); // the loops end at their next tick; in-flight probes end by their timeouts
+
+    // A failure or success seen on the request path (passive health).
+    void report(const std::shared_ptr<replica>& r, bool ok);
+
+private:
+    boost::asio::awaitable<void> scrape_loop();
+    boost::asio::awaitable<void> health_loop();
+    boost::asio::awaitable<void> dns_loop();
+    boost::asio::awaitable<void> scrape(std::shared_ptr<replica> r);
+    boost::asio::awaitable<void> probe(std::shared_ptr<replica> r);
+    void mirror_counters(const replica& r, const scraped_stats& s);
+
+    boost::asio::io_context& io_;
+    replica_pool& pool_;
+    router_metrics& metrics_;
+    monitor_config cfg_;
+    std::shared_ptr<std::atomic<bool>> stopping_;
+    std::mutex mirror_mutex_;
+    std::map<std::string, std::pair<double, double>> last_counters_; // replica -> hits, queries
+};
+
+} // namespace lanes::router

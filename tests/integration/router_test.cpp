@@ -1,0 +1,285 @@
+// The router with real replica processes: the routing effect on a shared-prefix workload,
+// prediction against the replicas' own counters, failover, drain and the admin API.
+#include "harness.hpp"
+
+#include "common/prom_parser.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+using namespace lanes;
+using namespace std::chrono_literals;
+using verb = boost::beast::http::verb;
+
+namespace {
+
+struct fleet {
+    std::vector<std::unique_ptr<test::process>> replicas;
+    std::unique_ptr<test::process> router;
+
+    fleet(int n, std::vector<std::string> replica_args, std::vector<std::string> router_args) {
+        std::vector<std::string> args = {"--host", "127.0.0.1", "--port", "0"};
+        for (int i = 0; i < n; ++i) {
+            std::vector<std::string> a = {"--port", "0", "--seed", std::to_string(i)};
+            a.insert(a.end(), replica_args.begin(), replica_args.end());
+            replicas.push_back(std::make_unique<test::process>(LANES_REPLICA_BIN, a));
+            args.push_back("--replica");
+            args.push_back(replicas.back()->url());
+        }
+        args.insert(args.end(), router_args.begin(), router_args.end());
+        router = std::make_unique<test::process>(LANES_ROUTER_BIN, args);
+        for (auto& r : replicas)
+            REQUIRE(test::wait_healthy(r->port(), 10s));
+        REQUIRE(test::wait_healthy(router->port(), 10s));
+    }
+};
+
+// Shared-prefix workload: `groups` system prompts of `system_len` bytes, `per_group` questions
+// each, shuffled with a fixed seed.
+std::vector<std::string> shared_prefix_prompts(int groups, int per_group, int system_len,
+                                               int question_len) {
+    std::mt19937 rng(7);
+    std::vector<std::string> prompts;
+    for (int g = 0; g < groups; ++g) {
+        std::string system(static_cast<std::size_t>(system_len), ' ');
+        for (auto& c : system)
+            c = static_cast<char>('a' + rng() % 26);
+        for (int q = 0; q < per_group; ++q) {
+            std::string question(static_cast<std::size_t>(question_len), ' ');
+            for (auto& c : question)
+                c = static_cast<char>('A' + rng() % 26);
+            prompts.push_back(system + question);
+        }
+    }
+    std::shuffle(prompts.begin(), prompts.end(), rng);
+    return prompts;
+}
+
+struct run_stats {
+    std::map<std::string, int> per_replica;
+    int ok = 0;
+    int failed = 0;
+};
+
+// Sends every prompt through the router with `concurrency` client threads.
+run_stats send_all(unsigned short port, const std::vector<std::string>& prompts, int concurrency,
+                   int max_tokens = 2) {
+    run_stats stats;
+    std::mutex mutex;
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> clients;
+    for (int c = 0; c < concurrency; ++c)
+        clients.emplace_back([&] {
+            for (std::size_t i; (i = next++) < prompts.size();) {
+                const nlohmann::json body = {
+                    {"prompt", prompts[i]}, {"max_tokens", max_tokens}, {"ignore_eos", true}};
+                const auto r = test::post_json(port, "/v1/completions", body.dump());
+                std::lock_guard lock(mutex);
+                if (r.status == 200) {
+                    ++stats.ok;
+                    ++stats.per_replica[r.header("x-lanes-replica")];
+                } else {
+                    ++stats.failed;
+                }
+            }
+        });
+    for (auto& t : clients)
+        t.join();
+    return stats;
+}
+
+double fleet_counter(unsigned short router_port, const std::string& name) {
+    const auto parsed = common::prom::parse(test::get(router_port, "/metrics").body);
+    return parsed.sum(name).value_or(0.0);
+}
+
+double imbalance(const run_stats& s, int replicas) {
+    double max = 0, total = 0;
+    for (const auto& [r, n] : s.per_replica) {
+        max = std::max(max, static_cast<double>(n));
+        total += n;
+    }
+    return max / (total / replicas);
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred())
+            return true;
+        std::this_thread::sleep_for(5ms);
+    }
+    return false;
+}
+
+// Hit rate measured by the replicas themselves, as mirrored by the router's scrapes.
+double fleet_hit_rate(const fleet& f) {
+    // Wait until the router's mirror has caught up with every replica's own counters.
+    double replica_queries = 0;
+    for (const auto& r : f.replicas) {
+        const auto p = common::prom::parse(test::get(r->port(), "/metrics").body);
+        replica_queries += p.sum("vllm:prefix_cache_queries_total").value_or(0);
+    }
+    REQUIRE(eventually(
+        [&] {
+            return fleet_counter(f.router->port(),
+                                 "lanes_router_replica_prefix_cache_queries_total") ==
+                   replica_queries;
+        },
+        5s));
+    return fleet_counter(f.router->port(), "lanes_router_replica_prefix_cache_hits_total") /
+           replica_queries;
+}
+
+const std::vector<std::string> sim_replica = {"--backend", "sim",         "--sim-speedup",
+                                              "20",        "--kv-blocks", "160"};
+
+} // namespace
+
+TEST_CASE("prefix routing beats round-robin's fleet hit rate 3x with balanced load",
+          "[router][routing]") {
+    // 16 groups of 512-byte system prompts (32 blocks each); every replica holds ~5 groups.
+    const auto prompts = shared_prefix_prompts(16, 16, 512, 24);
+    double rr_rate = 0, prefix_rate = 0;
+    {
+        fleet f(4, sim_replica, {"--policy", "round_robin"});
+        const auto s = send_all(f.router->port(), prompts, 4);
+        REQUIRE(s.failed == 0);
+        rr_rate = fleet_hit_rate(f);
+    }
+    {
+        fleet f(4, sim_replica, {"--policy", "prefix"});
+        const auto s = send_all(f.router->port(), prompts, 4);
+        REQUIRE(s.failed == 0);
+        prefix_rate = fleet_hit_rate(f);
+        INFO("per-replica requests: " << nlohmann::json(s.per_replica).dump());
+        CHECK(imbalance(s, 4) <= 1.25);
+        // The router's prediction against what the replicas counted, within 5%.
+        const double predicted =
+            fleet_counter(f.router->port(), "lanes_router_predicted_prefix_hit_tokens_total");
+        const double counted =
+            fleet_counter(f.router->port(), "lanes_router_replica_prefix_cache_hits_total");
+        INFO("predicted " << predicted << " counted " << counted);
+        CHECK(std::abs(predicted - counted) <= 0.05 * counted);
+    }
+    INFO("round_robin hit rate " << rr_rate << ", prefix " << prefix_rate);
+    CHECK(prefix_rate >= 3.0 * rr_rate);
+}
+
+TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected within 1 s",
+          "[router][failover]") {
+    // Slow sim replicas so requests are in flight when one dies.
+    fleet f(4, {"--backend", "sim", "--sim-speedup", "2"}, {"--policy", "round_robin"});
+    const auto prompts = shared_prefix_prompts(8, 16, 64, 16);
+    run_stats stats;
+    std::thread load([&] { stats = send_all(f.router->port(), prompts, 8, 16); });
+    std::this_thread::sleep_for(300ms);
+    const std::string victim = f.replicas[1]->url();
+    f.replicas[1]->signal(SIGKILL);
+    const auto killed_at = std::chrono::steady_clock::now();
+    const bool ejected = eventually(
+        [&] {
+            const auto list =
+                nlohmann::json::parse(test::get(f.router->port(), "/admin/replicas").body);
+            for (const auto& r : list)
+                if (r["url"] == victim)
+                    return r["healthy"] == false;
+            return false;
+        },
+        2s);
+    const auto ejected_after = std::chrono::steady_clock::now() - killed_at;
+    load.join();
+    CHECK(ejected);
+    CHECK(ejected_after <= 1s);
+    CHECK(stats.failed == 0); // non-streamed: nothing reached a client before the failure
+    CHECK(stats.ok == static_cast<int>(prompts.size()));
+}
+
+TEST_CASE("drain lets in-flight requests finish and sends no new work", "[router][admin]") {
+    fleet f(2, {"--backend", "sim", "--sim-speedup", "2"}, {"--policy", "round_robin"});
+    const auto port = f.router->port();
+    const std::string drained = f.replicas[0]->url();
+    // A slow request in flight on each replica while we drain one of them.
+    std::vector<std::thread> inflight;
+    std::atomic<int> ok{0};
+    for (int i = 0; i < 2; ++i)
+        inflight.emplace_back([&] {
+            if (test::post_json(port, "/v1/completions",
+                                R"({"prompt":"slow one","max_tokens":30,"ignore_eos":true})")
+                    .status == 200)
+                ++ok;
+        });
+    REQUIRE(eventually(
+        [&] {
+            int busy = 0;
+            for (const auto& r : nlohmann::json::parse(test::get(port, "/admin/replicas").body))
+                busy += r["inflight"].get<int>();
+            return busy == 2;
+        },
+        5s));
+    const auto d =
+        test::post_json(port, "/admin/replicas/drain", nlohmann::json{{"url", drained}}.dump());
+    REQUIRE(d.status == 200);
+    for (int i = 0; i < 10; ++i) {
+        const auto r = test::post_json(port, "/v1/completions", R"({"prompt":"x","max_tokens":1})");
+        CHECK(r.status == 200);
+        CHECK(r.header("x-lanes-replica") != drained);
+    }
+    for (auto& t : inflight)
+        t.join();
+    CHECK(ok == 2); // the drained replica finished its in-flight request
+    const auto list = nlohmann::json::parse(test::get(port, "/admin/replicas").body);
+    for (const auto& r : list)
+        if (r["url"] == drained)
+            CHECK(r["draining"] == true);
+}
+
+TEST_CASE("admin API: list, add, remove, SGLang paths, auth", "[router][admin]") {
+    fleet f(1, {"--backend", "sim", "--sim-speedup", "20"}, {"--admin-token", "s3cret"});
+    const auto port = f.router->port();
+    const test::reply no_token = test::get(port, "/admin/replicas");
+    CHECK(no_token.status == 401);
+    const common::http::header_list auth = {{"Authorization", "Bearer s3cret"}};
+    auto call = [&](verb m, const std::string& path, const std::string& body = "") {
+        return test::request(port, m, path, body, auth);
+    };
+    auto list = nlohmann::json::parse(call(verb::get, "/admin/replicas").body);
+    REQUIRE(list.size() == 1);
+    for (const char* key :
+         {"url", "healthy", "draining", "inflight", "kv_usage", "waiting", "running",
+          "prefix_cache_hits", "prefix_cache_queries", "requests_total"})
+        CHECK(list[0].contains(key));
+    test::process extra(LANES_REPLICA_BIN, {"--port", "0", "--backend", "sim"});
+    CHECK(call(verb::post, "/admin/replicas", nlohmann::json{{"url", extra.url()}}.dump()).status ==
+          201);
+    CHECK(call(verb::post, "/admin/replicas", nlohmann::json{{"url", extra.url()}}.dump()).status ==
+          409);
+    CHECK(call(verb::post, "/admin/replicas", R"({"url":"ftp://x"})").status == 400);
+    CHECK(nlohmann::json::parse(call(verb::get, "/list_workers").body)["urls"].size() == 2);
+    CHECK(call(verb::post, "/remove_worker?url=" + extra.url()).status == 200);
+    CHECK(call(verb::post, "/add_worker?url=" + extra.url()).status == 201);
+    CHECK(call(verb::delete_, "/admin/replicas?url=" + extra.url()).status == 200);
+    CHECK(nlohmann::json::parse(call(verb::get, "/admin/replicas").body).size() == 1);
+    CHECK(call(verb::delete_, "/admin/replicas?url=" + extra.url()).status == 404);
+}
+
+TEST_CASE("no routable replica: 503 with Retry-After", "[router][failover]") {
+    fleet f(1, {"--backend", "sim"}, {});
+    const auto port = f.router->port();
+    REQUIRE(test::post_json(port, "/admin/replicas/drain",
+                            nlohmann::json{{"url", f.replicas[0]->url()}}.dump())
+                .status == 200);
+    const auto r = test::post_json(port, "/v1/completions", R"({"prompt":"x"})");
+    CHECK(r.status == 503);
+    CHECK(r.header("retry-after") == "1");
+    CHECK(nlohmann::json::parse(r.body)["error"]["code"] == 503);
+}

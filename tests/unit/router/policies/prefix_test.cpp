@@ -1,0 +1,265 @@
+#include "router/policies/prefix.hpp"
+
+#include "router/policies/rendezvous.hpp"
+#include "tests/unit/router/policies/fake_pool.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+using namespace lanes::router;
+using namespace lanes::router::test;
+using lanes::common::block_hash;
+
+namespace {
+
+// pick + on_routed, as the router does.
+decision route(prefix_policy& p, const route_request& req, const pool_snapshot& pool) {
+    const decision d = p.pick(req, pool, {});
+    if (d.replica)
+        p.on_routed(req, pool.replicas[*d.replica].id);
+    return d;
+}
+
+} // namespace
+
+TEST_CASE("prefix: the longest cached prefix wins", "[policy][prefix]") {
+    prefix_policy p({});
+    const auto pool = make_pool(3);
+    const auto blocks = make_blocks(1, 8);
+    const std::span<const block_hash> all(blocks);
+    p.on_routed(request_for({all.begin(), all.begin() + 3}), "r0");
+    p.on_routed(request_for({all.begin(), all.begin() + 5}), "r1");
+    p.on_routed(request_for({all.begin(), all.begin() + 1}), "r2");
+    const decision d = p.pick(request_for(blocks), pool, {});
+    CHECK(*d.replica == 1);
+    CHECK(d.reason == route_reason::prefix_match);
+    CHECK(d.matched_blocks == 5);
+
+    // A retry excludes it: the next longest.
+    const decision retry = p.pick(request_for(blocks), pool, {"r1"});
+    CHECK(*retry.replica == 0);
+    CHECK(retry.matched_blocks == 3);
+    CHECK(!p.pick(request_for(blocks), pool, {"r0", "r1", "r2"}).replica);
+}
+
+TEST_CASE("prefix: equal matches go to the lower load", "[policy][prefix]") {
+    prefix_policy p({});
+    auto pool = make_pool(3);
+    const auto blocks = make_blocks(1, 6);
+    p.on_routed(request_for(blocks), "r0");
+    p.on_routed(request_for(blocks), "r1");
+    pool.replicas[0].waiting = 5;
+    pool.replicas[1].waiting = 3;
+    CHECK(*p.pick(request_for(blocks), pool, {}).replica == 1);
+    pool.replicas[1].waiting = 6;
+    CHECK(*p.pick(request_for(blocks), pool, {}).replica == 0);
+}
+
+TEST_CASE("prefix: requests sharing a prefix go to the same replica", "[policy][prefix]") {
+    prefix_policy p({});
+    const auto pool = make_pool(4);
+    std::set<std::size_t> used;
+    for (std::uint64_t family = 0; family < 20; ++family) {
+        const auto prefix = make_blocks(family, 6);
+        std::set<std::size_t> homes;
+        for (std::uint64_t k = 0; k < 5; ++k) {
+            const auto blocks = concat(prefix, make_blocks(1'000 + family * 10 + k, 2));
+            const decision d = route(p, request_for(blocks), pool);
+            homes.insert(*d.replica);
+            if (k > 0) {
+                CHECK(d.reason == route_reason::prefix_match);
+                CHECK(d.matched_blocks == 6);
+            }
+        }
+        CHECK(homes.size() == 1);
+        used.insert(*homes.begin());
+    }
+    CHECK(used.size() >= 3); // the families themselves spread
+}
+
+TEST_CASE("prefix: the imbalance switch needs both thresholds", "[policy][prefix]") {
+    prefix_policy p({});
+    auto pool = make_pool(2);
+    const auto blocks = make_blocks(1, 8);
+    p.on_routed(request_for(blocks), "r0");
+    const auto check = [&](std::int64_t r0_waiting, std::int64_t r1_waiting, bool switched) {
+        INFO("loads " << r0_waiting << " vs " << r1_waiting);
+        pool.replicas[0].waiting = r0_waiting;
+        pool.replicas[1].waiting = r1_waiting;
+        const decision d = p.pick(request_for(blocks), pool, {});
+        CHECK(*d.replica == (switched ? 1u : 0u));
+        CHECK(d.reason == (switched ? route_reason::prefix_imbalance : route_reason::prefix_match));
+        CHECK(d.matched_blocks == (switched ? 0u : 8u));
+    };
+    check(64, 0, false);    // gap 64: not above the absolute threshold
+    check(65, 0, true);     // gap 65 and 65 > 1.5 * 0
+    check(300, 200, false); // gap 100 but 300 is not above 1.5 * 200
+    check(301, 200, true);  // gap 101 and 301 > 300
+    check(1000, 999, false);
+}
+
+TEST_CASE("prefix: a hot prefix does not pile onto one replica", "[policy][prefix]") {
+    prefix_policy p({});
+    auto pool = make_pool(4);
+    const auto blocks = make_blocks(7, 8);
+    std::map<route_reason, int> reasons;
+    for (int i = 0; i < 1'000; ++i) {
+        const decision d = route(p, request_for(blocks), pool);
+        ++pool.replicas[*d.replica].inflight; // nothing finishes
+        ++reasons[d.reason];
+    }
+    // None above 1.25 * mean + 1 = 313.5.
+    for (const auto& r : pool.replicas) {
+        INFO(r.id);
+        CHECK(r.inflight <= 313);
+        CHECK(r.inflight > 0);
+    }
+    CHECK(reasons[route_reason::prefix_hash] == 1);
+    CHECK(reasons[route_reason::prefix_match] > 0);
+    CHECK(reasons[route_reason::prefix_overload] > 0);
+}
+
+TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][prefix]") {
+    policy_options no_floor;
+    no_floor.load_cap_floor = 0; // the raw bounded-load arithmetic
+    prefix_policy p(no_floor);
+    auto pool = make_pool(4);
+    const auto blocks = make_blocks(1, 8);
+    p.on_routed(request_for(blocks), "r0");
+    p.on_routed(request_for(std::vector<block_hash>(blocks.begin(), blocks.begin() + 4)), "r1");
+    p.on_routed(request_for(make_blocks(2, 8)), "r2");
+    pool.replicas[0].inflight = 10; // cap ceil(1.25 * 11 / 4) = 4
+    const decision d = p.pick(request_for(blocks), pool, {});
+    CHECK(*d.replica == 1);
+    CHECK(d.reason == route_reason::prefix_overload);
+    CHECK(d.matched_blocks == 4);
+    pool.replicas[0].inflight = 3; // cap ceil(1.25 * 4 / 4) = 2: 3 + 1 is still over
+    CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
+    pool.replicas[1].inflight = 3; // cap ceil(1.25 * 7 / 4) = 3: r0's 3 + 1 over, r1 too
+    const decision e = p.pick(request_for(blocks), pool, {});
+    CHECK(*e.replica != 0);
+    CHECK(*e.replica != 1);
+    CHECK(e.reason == route_reason::prefix_overload);
+}
+
+TEST_CASE("prefix: below the cap floor a prefix stays on its replica", "[policy][prefix]") {
+    prefix_policy p({}); // load_cap_floor 4
+    auto pool = make_pool(4);
+    const auto blocks = make_blocks(1, 8);
+    p.on_routed(request_for(blocks), "r0");
+    pool.replicas[0].inflight = 3; // raw cap 2, floor 4: 3 + 1 fits
+    const decision d = p.pick(request_for(blocks), pool, {});
+    CHECK(*d.replica == 0);
+    CHECK(d.reason == route_reason::prefix_match);
+    pool.replicas[0].inflight = 4; // 4 + 1 over both
+    CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
+}
+
+TEST_CASE("prefix: with an empty index independent routers agree by hashing", "[policy][prefix]") {
+    policy_options other;
+    other.seed = 12345;
+    prefix_policy a({});
+    prefix_policy b(other);
+    const auto pool = make_pool(4);
+    std::map<std::size_t, int> counts;
+    for (std::uint64_t family = 0; family < 400; ++family) {
+        const auto blocks = make_blocks(family, 6);
+        const decision da = a.pick(request_for(blocks), pool, {});
+        const decision db = b.pick(request_for(blocks), pool, {});
+        CHECK(da.reason == route_reason::prefix_hash);
+        CHECK(*da.replica == *db.replica);
+        ++counts[*da.replica];
+    }
+    // 400 prefixes over 4 replicas: each within 40% of 100.
+    REQUIRE(counts.size() == 4);
+    for (const auto& [replica, n] : counts) {
+        INFO("replica " << replica);
+        CHECK(n > 60);
+        CHECK(n < 140);
+    }
+    // Only the first hash_prefix_blocks (4) blocks count.
+    const auto head = make_blocks(9, 4);
+    const auto x = concat(head, make_blocks(10, 3));
+    const auto y = concat(head, make_blocks(11, 5));
+    CHECK(*a.pick(request_for(x), pool, {}).replica == *a.pick(request_for(y), pool, {}).replica);
+    // ...and all of them: prefixes that differ only in their fourth block spread.
+    std::set<std::size_t> spread;
+    for (std::uint64_t k = 0; k < 40; ++k)
+        spread.insert(
+            *a.pick(request_for(concat(make_blocks(9, 3), make_blocks(100 + k, 3))), pool, {})
+                 .replica);
+    CHECK(spread.size() >= 3);
+}
+
+TEST_CASE("prefix: min_match_ratio decides between a match and a miss", "[policy][prefix]") {
+    const auto blocks = make_blocks(1, 10);
+    const auto pool = make_pool(4);
+    const auto with_cached = [&](const policy_options& o, std::size_t cached) {
+        prefix_policy p(o);
+        p.on_routed(request_for({blocks.begin(), blocks.begin() + static_cast<long>(cached)}),
+                    "r0");
+        return p.pick(request_for(blocks), pool, {});
+    };
+    const decision hit = with_cached({}, 3); // 3 / 10 reaches 0.3
+    CHECK(*hit.replica == 0);
+    CHECK(hit.reason == route_reason::prefix_match);
+    CHECK(hit.matched_blocks == 3);
+    const decision miss = with_cached({}, 2); // 2 / 10 does not
+    CHECK(miss.reason == route_reason::prefix_miss);
+    CHECK(miss.matched_blocks == (*miss.replica == 0 ? 2u : 0u));
+    policy_options strict;
+    strict.min_match_ratio = 0.5;
+    CHECK(with_cached(strict, 4).reason == route_reason::prefix_miss);
+    CHECK(with_cached(strict, 5).reason == route_reason::prefix_match);
+}
+
+TEST_CASE("prefix: unknown prefixes and empty requests go to least_loaded", "[policy][prefix]") {
+    prefix_policy p({});
+    auto pool = make_pool(2);
+    p.on_routed(request_for(make_blocks(1, 4)), "r0");
+    pool.replicas[0].inflight = 2;
+    const decision d = p.pick(request_for(make_blocks(2, 4)), pool, {});
+    CHECK(*d.replica == 1);
+    CHECK(d.reason == route_reason::prefix_miss);
+    CHECK(d.matched_blocks == 0);
+    const decision e = p.pick({}, pool, {});
+    CHECK(*e.replica == 1);
+    CHECK(e.reason == route_reason::prefix_miss);
+}
+
+TEST_CASE("prefix: the index stays within capacity", "[policy][prefix]") {
+    policy_options o;
+    o.index_capacity = 64;
+    prefix_policy p(o);
+    auto pool = make_pool(3);
+    pool.replicas[2].num_blocks = 16;
+    for (std::uint64_t family = 0; family < 500; ++family)
+        route(p, request_for(make_blocks(family, 8)), pool);
+    CHECK(p.index().capacity("r0") == 64);
+    CHECK(p.index().capacity("r2") == 16);
+    for (const auto& r : pool.replicas) {
+        INFO(r.id);
+        CHECK(p.index().size(r.id) <= p.index().capacity(r.id));
+        CHECK(p.index().size(r.id) > 0);
+    }
+}
+
+TEST_CASE("prefix: a replica that left is forgotten", "[policy][prefix]") {
+    prefix_policy p({});
+    const auto pool = make_pool(3);
+    const auto blocks = make_blocks(1, 8);
+    p.on_routed(request_for(blocks), "r0");
+    p.on_routed(request_for(make_blocks(2, 8)), "r1");
+    CHECK(p.index().size("r0") == 8);
+    auto without = pool;
+    without.replicas.erase(without.replicas.begin());
+    p.on_replicas_changed(without);
+    CHECK(p.index().size("r0") == 0);
+    CHECK(p.index().size("r1") == 8);
+    // r0 comes back empty: its old prefix is no longer a match there.
+    p.on_replicas_changed(pool);
+    const decision d = p.pick(request_for(blocks), pool, {});
+    CHECK(d.reason == route_reason::prefix_miss);
+    CHECK(d.matched_blocks == 0);
+}
