@@ -48,11 +48,13 @@ int main(int argc, char** argv) {
     {
         boost::asio::io_context io;
         common::http::fetch_result probe;
+        const common::http::fetch_options probe_options;
         boost::asio::co_spawn(
             io,
             [&]() -> boost::asio::awaitable<void> {
                 probe = co_await common::http::fetch(io.get_executor(), *target,
-                                                     boost::beast::http::verb::get, "/health");
+                                                     boost::beast::http::verb::get, "/health",
+                                                     probe_options);
             },
             boost::asio::detached);
         io.run();

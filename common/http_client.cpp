@@ -83,34 +83,52 @@ std::optional<url> parse_url(std::string_view text, std::string* error) {
 }
 
 client_connection::client_connection(asio::any_io_executor ex)
-    : stream_(std::move(ex))
+    : stream_(std::in_place, std::move(ex))
     , chunk_(chunk_buffer_size) {}
 
-asio::awaitable<error_code> client_connection::connect(url target, duration timeout) {
+asio::awaitable<error_code> client_connection::connect(const url& target, duration timeout) {
     target_ = target;
-    tcp::resolver resolver(stream_.get_executor());
+    tcp::resolver resolver(stream_->get_executor());
     auto [rec, results] =
-        co_await resolver.async_resolve(target.host, std::to_string(target.port), use_tuple);
+        co_await resolver.async_resolve(target_.host, std::to_string(target_.port), use_tuple);
     if (rec)
         co_return rec;
-    stream_.expires_after(timeout);
-    auto [ec, ep] = co_await stream_.async_connect(results, use_tuple);
+    stream_->expires_after(timeout);
+    auto [ec, ep] = co_await stream_->async_connect(results, use_tuple);
     if (ec)
         co_return ec;
-    stream_.socket().set_option(tcp::no_delay(true));
+    stream_->socket().set_option(tcp::no_delay(true));
     open_ = true;
     buffer_.clear();
     co_return error_code{};
 }
 
 bool client_connection::is_open() const {
-    return open_ && stream_.socket().is_open();
+    return open_ && stream_->socket().is_open();
+}
+
+void client_connection::rebind(asio::any_io_executor ex) {
+    if (stream_->get_executor() == ex)
+        return;
+    error_code ec;
+    const auto protocol = stream_->socket().local_endpoint(ec).protocol();
+    if (ec || !stream_->socket().is_open()) {
+        open_ = false;
+        stream_.emplace(std::move(ex));
+        return;
+    }
+    const auto native = stream_->socket().release(ec);
+    if (ec) {
+        close();
+        return;
+    }
+    stream_.emplace(tcp::socket(std::move(ex), protocol, native));
 }
 
 void client_connection::close() {
     error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
+    stream_->socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_->socket().close(ec);
     open_ = false;
 }
 
@@ -119,8 +137,8 @@ asio::awaitable<error_code> client_connection::write(request& req, duration time
         req.set(beast_http::field::host, target_.authority());
     req.prepare_payload();
     parser_.reset();
-    stream_.expires_after(timeout);
-    auto [ec, n] = co_await beast_http::async_write(stream_, req, use_tuple);
+    stream_->expires_after(timeout);
+    auto [ec, n] = co_await beast_http::async_write(*stream_, req, use_tuple);
     if (ec)
         open_ = false;
     co_return ec;
@@ -130,8 +148,8 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     parser_.emplace();
     parser_->header_limit(response_header_limit);
     parser_->body_limit(boost::none); // streamed through, never held whole
-    stream_.expires_after(timeout);
-    auto [ec, n] = co_await beast_http::async_read_header(stream_, buffer_, *parser_, use_tuple);
+    stream_->expires_after(timeout);
+    auto [ec, n] = co_await beast_http::async_read_header(*stream_, buffer_, *parser_, use_tuple);
     if (ec)
         open_ = false;
     co_return ec;
@@ -147,8 +165,8 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
         auto& body = parser_->get().body();
         body.data = chunk_.data();
         body.size = chunk_.size();
-        stream_.expires_after(idle_timeout);
-        auto [ec, n] = co_await beast_http::async_read_some(stream_, buffer_, *parser_, use_tuple);
+        stream_->expires_after(idle_timeout);
+        auto [ec, n] = co_await beast_http::async_read_some(*stream_, buffer_, *parser_, use_tuple);
         if (ec == beast_http::error::need_buffer)
             ec = {};
         if (ec) {
@@ -172,8 +190,9 @@ bool client_connection::reusable() const {
     return is_open() && done() && parser_->get().keep_alive();
 }
 
-asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, url target, beast_http::verb method,
-                                    std::string path, fetch_options options) {
+asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, const url& target,
+                                    beast_http::verb method, std::string_view path,
+                                    const fetch_options& options) {
     fetch_result result;
     client_connection conn(ex);
     result.ec = co_await conn.connect(target, options.connect_timeout);
@@ -184,7 +203,7 @@ asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, url target, beast_
         return std::max(duration{1}, std::chrono::duration_cast<duration>(
                                          deadline - std::chrono::steady_clock::now()));
     };
-    request req{method, target.base_path + path, 11};
+    request req{method, target.base_path + std::string(path), 11};
     req.set(beast_http::field::user_agent, "lanes");
     for (const auto& [name, value] : options.headers)
         req.set(name, value);

@@ -34,9 +34,14 @@ class client_connection {
 public:
     explicit client_connection(boost::asio::any_io_executor ex);
 
-    boost::asio::awaitable<boost::system::error_code> connect(url target, duration timeout);
+    boost::asio::awaitable<boost::system::error_code> connect(const url& target, duration timeout);
     bool is_open() const;
     void close();
+    // Moves an idle connection onto `ex` (the executor of the coroutine about to use it). A
+    // connection taken from a pool shared by several threads must be rebound: its stream's
+    // deadline timer would otherwise complete on the executor of the coroutine that created it,
+    // concurrently with the new user.
+    void rebind(boost::asio::any_io_executor ex);
 
     // Sends `req` (Host is set from the connected url when absent).
     boost::asio::awaitable<boost::system::error_code> write(request& req, duration timeout);
@@ -52,7 +57,7 @@ public:
     bool reusable() const;
 
 private:
-    boost::beast::tcp_stream stream_;
+    std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
     boost::beast::flat_buffer buffer_;
     std::optional<beast_http::response_parser<beast_http::buffer_body>> parser_;
     std::vector<char> chunk_;
@@ -77,10 +82,11 @@ struct fetch_options {
     header_list headers;
 };
 
-// One request on a fresh connection; reads the whole body (bounded by body_limit). Arguments
-// are taken by value: a coroutine must not hold references to its callers' temporaries.
-boost::asio::awaitable<fetch_result> fetch(boost::asio::any_io_executor ex, url target,
-                                           beast_http::verb method, std::string path,
-                                           fetch_options options = {});
+// One request on a fresh connection; reads the whole body (bounded by body_limit). `target` and
+// `options` must outlive the call: pass named objects, not temporaries (GCC 12 mishandles
+// class-type temporaries and by-value class parameters of coroutines).
+boost::asio::awaitable<fetch_result> fetch(boost::asio::any_io_executor ex, const url& target,
+                                           beast_http::verb method, std::string_view path,
+                                           const fetch_options& options);
 
 } // namespace lanes::common::http

@@ -8,10 +8,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cerrno>
 #include <csignal>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sys/socket.h>
 #include <thread>
 
 namespace lanes::common::http {
@@ -105,6 +107,7 @@ private:
     asio::awaitable<void> refuse(int status, std::string message);
     asio::awaitable<void> serve(request& req);
     void stop_watching();
+    void arm_watch(std::uint64_t generation);
 
     beast::tcp_stream stream_;
     beast::flat_buffer buffer_;
@@ -140,8 +143,10 @@ asio::awaitable<std::optional<request>> session::read_request() {
         stream_.expires_after(cfg.idle_timeout);
         auto [ec, n] =
             co_await stream_.async_read_some(buffer_.prepare(first_read_size), use_tuple);
-        if (ec)
+        if (ec) {
+            LANES_LOG(debug, "http", "connection from " << remote_ << " closed: " << ec.message());
             co_return std::nullopt; // idle timeout, client closed, or shutdown
+        }
         buffer_.commit(n);
     }
     idle_ = false;
@@ -160,6 +165,7 @@ asio::awaitable<std::optional<request>> session::read_request() {
         co_return std::nullopt;
     }
     if (hec == beast::error::timeout || hec == beast_http::error::end_of_stream) {
+        LANES_LOG(debug, "http", "header from " << remote_ << " not read: " << hec.message());
         co_return std::nullopt;
     }
     if (hec) {
@@ -206,12 +212,17 @@ asio::awaitable<void> session::serve(request& req) {
     keep_alive_ = req.keep_alive();
     st_->active.fetch_add(1);
     std::string failure;
+    LANES_LOG(debug, "http",
+              "request from " << remote_ << ": " << req.method_string() << " " << req.target());
     try {
         co_await st_->h(req, *this);
     } catch (const std::exception& e) {
         failure = e.what();
     }
     stop_watching();
+    LANES_LOG(debug, "http",
+              "handled request from " << remote_ << (started_ ? "" : " (no answer)")
+                                      << (broken_ ? " (connection broken)" : ""));
     st_->active.fetch_sub(1);
     if (!failure.empty()) {
         LANES_LOG(error, "http", st_->name << ": handler failed: " << failure);
@@ -298,20 +309,37 @@ void session::on_client_closed(std::function<void()> on_closed) {
     if (buffer_.size() > 0 || broken_)
         return; // the client already sent more bytes: it is still there
     on_closed_ = std::move(on_closed);
-    const std::uint64_t generation = ++watch_generation_;
+    arm_watch(++watch_generation_);
+}
+
+// Waits for the socket to turn readable, then peeks: 0 bytes means the peer closed; data means a
+// pipelined request (stop watching); EAGAIN means a stale readiness edge from the reactor (the
+// request's own bytes), so wait again.
+void session::arm_watch(std::uint64_t generation) {
     stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(),
                                                          generation](boost::system::error_code ec) {
         if (generation != self->watch_generation_ || !self->on_closed_ ||
             ec == asio::error::operation_aborted)
             return;
-        boost::system::error_code aec;
-        const std::size_t available = ec ? 0 : self->stream_.socket().available(aec);
-        if (ec || aec || available == 0) { // readable with nothing to read: the peer closed
-            auto callback = std::move(self->on_closed_);
-            self->on_closed_ = nullptr;
-            self->broken_ = true;
-            callback();
+        bool closed = static_cast<bool>(ec);
+        if (!closed) {
+            char byte;
+            const auto n =
+                ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0) {
+                self->on_closed_ = nullptr; // pipelined data: the client is still there
+                return;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                self->arm_watch(generation);
+                return;
+            }
+            closed = true; // n == 0 (orderly close) or a socket error (reset)
         }
+        auto callback = std::move(self->on_closed_);
+        self->on_closed_ = nullptr;
+        self->broken_ = true;
+        callback();
     });
 }
 
@@ -345,6 +373,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
         }
         auto executor = socket.get_executor();
         auto s = std::make_shared<session>(std::move(socket), st);
+        LANES_LOG(debug, "http", st->name << ": connection from " << s->remote());
         {
             std::lock_guard lock(st->mutex);
             st->sessions.insert(s);

@@ -274,6 +274,8 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     for (int fresh = 0; fresh < 2; ++fresh) {
         conn = r.target->take_idle();
         const bool reused = conn != nullptr;
+        if (conn)
+            conn->rebind(executor);
         if (!conn) {
             conn = std::make_unique<http::client_connection>(executor);
             if ((ec = co_await conn->connect(r.target->address(), cfg_.connect_timeout))) {
@@ -305,6 +307,14 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         std::shared_ptr<watch> p;
         ~unhook() { p->conn = nullptr; }
     } unhook_on_exit{live};
+    // Back to the pool once the response is complete. The client-closed hook must let go of it
+    // first: once pooled, another request (on another thread) may be using it.
+    auto recycle = [&] {
+        live->conn = nullptr;
+        if (conn && conn->reusable())
+            r.target->give_back(std::move(conn),
+                                static_cast<std::size_t>(cfg_.max_idle_connections));
+    };
 
     if (ec) {
         result.failure = "upstream: " + ec.message();
@@ -336,9 +346,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
             body += piece;
         }
         metrics_.first_byte.observe(seconds_since(r.start));
-        if (conn->reusable())
-            r.target->give_back(std::move(conn),
-                                static_cast<std::size_t>(cfg_.max_idle_connections));
+        recycle();
         if (status >= 500) {
             result.failure = "upstream status " + std::to_string(status);
             result.failed_body = std::move(body);
@@ -386,8 +394,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         }
     }
     result.answered = co_await out.end_stream();
-    if (conn->reusable())
-        r.target->give_back(std::move(conn), static_cast<std::size_t>(cfg_.max_idle_connections));
+    recycle();
     co_return result;
 }
 

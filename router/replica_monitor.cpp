@@ -21,11 +21,13 @@ replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, route
     , cfg_(std::move(cfg))
     , stopping_(std::make_shared<std::atomic<bool>>(false)) {}
 
+// Every coroutine here runs on a strand of its own: Beast streams and timers are not thread-safe,
+// and the router's io_context has several threads.
 void replica_monitor::start() {
-    asio::co_spawn(io_, scrape_loop(), asio::detached);
-    asio::co_spawn(io_, health_loop(), asio::detached);
+    asio::co_spawn(asio::make_strand(io_), scrape_loop(), asio::detached);
+    asio::co_spawn(asio::make_strand(io_), health_loop(), asio::detached);
     if (!cfg_.dns_names.empty())
-        asio::co_spawn(io_, dns_loop(), asio::detached);
+        asio::co_spawn(asio::make_strand(io_), dns_loop(), asio::detached);
 }
 
 void replica_monitor::stop() {
@@ -47,11 +49,11 @@ void replica_monitor::report(const std::shared_ptr<replica>& r, bool ok) {
 
 asio::awaitable<void> replica_monitor::scrape_loop() {
     auto stopping = stopping_;
-    asio::steady_timer timer(io_);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!stopping->load()) {
         for (const auto& r : pool_.all())
             if (!r->scrape_busy.exchange(true))
-                asio::co_spawn(io_, scrape(r), asio::detached);
+                asio::co_spawn(asio::make_strand(io_), scrape(r), asio::detached);
         timer.expires_after(cfg_.scrape_interval);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
@@ -61,8 +63,9 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     http::fetch_options options;
     options.connect_timeout = cfg_.connect_timeout;
     options.total_timeout = cfg_.scrape_timeout;
-    const auto res = co_await http::fetch(io_.get_executor(), r->address(),
-                                          boost::beast::http::verb::get, "/metrics", options);
+    const auto executor = co_await asio::this_coro::executor;
+    const auto res = co_await http::fetch(executor, r->address(), boost::beast::http::verb::get,
+                                          "/metrics", options);
     r->scrape_busy.store(false);
     if (stopping_->load())
         co_return;
@@ -93,11 +96,11 @@ void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) 
 
 asio::awaitable<void> replica_monitor::health_loop() {
     auto stopping = stopping_;
-    asio::steady_timer timer(io_);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!stopping->load()) {
         for (const auto& r : pool_.all())
             if (!r->probe_busy.exchange(true))
-                asio::co_spawn(io_, probe(r), asio::detached);
+                asio::co_spawn(asio::make_strand(io_), probe(r), asio::detached);
         timer.expires_after(cfg_.health_interval);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
@@ -107,8 +110,9 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     http::fetch_options options;
     options.connect_timeout = cfg_.connect_timeout;
     options.total_timeout = cfg_.health_timeout;
-    const auto res = co_await http::fetch(io_.get_executor(), r->address(),
-                                          boost::beast::http::verb::get, "/health", options);
+    const auto executor = co_await asio::this_coro::executor;
+    const auto res = co_await http::fetch(executor, r->address(), boost::beast::http::verb::get,
+                                          "/health", options);
     r->probe_busy.store(false);
     if (!stopping_->load())
         report(r, !res.ec && res.status == 200);
@@ -116,8 +120,8 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
 
 asio::awaitable<void> replica_monitor::dns_loop() {
     auto stopping = stopping_;
-    asio::steady_timer timer(io_);
-    asio::ip::tcp::resolver resolver(io_);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    asio::ip::tcp::resolver resolver(co_await asio::this_coro::executor);
     while (!stopping->load()) {
         for (const auto& name : cfg_.dns_names) {
             const auto colon = name.rfind(':');

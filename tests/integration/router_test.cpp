@@ -67,6 +67,8 @@ struct run_stats {
     std::map<std::string, int> per_replica;
     int ok = 0;
     int failed = 0;
+    std::string first_failure;
+    std::map<std::string, int> errors;
 };
 
 // Sends every prompt through the router with `concurrency` client threads.
@@ -87,7 +89,10 @@ run_stats send_all(unsigned short port, const std::vector<std::string>& prompts,
                     ++stats.ok;
                     ++stats.per_replica[r.header("x-lanes-replica")];
                 } else {
-                    ++stats.failed;
+                    if (stats.failed++ == 0)
+                        stats.first_failure =
+                            std::to_string(r.status) + " " + r.error + " " + r.body;
+                    stats.errors[std::to_string(r.status) + " " + r.error]++;
                 }
             }
         });
@@ -153,12 +158,16 @@ TEST_CASE("prefix routing beats round-robin's fleet hit rate 3x with balanced lo
     {
         fleet f(4, sim_replica, {"--policy", "round_robin"});
         const auto s = send_all(f.router->port(), prompts, 4);
+        INFO(s.first_failure);
+        INFO(nlohmann::json(s.errors).dump());
         REQUIRE(s.failed == 0);
         rr_rate = fleet_hit_rate(f);
     }
     {
         fleet f(4, sim_replica, {"--policy", "prefix"});
         const auto s = send_all(f.router->port(), prompts, 4);
+        INFO(s.first_failure);
+        INFO(nlohmann::json(s.errors).dump());
         REQUIRE(s.failed == 0);
         prefix_rate = fleet_hit_rate(f);
         INFO("per-replica requests: " << nlohmann::json(s.per_replica).dump());
