@@ -70,7 +70,7 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
                  : nlohmann::json{{"model", "m"}, {"prompt", prompt}, {"stream", true}};
         bodies.push_back(body.dump());
     }
-    std::vector<double> micros;
+    std::vector<double> micros, parse_us, hash_us, pick_us;
     micros.reserve(static_cast<std::size_t>(iterations));
     const auto kind =
         chat ? common::openai::endpoint::chat_completions : common::openai::endpoint::completions;
@@ -78,21 +78,31 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
         const std::string& body = bodies[static_cast<std::size_t>(i) % bodies.size()];
         const auto start = clock_type::now();
         const auto parsed = common::openai::parse_generation_request(kind, body);
+        const auto parsed_at = clock_type::now();
         const auto tokens = common::encode_prompt(parsed.request->prompt);
         const auto blocks = common::hash_blocks(tokens, 16);
+        const auto hashed_at = clock_type::now();
         router::route_request rr;
         rr.blocks = blocks;
         rr.prompt_tokens = tokens.size();
         const auto d = policy->pick(rr, pool, {});
-        const auto elapsed = clock_type::now() - start;
+        const auto end = clock_type::now();
+        const auto elapsed = end - start;
+        parse_us.push_back(std::chrono::duration<double, std::micro>(parsed_at - start).count());
+        hash_us.push_back(std::chrono::duration<double, std::micro>(hashed_at - parsed_at).count());
+        pick_us.push_back(std::chrono::duration<double, std::micro>(end - hashed_at).count());
         policy->on_routed(rr, pool.replicas[*d.replica].id);
         micros.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
     }
-    std::sort(micros.begin(), micros.end());
+    for (auto* v : {&micros, &parse_us, &hash_us, &pick_us})
+        std::sort(v->begin(), v->end());
     auto at = [&](double q) { return micros[static_cast<std::size_t>(q * (micros.size() - 1))]; };
+    auto p50 = [](const std::vector<double>& v) { return v[v.size() / 2]; };
     return {{"policy", policy_name}, {"prompt_tokens", prompt_len + 1}, {"chat", chat},
             {"replicas", replicas},  {"iterations", iterations},        {"p50_us", at(0.5)},
-            {"p99_us", at(0.99)},    {"max_us", micros.back()}};
+            {"p99_us", at(0.99)},    {"max_us", micros.back()},
+            {"p50_parse_us", p50(parse_us)}, {"p50_tokenize_hash_us", p50(hash_us)},
+            {"p50_pick_us", p50(pick_us)}};
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 #include "common/block_hash.hpp"
 
 #include <array>
+#include <bit>
+#include <cstring>
 
 #include <xxhash.h>
 
@@ -20,6 +22,12 @@ void put_le(unsigned char* out, std::uint64_t value, std::size_t bytes) {
 // Writes the hash input (parent then tokens, little-endian) into `out`, which must hold
 // 8 + 4 * tokens.size() bytes; returns the number of bytes written.
 std::size_t fill_input(unsigned char* out, block_hash parent, std::span<const token_id> tokens) {
+    if constexpr (std::endian::native == std::endian::little) {
+        // The in-memory layout already is the little-endian wire layout: copy it whole.
+        std::memcpy(out, &parent, parent_bytes);
+        std::memcpy(out + parent_bytes, tokens.data(), tokens.size_bytes());
+        return parent_bytes + tokens.size_bytes();
+    }
     put_le(out, parent, parent_bytes);
     std::size_t pos = parent_bytes;
     for (token_id t : tokens) {
