@@ -98,10 +98,16 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
         std::sort(v->begin(), v->end());
     auto at = [&](double q) { return micros[static_cast<std::size_t>(q * (micros.size() - 1))]; };
     auto p50 = [](const std::vector<double>& v) { return v[v.size() / 2]; };
-    return {{"policy", policy_name}, {"prompt_tokens", prompt_len + 1}, {"chat", chat},
-            {"replicas", replicas},  {"iterations", iterations},        {"p50_us", at(0.5)},
-            {"p99_us", at(0.99)},    {"max_us", micros.back()},
-            {"p50_parse_us", p50(parse_us)}, {"p50_tokenize_hash_us", p50(hash_us)},
+    return {{"policy", policy_name},
+            {"prompt_tokens", prompt_len + 1},
+            {"chat", chat},
+            {"replicas", replicas},
+            {"iterations", iterations},
+            {"p50_us", at(0.5)},
+            {"p99_us", at(0.99)},
+            {"max_us", micros.back()},
+            {"p50_parse_us", p50(parse_us)},
+            {"p50_tokenize_hash_us", p50(hash_us)},
             {"p50_pick_us", p50(pick_us)}};
 }
 

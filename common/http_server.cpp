@@ -363,8 +363,11 @@ asio::awaitable<void> run_session(std::shared_ptr<session> s, std::shared_ptr<se
 
 asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
     while (!st->stopping.load()) {
-        auto [ec, socket] =
-            co_await st->acceptor->async_accept(asio::make_strand(st->io), use_tuple);
+        // Each connection's I/O is serialised by a strand when several threads run the context.
+        asio::any_io_executor target = st->io.get_executor();
+        if (st->cfg.threads > 1)
+            target = asio::make_strand(st->io);
+        auto [ec, socket] = co_await st->acceptor->async_accept(target, use_tuple);
         if (ec) {
             if (ec == asio::error::operation_aborted || st->stopping.load())
                 break;

@@ -37,6 +37,9 @@ struct server_config {
     duration body_read_timeout{30'000};       // end of headers -> end of body
     duration write_timeout{30'000};           // each response write (header or chunk)
     duration shutdown_grace{10'000};          // how long stop() lets in-flight requests run
+    // Threads running the io_context. With one, connections skip strands (nothing can run
+    // concurrently), which saves a dispatch per I/O completion.
+    unsigned threads = 1;
 };
 
 // Where a handler writes its answer: either one complete response, or a streamed one

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
         eng.start();
         replica::api front(cfg, eng, metrics);
         boost::asio::io_context io(static_cast<int>(cfg.threads));
+        cfg.http.threads = static_cast<unsigned>(cfg.threads);
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
                                      ? static_cast<unsigned>(cfg.threads)
                                      : std::max(1u, std::thread::hardware_concurrency());
         boost::asio::io_context io(static_cast<int>(threads));
+        cfg.http.threads = threads;
         router::monitor_config monitor_cfg = cfg.monitor;
         monitor_cfg.dns_names = cfg.replica_dns;
         monitor_cfg.connect_timeout = cfg.connect_timeout;
