@@ -292,3 +292,25 @@ TEST_CASE("no routable replica: 503 with Retry-After", "[router][failover]") {
     CHECK(r.header("retry-after") == "1");
     CHECK(nlohmann::json::parse(r.body)["error"]["code"] == 503);
 }
+
+TEST_CASE("--replica-dns turns a resolved name into replicas", "[router][dns]") {
+    test::process replica(LANES_REPLICA_BIN, {"--port", "0", "--backend", "sim"});
+    REQUIRE(test::wait_healthy(replica.port(), 10s));
+    test::process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica-dns",
+                                            "localhost:" + std::to_string(replica.port()),
+                                            "--dns-interval", "100ms"});
+    REQUIRE(test::wait_healthy(router.port(), 10s));
+    const std::string expected = "http://127.0.0.1:" + std::to_string(replica.port());
+    CHECK(eventually(
+        [&] {
+            for (const auto& r :
+                 nlohmann::json::parse(test::get(router.port(), "/admin/replicas").body))
+                if (r["url"] == expected &&
+                    r["source"] == "localhost:" + std::to_string(replica.port()))
+                    return true;
+            return false;
+        },
+        5s));
+    CHECK(test::post_json(router.port(), "/v1/completions", R"({"prompt":"dns","max_tokens":2})")
+              .status == 200);
+}
