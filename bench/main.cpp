@@ -1,7 +1,9 @@
 // lanes-bench: generate a workload, drive it through a router or replica, write a JSON report.
 #include "bench/report.hpp"
 #include "bench/runner.hpp"
+#include "bench/workload.hpp"
 #include "common/config_util.hpp"
+#include "common/prom_parser.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
@@ -9,66 +11,127 @@
 
 #include <cstdio>
 #include <fstream>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using namespace lanes;
+
+// Time for the router to scrape its replicas once more before the "after" read.
+constexpr auto settle = std::chrono::milliseconds(400);
+
+common::http::fetch_result get(const common::http::url& target, std::string_view path) {
+    boost::asio::io_context io;
+    common::http::fetch_result res;
+    const common::http::fetch_options options;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+            res = co_await common::http::fetch(io.get_executor(), target,
+                                               boost::beast::http::verb::get, path, options);
+        },
+        boost::asio::detached);
+    io.run();
+    return res;
+}
+
+// The fleet's prefix-cache (hits, queries) in tokens: the router's mirrored counters, or a
+// replica's own when the URL points at one.
+std::optional<std::pair<double, double>> prefix_counters(const common::http::url& target) {
+    const auto res = get(target, "/metrics");
+    if (res.ec || res.status != 200)
+        return std::nullopt;
+    const auto p = common::prom::parse(res.body);
+    auto hits = p.sum("lanes_router_replica_prefix_cache_hits_total");
+    auto queries = p.sum("lanes_router_replica_prefix_cache_queries_total");
+    if (!hits || !queries) {
+        hits = p.sum("vllm:prefix_cache_hits_total");
+        queries = p.sum("vllm:prefix_cache_queries_total");
+    }
+    if (!hits || !queries)
+        return std::nullopt;
+    return std::make_pair(*hits, *queries);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
-    using namespace lanes;
     bench::bench_config cfg;
-    common::flag_set flags("lanes-bench", "Load generator for OpenAI-compatible LLM servers.");
-    flags.add("url", cfg.url, "router or replica base URL (loopback only for load tests)");
-    flags.add("workload", cfg.workload, "workload: random");
-    flags.add("requests", cfg.requests, "number of requests");
-    flags.add("concurrency", cfg.concurrency, "requests in flight (closed loop)");
-    flags.add("input-len", cfg.input_len, "prompt length in bytes (= tokens)");
-    flags.add("output-len", cfg.output_len, "max_tokens per request");
-    flags.add("seed", cfg.seed, "seed for the workload");
-    flags.add("model", cfg.model, "model name to send (default: none)");
-    flags.add("out", cfg.out, "result JSON file");
-    flags.add("request-timeout", cfg.request_timeout, "per-operation timeout");
-    auto errors = flags.parse(argc, argv);
-    if (flags.help_requested()) {
-        std::fputs(flags.usage().c_str(), stdout);
+    bench::workload_config w;
+    std::int64_t block_size = 16;
+    common::flag_set f("lanes-bench", "Load generator for OpenAI-compatible LLM servers.");
+    f.add("url", cfg.url, "router or replica base URL (loopback only for load tests)");
+    f.add("workload", w.kind, "shared-prefix, multi-turn, trace or random");
+    f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
+    f.add("rate", cfg.rate, "open loop: Poisson arrivals per second (0: closed loop)");
+    f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
+    f.add("seed", w.seed, "seed for the workload and arrivals");
+    f.add("groups", w.groups, "shared-prefix: groups (system prompts)");
+    f.add("prompts-per-group", w.prompts_per_group, "shared-prefix: questions per group");
+    f.add("system-len", w.system_len, "shared-prefix: system prompt bytes");
+    f.add("question-len", w.question_len, "shared-prefix: question bytes");
+    f.add("session-per-group", w.session_per_group, "shared-prefix: x-session-id per group");
+    f.add("sessions", w.sessions, "multi-turn: conversations");
+    f.add("turns", w.turns, "multi-turn: turns per conversation");
+    f.add("turn-len", w.turn_len, "multi-turn: user bytes per turn");
+    f.add("requests", w.requests, "random: requests");
+    f.add("input-len", w.input_len, "random: prompt bytes");
+    f.add("output-len", w.output_len, "max_tokens per request (not for trace)");
+    f.add("trace", w.trace_file, "trace: Mooncake-format JSONL file");
+    f.add("time-scale", w.time_scale, "trace: multiply timestamps by this");
+    f.add("length-scale", w.length_scale, "trace: multiply lengths (and its 512-token blocks)");
+    f.add("trace-limit", w.trace_limit, "trace: use the first N requests (0: all)");
+    f.add("block-size", block_size, "block size for the ideal hit rate");
+    f.add("model", cfg.model, "model name to send (default: none)");
+    f.add("out", cfg.out, "result JSON file");
+    f.add("request-timeout", cfg.request_timeout, "per-operation timeout");
+    auto errors = f.parse(argc, argv);
+    if (f.help_requested()) {
+        std::fputs(f.usage().c_str(), stdout);
         return 0;
     }
     std::string why;
     const auto target = common::http::parse_url(cfg.url, &why);
     if (!target)
         errors.push_back("--url: " + why);
-    if (cfg.workload != "random")
-        errors.push_back("--workload '" + cfg.workload + "' is unknown; choose: random");
-    if (cfg.requests < 1)
-        errors.push_back("--requests must be at least 1");
-    if (cfg.concurrency < 1)
-        errors.push_back("--concurrency must be at least 1");
-    if (cfg.input_len < 1 || cfg.output_len < 1)
-        errors.push_back("--input-len and --output-len must be at least 1");
+    if (w.kind == "trace" && w.trace_file.empty())
+        errors.push_back("--workload trace needs --trace FILE");
+    if (cfg.concurrency < 1 || cfg.rate < 0)
+        errors.push_back("--concurrency must be at least 1 and --rate not negative");
+    if (w.time_scale <= 0 || w.length_scale <= 0 || block_size < 1)
+        errors.push_back("--time-scale, --length-scale and --block-size must be positive");
+    std::vector<bench::stream> workload;
+    if (errors.empty()) {
+        std::string error;
+        workload = bench::make_workload(w, error);
+        if (!error.empty())
+            errors.push_back(error);
+        else if (workload.empty())
+            errors.push_back("the workload is empty");
+    }
     if (!errors.empty())
         return common::report_config_errors("lanes-bench", errors);
+    // A trace replays at its own timestamps unless a --rate is given.
+    cfg.trace_times = cfg.trace_times || (w.kind == "trace" && cfg.rate == 0);
+    cfg.progress = ::isatty(STDERR_FILENO) != 0;
 
-    // Fail fast, with a clear message, when nothing answers at the URL.
-    {
-        boost::asio::io_context io;
-        common::http::fetch_result probe;
-        const common::http::fetch_options probe_options;
-        boost::asio::co_spawn(
-            io,
-            [&]() -> boost::asio::awaitable<void> {
-                probe = co_await common::http::fetch(io.get_executor(), *target,
-                                                     boost::beast::http::verb::get, "/health",
-                                                     probe_options);
-            },
-            boost::asio::detached);
-        io.run();
-        if (probe.ec || probe.status != 200) {
-            std::fprintf(stderr, "lanes-bench: %s is not reachable: %s\n", cfg.url.c_str(),
-                         probe.ec ? probe.ec.message().c_str()
-                                  : ("/health answered " + std::to_string(probe.status)).c_str());
-            return 2;
-        }
+    const auto health = get(*target, "/health");
+    if (health.ec || health.status != 200) {
+        std::fprintf(stderr, "lanes-bench: %s is not reachable: %s\n", cfg.url.c_str(),
+                     health.ec ? health.ec.message().c_str()
+                               : ("/health answered " + std::to_string(health.status)).c_str());
+        return 2;
     }
-    const auto prompts = bench::random_workload(cfg);
+    bench::run_context ctx;
+    ctx.workload = w;
+    ctx.ideal_hit_rate = bench::ideal_hit_rate(workload, static_cast<std::size_t>(block_size));
+    ctx.counters_before = prefix_counters(*target);
     double wall = 0;
-    const auto records = bench::run(cfg, *target, prompts, wall);
-    const auto report = bench::make_report(cfg, records, wall);
+    const auto records = bench::run(cfg, *target, workload, wall);
+    std::this_thread::sleep_for(settle);
+    ctx.counters_after = prefix_counters(*target);
+    const auto report = bench::make_report(cfg, ctx, records, wall);
     std::ofstream(cfg.out) << report.dump(2) << "\n";
     std::printf("%s\nresults written to %s\n", bench::describe(report).c_str(), cfg.out.c_str());
     return report["failed"].get<std::int64_t>() == 0 ? 0 : 1;

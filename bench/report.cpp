@@ -24,13 +24,16 @@ std::string error_kind(const std::string& error) {
 
 } // namespace
 
-nlohmann::json make_report(const bench_config& cfg, const std::vector<request_record>& records,
-                           double wall_seconds) {
+nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
+                           const std::vector<request_record>& records, double wall_seconds) {
     std::vector<double> ttft, itl, e2e;
     std::int64_t ok = 0, in_tokens = 0, out_tokens = 0;
     std::map<std::string, std::int64_t> errors;
     std::map<std::string, std::int64_t> per_replica;
+    std::map<std::string, std::int64_t> per_replica_tokens;
+    nlohmann::json timeline = nlohmann::json::array();
     for (const auto& r : records) {
+        timeline.push_back({r.start_s, r.e2e, r.error.empty() ? "" : error_kind(r.error)});
         if (!r.error.empty()) {
             ++errors[error_kind(r.error)];
             continue;
@@ -41,7 +44,9 @@ nlohmann::json make_report(const bench_config& cfg, const std::vector<request_re
         itl.insert(itl.end(), r.itl.begin(), r.itl.end());
         in_tokens += r.prompt_tokens;
         out_tokens += r.completion_tokens;
-        ++per_replica[r.replica.empty() ? "(direct)" : r.replica];
+        const std::string replica = r.replica.empty() ? "(direct)" : r.replica;
+        ++per_replica[replica];
+        per_replica_tokens[replica] += r.prompt_tokens + r.completion_tokens;
     }
     double max_count = 0, mean_count = 0;
     for (const auto& [name, count] : per_replica) {
@@ -51,15 +56,37 @@ nlohmann::json make_report(const bench_config& cfg, const std::vector<request_re
     if (!per_replica.empty())
         mean_count /= static_cast<double>(per_replica.size());
     const double wall = wall_seconds > 0 ? wall_seconds : 1e-9;
+    nlohmann::json hit = {{"ideal", ctx.ideal_hit_rate}, {"measured", nullptr}};
+    if (ctx.counters_before && ctx.counters_after) {
+        const double hits = ctx.counters_after->first - ctx.counters_before->first;
+        const double queries = ctx.counters_after->second - ctx.counters_before->second;
+        hit["hit_tokens"] = hits;
+        hit["query_tokens"] = queries;
+        hit["measured"] = queries > 0 ? nlohmann::json(hits / queries) : nlohmann::json(nullptr);
+    }
+    const auto& w = ctx.workload;
     return {
         {"config",
          {{"url", cfg.url},
-          {"workload", cfg.workload},
-          {"requests", cfg.requests},
+          {"workload", w.kind},
           {"concurrency", cfg.concurrency},
-          {"input_len", cfg.input_len},
-          {"output_len", cfg.output_len},
-          {"seed", cfg.seed}}},
+          {"rate", cfg.rate},
+          {"trace_times", cfg.trace_times},
+          {"seed", w.seed},
+          {"groups", w.groups},
+          {"prompts_per_group", w.prompts_per_group},
+          {"system_len", w.system_len},
+          {"question_len", w.question_len},
+          {"sessions", w.sessions},
+          {"turns", w.turns},
+          {"turn_len", w.turn_len},
+          {"requests", w.requests},
+          {"input_len", w.input_len},
+          {"output_len", w.output_len},
+          {"trace_file", w.trace_file},
+          {"time_scale", w.time_scale},
+          {"length_scale", w.length_scale}}},
+        {"prefix_cache_hit_rate", hit},
         {"completed", ok},
         {"failed", static_cast<std::int64_t>(records.size()) - ok},
         {"errors", errors},
@@ -71,6 +98,9 @@ nlohmann::json make_report(const bench_config& cfg, const std::vector<request_re
         {"itl_s", to_json(summarize(itl))},
         {"e2e_s", to_json(summarize(e2e))},
         {"per_replica", per_replica},
+        {"per_replica_tokens", per_replica_tokens},
+        // [start_s, e2e_s, error kind or ""] per request, for throughput-over-time charts
+        {"timeline", timeline},
         {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
     };
 }
@@ -83,7 +113,11 @@ std::string describe(const nlohmann::json& r) {
         << r["output_token_throughput"].get<double>() << " output tok/s; TTFT p50 "
         << r["ttft_s"]["p50"].get<double>() * 1000 << " ms, p99 "
         << r["ttft_s"]["p99"].get<double>() * 1000 << " ms; imbalance "
-        << r["imbalance"].get<double>();
+        << r["imbalance"].get<double>() << "; prefix-cache hit rate "
+        << (r["prefix_cache_hit_rate"]["measured"].is_null()
+                ? std::string("n/a")
+                : std::to_string(r["prefix_cache_hit_rate"]["measured"].get<double>()))
+        << " (ideal " << r["prefix_cache_hit_rate"]["ideal"].get<double>() << ")";
     return out.str();
 }
 

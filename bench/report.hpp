@@ -6,12 +6,22 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace lanes::bench {
 
-nlohmann::json make_report(const bench_config& cfg, const std::vector<request_record>& records,
-                           double wall_seconds);
+// What lanes-bench knows of the run besides the records.
+struct run_context {
+    workload_config workload;
+    double ideal_hit_rate = 0;
+    // The fleet's prefix-cache counters (tokens) read before and after the run, when available.
+    std::optional<std::pair<double, double>> counters_before, counters_after;
+};
+
+nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
+                           const std::vector<request_record>& records, double wall_seconds);
 // One human-readable paragraph of the report's main figures.
 std::string describe(const nlohmann::json& report);
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <random>
 
 namespace lanes::bench {
@@ -16,23 +17,12 @@ namespace http = common::http;
 namespace bhttp = boost::beast::http;
 using clock_type = std::chrono::steady_clock;
 
-std::vector<prompt_spec> random_workload(const bench_config& cfg) {
-    std::mt19937_64 rng(static_cast<std::uint64_t>(cfg.seed));
-    std::uniform_int_distribution<int> printable(0x20, 0x7e);
-    std::vector<prompt_spec> prompts(static_cast<std::size_t>(cfg.requests));
-    for (auto& p : prompts) {
-        p.prompt.resize(static_cast<std::size_t>(cfg.input_len));
-        for (auto& c : p.prompt)
-            c = static_cast<char>(printable(rng));
-        p.max_tokens = cfg.output_len;
-    }
-    return prompts;
-}
-
 namespace {
 
-double since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
+constexpr auto progress_period = std::chrono::milliseconds(500);
+
+double seconds(clock_type::duration d) {
+    return std::chrono::duration<double>(d).count();
 }
 
 // Reads one SSE event's JSON and updates the record; true for events that carry output text.
@@ -41,11 +31,11 @@ bool account_event(const std::string& data, request_record& rec) {
         return false;
     const auto j = nlohmann::json::parse(data, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-        rec.error = "malformed SSE event";
+        rec.error = "protocol: malformed SSE event";
         return false;
     }
     if (j.contains("error")) {
-        rec.error = "stream error: " + j["error"].value("message", std::string("?"));
+        rec.error = "stream: " + j["error"].value("message", std::string("?"));
         return false;
     }
     if (j.contains("usage") && j["usage"].is_object()) {
@@ -55,49 +45,63 @@ bool account_event(const std::string& data, request_record& rec) {
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
         return false;
     const auto& c = j["choices"][0];
-    const std::string text =
-        c.contains("text") && c["text"].is_string() ? c["text"].get<std::string>() : std::string();
-    return !text.empty();
+    return c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();
 }
 
-asio::awaitable<void> one_request(http::client_connection& conn, const http::url& target,
-                                  const bench_config& cfg, const prompt_spec& p,
-                                  request_record& rec) {
+struct run_state {
+    const bench_config& cfg;
+    const http::url& target;
+    const std::vector<stream>& workload;
+    std::vector<std::size_t> first_index; // index of each stream's first record
+    std::vector<request_record>& records;
+    clock_type::time_point start;
+    std::size_t done = 0;
+    std::size_t failed = 0;
+    std::size_t next_stream = 0;
+};
+
+asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
+                                  const request_spec& spec, request_record& rec) {
     const auto start = clock_type::now();
-    nlohmann::json body = {{"prompt", p.prompt},
-                           {"max_tokens", p.max_tokens},
+    rec.start_s = seconds(start - st.start);
+    nlohmann::json body = {{"prompt", spec.prompt},
+                           {"max_tokens", spec.max_tokens},
                            {"stream", true},
                            {"ignore_eos", true},
                            {"stream_options", {{"include_usage", true}}}};
-    if (!cfg.model.empty())
-        body["model"] = cfg.model;
-    http::request req{bhttp::verb::post, target.base_path + "/v1/completions", 11};
+    if (!st.cfg.model.empty())
+        body["model"] = st.cfg.model;
+    http::request req{bhttp::verb::post, st.target.base_path + "/v1/completions", 11};
     req.set(bhttp::field::content_type, "application/json");
+    if (spec.session)
+        req.set("x-session-id", *spec.session);
     req.keep_alive(true);
     req.body() = body.dump();
-    if (!conn.is_open()) {
-        if (auto ec = co_await conn.connect(target, cfg.request_timeout)) {
-            rec.error = "connect: " + ec.message();
-            co_return;
-        }
-    }
-    if (auto ec = co_await conn.write(req, cfg.request_timeout)) {
-        rec.error = "write: " + ec.message();
+    const auto timeout = st.cfg.request_timeout;
+    boost::system::error_code ec;
+    if (!conn.is_open() && (ec = co_await conn.connect(st.target, timeout))) {
+        rec.error = "connect: " + ec.message();
         co_return;
     }
-    if (auto ec = co_await conn.read_header(cfg.request_timeout)) {
-        rec.error = "response: " + ec.message();
+    if ((ec = co_await conn.write(req, timeout)) || (ec = co_await conn.read_header(timeout))) {
+        rec.error = "transport: " + ec.message();
         co_return;
     }
     rec.status = static_cast<int>(conn.header().result_int());
     rec.replica = std::string(conn.header()["x-lanes-replica"]);
     common::sse_parser sse;
-    std::string piece;
+    std::string piece, plain;
     auto last = start;
+    const bool event_stream =
+        conn.header()[bhttp::field::content_type].starts_with("text/event-stream");
     while (!conn.done()) {
-        if (auto ec = co_await conn.read_chunk(piece, cfg.request_timeout)) {
-            rec.error = "body: " + ec.message();
+        if ((ec = co_await conn.read_chunk(piece, timeout))) {
+            rec.error = "transport: " + ec.message();
             co_return;
+        }
+        if (!event_stream) {
+            plain += piece;
+            continue;
         }
         sse.feed(piece);
         while (auto event = sse.next()) {
@@ -105,46 +109,91 @@ asio::awaitable<void> one_request(http::client_connection& conn, const http::url
                 continue;
             const auto now = clock_type::now();
             if (rec.output_chunks == 0)
-                rec.ttft = std::chrono::duration<double>(now - start).count();
+                rec.ttft = seconds(now - start);
             else
-                rec.itl.push_back(std::chrono::duration<double>(now - last).count());
+                rec.itl.push_back(seconds(now - last));
             last = now;
             ++rec.output_chunks;
         }
     }
-    rec.e2e = since(start);
+    rec.e2e = seconds(clock_type::now() - start);
     if (rec.status != 200 && rec.error.empty())
         rec.error = "status " + std::to_string(rec.status);
     if (!conn.reusable())
         conn.close();
 }
 
-asio::awaitable<void> worker(const http::url& target, const bench_config& cfg,
-                             const std::vector<prompt_spec>& prompts,
-                             std::vector<request_record>& records, std::size_t& next) {
+asio::awaitable<void> run_stream(run_state& st, std::size_t s) {
     http::client_connection conn(co_await asio::this_coro::executor);
-    while (next < prompts.size()) {
-        const std::size_t i = next++;
-        co_await one_request(conn, target, cfg, prompts[i], records[i]);
-        if (!records[i].error.empty())
+    const auto& turns = st.workload[s];
+    for (std::size_t t = 0; t < turns.size(); ++t) {
+        request_record& rec = st.records[st.first_index[s] + t];
+        co_await one_request(conn, st, turns[t], rec);
+        ++st.done;
+        if (!rec.error.empty()) {
+            ++st.failed;
             conn.close();
+        }
     }
+}
+
+asio::awaitable<void> closed_loop_worker(run_state& st) {
+    while (st.next_stream < st.workload.size())
+        co_await run_stream(st, st.next_stream++);
+}
+
+// Streams start at their arrival times (Poisson or the trace's), each on its own connection.
+asio::awaitable<void> open_loop(run_state& st) {
+    auto ex = co_await asio::this_coro::executor;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(st.cfg.seed));
+    std::exponential_distribution<double> gap(st.cfg.rate > 0 ? st.cfg.rate : 1.0);
+    asio::steady_timer timer(ex);
+    double at = 0;
+    for (std::size_t s = 0; s < st.workload.size(); ++s) {
+        at = st.cfg.trace_times ? std::max(0.0, st.workload[s].front().arrival_s) : at + gap(rng);
+        timer.expires_at(st.start + std::chrono::duration_cast<clock_type::duration>(
+                                        std::chrono::duration<double>(at)));
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        asio::co_spawn(ex, run_stream(st, s), asio::detached);
+    }
+}
+
+asio::awaitable<void> progress(run_state& st, std::size_t total) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (st.done < total) {
+        std::fprintf(stderr, "\r%zu/%zu requests, %zu failed, %.1f s", st.done, total, st.failed,
+                     seconds(clock_type::now() - st.start));
+        timer.expires_after(progress_period);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    std::fprintf(stderr, "\r%zu/%zu requests, %zu failed, %.1f s\n", st.done, total, st.failed,
+                 seconds(clock_type::now() - st.start));
 }
 
 } // namespace
 
 std::vector<request_record> run(const bench_config& cfg, const http::url& target,
-                                const std::vector<prompt_spec>& prompts, double& wall_seconds) {
+                                const std::vector<stream>& workload, double& wall_seconds) {
     asio::io_context io(1);
-    std::vector<request_record> records(prompts.size());
-    std::size_t next = 0;
-    const auto start = clock_type::now();
-    const auto workers =
-        std::min<std::size_t>(static_cast<std::size_t>(cfg.concurrency), prompts.size());
-    for (std::size_t w = 0; w < workers; ++w)
-        asio::co_spawn(io, worker(target, cfg, prompts, records, next), asio::detached);
+    std::vector<request_record> records;
+    run_state st{cfg, target, workload, {}, records, clock_type::now()};
+    for (const auto& s : workload) {
+        st.first_index.push_back(records.size());
+        records.resize(records.size() + s.size());
+    }
+    st.start = clock_type::now();
+    if (cfg.rate > 0 || cfg.trace_times) {
+        asio::co_spawn(io, open_loop(st), asio::detached);
+    } else {
+        const auto workers =
+            std::min<std::size_t>(static_cast<std::size_t>(cfg.concurrency), workload.size());
+        for (std::size_t w = 0; w < workers; ++w)
+            asio::co_spawn(io, closed_loop_worker(st), asio::detached);
+    }
+    if (cfg.progress)
+        asio::co_spawn(io, progress(st, records.size()), asio::detached);
     io.run();
-    wall_seconds = since(start);
+    wall_seconds = seconds(clock_type::now() - st.start);
     return records;
 }
 

@@ -3,6 +3,7 @@
 // latency, output chunks, status and the replica that served it.
 #pragma once
 
+#include "bench/workload.hpp"
 #include "common/http_client.hpp"
 
 #include <cstdint>
@@ -13,21 +14,21 @@ namespace lanes::bench {
 
 struct bench_config {
     std::string url = "http://127.0.0.1:8000";
-    std::string workload = "random";
-    std::int64_t requests = 64;
-    std::int64_t concurrency = 8;
-    std::int64_t input_len = 256; // prompt bytes (= tokens, byte-level)
-    std::int64_t output_len = 64; // max_tokens
+    std::int64_t concurrency = 8; // closed loop: streams in flight
+    double rate = 0.0;            // > 0: Poisson arrivals of streams per second (open loop)
+    bool trace_times = false;     // open loop at the workload's own timestamps
     std::int64_t seed = 1;
     std::string model; // empty: let the server choose
     std::string out = "result.json";
-    common::http::duration request_timeout{120'000};
+    common::http::duration request_timeout{300'000};
+    bool progress = false; // a live progress line on stderr
 };
 
 struct request_record {
     int status = 0;
     std::string error;   // transport or protocol problem, empty when fine
     std::string replica; // x-lanes-replica
+    double start_s = 0;  // since the run began
     double ttft = 0;     // seconds
     double e2e = 0;
     std::vector<double> itl;
@@ -36,16 +37,8 @@ struct request_record {
     std::int64_t completion_tokens = 0;
 };
 
-struct prompt_spec {
-    std::string prompt;
-    std::int64_t max_tokens = 0;
-};
-
-// Prompts for the `random` workload: printable bytes, no sharing between prompts.
-std::vector<prompt_spec> random_workload(const bench_config& cfg);
-
-// Sends every prompt (closed loop at cfg.concurrency); returns one record per prompt, in order.
+// Sends the workload; returns one record per request, streams flattened in order.
 std::vector<request_record> run(const bench_config& cfg, const common::http::url& target,
-                                const std::vector<prompt_spec>& prompts, double& wall_seconds);
+                                const std::vector<stream>& workload, double& wall_seconds);
 
 } // namespace lanes::bench

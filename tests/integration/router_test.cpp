@@ -293,7 +293,7 @@ TEST_CASE("no routable replica: 503 with Retry-After", "[router][failover]") {
     CHECK(nlohmann::json::parse(r.body)["error"]["code"] == 503);
 }
 
-TEST_CASE("--replica-dns turns a resolved name into replicas", "[router][dns]") {
+TEST_CASE("DNS discovery: --replica-dns turns a resolved name into replicas", "[router][dns]") {
     test::process replica(LANES_REPLICA_BIN, {"--port", "0", "--backend", "sim"});
     REQUIRE(test::wait_healthy(replica.port(), 10s));
     test::process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica-dns",

@@ -1,0 +1,165 @@
+#include "bench/workload.hpp"
+
+#include "common/block_hash.hpp"
+#include "common/chat_template.hpp"
+#include "common/tokenizer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <unordered_set>
+
+namespace lanes::bench {
+
+namespace {
+
+constexpr std::size_t mooncake_block_tokens = 512;
+
+std::string random_text(std::mt19937_64& rng, std::size_t n) {
+    static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyz      ABCDEFGHIJ.,";
+    std::string s(n, ' ');
+    for (auto& c : s)
+        c = alphabet[rng() % (sizeof alphabet - 1)];
+    return s;
+}
+
+std::vector<stream> shared_prefix(const workload_config& cfg) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(cfg.seed));
+    std::vector<stream> out;
+    for (std::int64_t g = 0; g < cfg.groups; ++g) {
+        const std::string system = random_text(rng, static_cast<std::size_t>(cfg.system_len));
+        for (std::int64_t q = 0; q < cfg.prompts_per_group; ++q) {
+            request_spec r;
+            r.prompt = system + random_text(rng, static_cast<std::size_t>(cfg.question_len));
+            r.max_tokens = cfg.output_len;
+            if (cfg.session_per_group)
+                r.session = "group-" + std::to_string(g);
+            out.push_back({std::move(r)});
+        }
+    }
+    std::shuffle(out.begin(), out.end(), rng);
+    return out;
+}
+
+std::vector<stream> multi_turn(const workload_config& cfg) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(cfg.seed));
+    std::vector<stream> out;
+    for (std::int64_t s = 0; s < cfg.sessions; ++s) {
+        std::vector<common::chat_message> conversation = {
+            {"system", random_text(rng, static_cast<std::size_t>(cfg.turn_len))}};
+        stream turns;
+        for (std::int64_t t = 0; t < cfg.turns; ++t) {
+            conversation.push_back(
+                {"user", random_text(rng, static_cast<std::size_t>(cfg.turn_len))});
+            request_spec r;
+            r.prompt = common::render_chat(conversation);
+            r.max_tokens = cfg.output_len;
+            r.session = "session-" + std::to_string(s);
+            turns.push_back(std::move(r));
+            conversation.push_back(
+                {"assistant", random_text(rng, static_cast<std::size_t>(cfg.output_len))});
+        }
+        out.push_back(std::move(turns));
+    }
+    return out;
+}
+
+std::vector<stream> random_requests(const workload_config& cfg) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(cfg.seed));
+    std::vector<stream> out;
+    for (std::int64_t i = 0; i < cfg.requests; ++i)
+        out.push_back({request_spec{random_text(rng, static_cast<std::size_t>(cfg.input_len)),
+                                    cfg.output_len, std::nullopt, -1.0}});
+    return out;
+}
+
+// One block of a trace: the same id always gives the same bytes.
+std::string trace_block(std::int64_t id, std::size_t size, std::int64_t seed) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(id) * 0x9e3779b97f4a7c15ULL ^
+                        static_cast<std::uint64_t>(seed));
+    return random_text(rng, size);
+}
+
+std::vector<stream> trace(const workload_config& cfg, std::string& error) {
+    std::ifstream in(cfg.trace_file);
+    if (!in) {
+        error = "cannot read trace file '" + cfg.trace_file + "'";
+        return {};
+    }
+    const auto block = static_cast<std::size_t>(
+        std::max(1.0, std::round(static_cast<double>(mooncake_block_tokens) * cfg.length_scale)));
+    std::vector<stream> out;
+    std::size_t line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        if (line.empty())
+            continue;
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("timestamp") ||
+            !j.contains("input_length") || !j.contains("output_length") ||
+            !j.contains("hash_ids") || !j["hash_ids"].is_array()) {
+            error = cfg.trace_file + ":" + std::to_string(line_no) +
+                    ": expected timestamp, input_length, output_length, hash_ids";
+            return {};
+        }
+        const auto input = static_cast<std::size_t>(
+            std::max(1.0, std::round(j["input_length"].get<double>() * cfg.length_scale)));
+        std::string prompt;
+        for (const auto& id : j["hash_ids"]) {
+            if (prompt.size() >= input)
+                break;
+            prompt += trace_block(id.get<std::int64_t>(), block, cfg.seed);
+        }
+        prompt.resize(input, ' ');
+        request_spec r;
+        r.prompt = std::move(prompt);
+        r.max_tokens = std::max<std::int64_t>(
+            1, std::llround(j["output_length"].get<double>() * cfg.length_scale));
+        r.arrival_s = j["timestamp"].get<double>() / 1000.0 * cfg.time_scale;
+        out.push_back({std::move(r)});
+        if (cfg.trace_limit > 0 && static_cast<std::int64_t>(out.size()) >= cfg.trace_limit)
+            break;
+    }
+    return out;
+}
+
+} // namespace
+
+std::vector<stream> make_workload(const workload_config& cfg, std::string& error) {
+    if (cfg.kind == "shared-prefix")
+        return shared_prefix(cfg);
+    if (cfg.kind == "multi-turn")
+        return multi_turn(cfg);
+    if (cfg.kind == "random")
+        return random_requests(cfg);
+    if (cfg.kind == "trace")
+        return trace(cfg, error);
+    error = "unknown workload '" + cfg.kind + "'";
+    return {};
+}
+
+double ideal_hit_rate(const std::vector<stream>& workload, std::size_t block_size) {
+    // Requests in the order a single client would first send them: stream by stream for trace and
+    // single requests (arrival order), turn by turn within a conversation.
+    std::unordered_set<common::block_hash> seen;
+    double hits = 0, queries = 0;
+    for (const auto& s : workload) {
+        for (const auto& r : s) {
+            const auto tokens = common::encode_prompt(r.prompt);
+            const auto blocks = common::hash_blocks(tokens, block_size);
+            const std::size_t cap = (tokens.size() - 1) / block_size;
+            std::size_t hit = 0;
+            while (hit < std::min(cap, blocks.size()) && seen.contains(blocks[hit]))
+                ++hit;
+            hits += static_cast<double>(hit * block_size);
+            queries += static_cast<double>(tokens.size());
+            seen.insert(blocks.begin(), blocks.end());
+        }
+    }
+    return queries > 0 ? hits / queries : 0.0;
+}
+
+} // namespace lanes::bench

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Starts N local replicas and a router with a given policy (all on 127.0.0.1, ports picked by the
+# kernel), runs lanes-bench against the router, and stops everything.
+#   experiment.sh REPLICAS POLICY OUT.json [--replica-args "ARGS"] [--router-args "ARGS"]
+#                 [--kill-after SECONDS] -- LANES-BENCH-ARGS...
+# --kill-after kills one replica (SIGKILL) that many seconds into the run (fault isolation).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin="${LANES_BUILD_DIR:-build}"
+n="$1" policy="$2" out="$3"
+shift 3
+replica_args="" router_args="" kill_after=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --replica-args) replica_args="$2"; shift 2 ;;
+        --router-args) router_args="$2"; shift 2 ;;
+        --kill-after) kill_after="$2"; shift 2 ;;
+        --) shift; break ;;
+        *) echo "experiment.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+port_of() { # waits for "listening on http://host:PORT" in a log file
+    for _ in $(seq 1 500); do
+        p=$(grep -o 'listening on http://[^ ]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
+        [ -n "$p" ] && { echo "$p"; return 0; }
+        sleep 0.02
+    done
+    echo "experiment.sh: no port in $1" >&2; cat "$1" >&2; return 1
+}
+
+replica_urls=()
+replica_pids=()
+for i in $(seq 0 $((n - 1))); do
+    # shellcheck disable=SC2086
+    "$bin/replica/lanes-replica" --host 127.0.0.1 --port 0 --seed "$i" $replica_args \
+        >"$work/replica$i.log" 2>&1 &
+    pids+=($!); replica_pids+=($!)
+    replica_urls+=(--replica "http://127.0.0.1:$(port_of "$work/replica$i.log")")
+done
+# shellcheck disable=SC2086
+"$bin/router/lanes-router" --host 127.0.0.1 --port 0 --policy "$policy" --access-log false \
+    "${replica_urls[@]}" $router_args >"$work/router.log" 2>&1 &
+pids+=($!)
+router="http://127.0.0.1:$(port_of "$work/router.log")"
+if [ -n "$kill_after" ]; then
+    (sleep "$kill_after"; kill -9 "${replica_pids[0]}" 2>/dev/null) &
+fi
+"$bin/bench/lanes-bench" --url "$router" --out "$out" "$@" || true

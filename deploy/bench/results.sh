@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The experiments of docs/results.md, each a set of experiment.sh runs, all on the sim backend
+# (no model math: modelled step times; the scheduler, KV blocks and prefix cache are real).
+# Results: build/results/<experiment>/*.json, charts: docs/img/*.png (gnuplot), tables on stdout.
+#   deploy/bench/results.sh [A] [C] [trace] [E]     (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=build/results
+mkdir -p "$out" docs/img
+exp=deploy/bench/experiment.sh
+which="${*:-A C trace E}"
+sim="--backend sim --sim-speedup 4"
+
+if [[ " $which " == *" A "* ]]; then
+    mkdir -p "$out/A"
+    for n in 1 2 4 8; do
+        $exp "$n" least_loaded "$out/A/replicas$n.json" --replica-args "$sim" -- \
+            --workload random --requests $((48 * n)) --input-len 256 --output-len 64 \
+            --concurrency $((12 * n)) >/dev/null
+    done
+fi
+if [[ " $which " == *" C "* ]]; then
+    mkdir -p "$out/C"
+    for p in round_robin least_loaded session prefix kv_aware; do
+        # 32 groups x 64 blocks of system prompt; each replica holds ~10 groups.
+        $exp 4 "$p" "$out/C/shared-prefix-$p.json" --replica-args "$sim --kv-blocks 640" -- \
+            --workload shared-prefix --groups 32 --prompts-per-group 8 --system-len 1024 \
+            --question-len 64 --output-len 32 --concurrency 16 --session-per-group >/dev/null
+        $exp 4 "$p" "$out/C/multi-turn-$p.json" --replica-args "$sim --kv-blocks 640" -- \
+            --workload multi-turn --sessions 48 --turns 4 --turn-len 256 --output-len 32 \
+            --concurrency 16 >/dev/null
+    done
+fi
+if [[ " $which " == *" trace "* ]]; then
+    mkdir -p "$out/trace"
+    for t in synthetic conversation; do
+        for p in round_robin least_loaded session prefix kv_aware; do
+            $exp 8 "$p" "$out/trace/$t-$p.json" --replica-args "$sim --kv-blocks 1200" -- \
+                --workload trace --trace "../shared/data/mooncake/${t}_trace.jsonl" \
+                --trace-limit 400 --length-scale 0.0625 --time-scale 0.05 >/dev/null
+        done
+    done
+fi
+if [[ " $which " == *" E "* ]]; then
+    mkdir -p "$out/E"
+    $exp 4 prefix "$out/E/kill.json" --replica-args "$sim" --kill-after 4 -- \
+        --workload random --requests 600 --input-len 256 --output-len 32 --concurrency 24 \
+        >/dev/null
+fi
+python3 deploy/bench/summarize.py "$out"
