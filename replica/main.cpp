@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 
 int main(int argc, char** argv) {
     using namespace lanes;
@@ -35,7 +36,10 @@ int main(int argc, char** argv) {
         replica::engine eng(cfg, metrics);
         eng.start();
         replica::api front(cfg, eng, metrics);
-        boost::asio::io_context io(static_cast<int>(cfg.threads));
+        // Owned through a pointer so it can be destroyed (with every pending coroutine frame)
+        // while the objects those frames refer to still exist.
+        auto io_owner = std::make_unique<boost::asio::io_context>(static_cast<int>(cfg.threads));
+        boost::asio::io_context& io = *io_owner;
         cfg.http.threads = static_cast<unsigned>(cfg.threads);
         common::http::server server(
             io, cfg.http,
@@ -48,6 +52,7 @@ int main(int argc, char** argv) {
             io, static_cast<unsigned>(cfg.threads), cfg.http.shutdown_grace, [&] { server.stop(); },
             [&] { return server.active_requests() == 0; });
         eng.stop();
+        io_owner.reset();
         return code;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lanes-replica: %s\n", e.what());

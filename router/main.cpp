@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <thread>
 
 int main(int argc, char** argv) {
@@ -41,7 +42,10 @@ int main(int argc, char** argv) {
         const unsigned threads = cfg.threads > 0
                                      ? static_cast<unsigned>(cfg.threads)
                                      : std::max(1u, std::thread::hardware_concurrency());
-        boost::asio::io_context io(static_cast<int>(threads));
+        // Owned through a pointer so it can be destroyed (with every pending coroutine frame)
+        // while the objects those frames refer to still exist.
+        auto io_owner = std::make_unique<boost::asio::io_context>(static_cast<int>(threads));
+        boost::asio::io_context& io = *io_owner;
         cfg.http.threads = threads;
         router::monitor_config monitor_cfg = cfg.monitor;
         monitor_cfg.dns_names = cfg.replica_dns;
@@ -59,13 +63,15 @@ int main(int argc, char** argv) {
         LANES_LOG(info, "router",
                   "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
                             << " I/O thread(s)");
-        return common::http::run_until_signal(
+        const int code = common::http::run_until_signal(
             io, threads, cfg.http.shutdown_grace,
             [&] {
                 server.stop();
                 monitor.stop();
             },
             [&] { return server.active_requests() == 0; });
+        io_owner.reset();
+        return code;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lanes-router: %s\n", e.what());
         return 1;

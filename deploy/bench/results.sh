@@ -22,29 +22,33 @@ fi
 if [[ " $which " == *" C "* ]]; then
     mkdir -p "$out/C"
     for p in round_robin least_loaded session prefix kv_aware; do
-        # 32 groups x 64 blocks of system prompt; each replica holds ~10 groups.
-        $exp 4 "$p" "$out/C/shared-prefix-$p.json" --replica-args "$sim --kv-blocks 640" -- \
-            --workload shared-prefix --groups 32 --prompts-per-group 8 --system-len 1024 \
-            --question-len 64 --output-len 32 --concurrency 16 --session-per-group >/dev/null
-        $exp 4 "$p" "$out/C/multi-turn-$p.json" --replica-args "$sim --kv-blocks 640" -- \
-            --workload multi-turn --sessions 48 --turns 4 --turn-len 256 --output-len 32 \
-            --concurrency 16 >/dev/null
+        # 32 groups of 2,048-byte system prompts (128 blocks); 1,200 blocks per replica hold
+        # about 9 groups: enough for a quarter of them, not for all 32.
+        $exp 4 "$p" "$out/C/shared-prefix-$p.json" \
+            --replica-args "--backend sim --kv-blocks 1200" -- \
+            --workload shared-prefix --groups 32 --prompts-per-group 8 --system-len 2048 \
+            --question-len 128 --output-len 64 --concurrency 32 --session-per-group >/dev/null
+        # 48 conversations of 4 turns (up to ~175 blocks each); 2,400 blocks per replica.
+        $exp 4 "$p" "$out/C/multi-turn-$p.json" \
+            --replica-args "--backend sim --kv-blocks 2400" -- \
+            --workload multi-turn --sessions 48 --turns 4 --turn-len 512 --output-len 64 \
+            --concurrency 32 >/dev/null
     done
 fi
 if [[ " $which " == *" trace "* ]]; then
     mkdir -p "$out/trace"
     for t in synthetic conversation; do
         for p in round_robin least_loaded session prefix kv_aware; do
-            $exp 8 "$p" "$out/trace/$t-$p.json" --replica-args "$sim --kv-blocks 1200" -- \
+            $exp 8 "$p" "$out/trace/$t-$p.json" --replica-args "$sim --kv-blocks 4096" -- \
                 --workload trace --trace "../shared/data/mooncake/${t}_trace.jsonl" \
-                --trace-limit 400 --length-scale 0.0625 --time-scale 0.05 >/dev/null
+                --trace-limit 2000 --length-scale 0.0625 --time-scale 0.03 >/dev/null
         done
     done
 fi
 if [[ " $which " == *" E "* ]]; then
     mkdir -p "$out/E"
-    $exp 4 prefix "$out/E/kill.json" --replica-args "$sim" --kill-after 4 -- \
-        --workload random --requests 600 --input-len 256 --output-len 32 --concurrency 24 \
+    $exp 4 prefix "$out/E/kill.json" --replica-args "$sim" --kill-after 1.5 -- \
+        --workload random --requests 1500 --input-len 256 --output-len 32 --concurrency 24 \
         >/dev/null
 fi
 python3 deploy/bench/summarize.py "$out"

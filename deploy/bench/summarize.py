@@ -111,7 +111,7 @@ def fault():
     data = "\n".join(f"{s} {ok} {bad}" for s, (ok, bad) in sorted(bins.items()))
     gnuplot(f"""set terminal pngcairo size 640,400
 set output '{img}/fault.png'
-set title 'One of 4 replicas killed at t=4 s (sim backend)'
+set title 'One of 4 replicas killed at t=1.5 s (sim backend)'
 set xlabel 'second'; set ylabel 'requests finished'; set grid
 plot '-' using 1:2 with linespoints title 'completed', '-' using 1:3 with linespoints title 'failed'
 {data}

@@ -1,5 +1,7 @@
 #include "router/policies/kv_aware.hpp"
 
+#include <algorithm>
+
 #include "router/policies/rendezvous.hpp"
 
 #include <optional>
@@ -9,10 +11,13 @@ namespace {
 
 // Active KV blocks: measured when the replica reports both usage and capacity, else estimated as
 // each inflight request holding as many blocks as this one.
+// The larger of the two: a scrape (every 100 ms) lags a burst of requests the router has just
+// sent, and the router's own count would miss what other routers sent.
 double decode_load(const replica_view& r, std::size_t request_blocks) {
+    const double estimate = static_cast<double>(r.inflight) * static_cast<double>(request_blocks);
     if (r.kv_usage && r.num_blocks)
-        return *r.kv_usage * static_cast<double>(*r.num_blocks);
-    return static_cast<double>(r.inflight) * static_cast<double>(request_blocks);
+        return std::max(*r.kv_usage * static_cast<double>(*r.num_blocks), estimate);
+    return estimate;
 }
 
 } // namespace

@@ -1,12 +1,12 @@
 // kv_aware: NVIDIA Dynamo's KV router cost. For each eligible replica
 //   cost = overlap_weight * (request blocks not cached there) + decode_load,
 // where the cached blocks come from the same prefix_index as the prefix policy and decode_load is
-// the replica's active KV blocks (kv_usage * num_blocks) when both are known, else an estimate,
-// inflight * the request's block count. The lowest cost wins (ties: lower inflight, then
-// rendezvous order of the first blocks). So a cached prefix wins unless the replica's decode load
-// exceeds the prefill it would save. Knobs: overlap_weight (1.0, Dynamo's overlap_score_weight),
-// index_capacity (65536), hash_prefix_blocks (4, for the tie order). on_routed records the
-// request's blocks under the replica it went to.
+// the replica's active KV blocks: the larger of kv_usage * num_blocks (when known) and the estimate
+// inflight * the request's block count (the scrape lags bursts the router has just sent). The
+// lowest cost wins (ties: lower inflight, then rendezvous order of the first blocks). So a cached
+// prefix wins unless the replica's decode load exceeds the prefill it would save. Knobs:
+// overlap_weight (1.0, Dynamo's overlap_score_weight), index_capacity (65536), hash_prefix_blocks
+// (4, for the tie order). on_routed records the request's blocks under the replica it went to.
 #pragma once
 
 #include "router/policies/policy.hpp"
