@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
                 monitor.stop();
             },
             [&] { return server.active_requests() == 0; });
+        // Pooled upstream sockets belong to the io_context: close them before it goes.
+        for (const auto& r : pool.all())
+            r->drop_idle();
         io_owner.reset();
         return code;
     } catch (const std::exception& e) {

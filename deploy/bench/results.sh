@@ -22,10 +22,10 @@ fi
 if [[ " $which " == *" C "* ]]; then
     mkdir -p "$out/C"
     for p in round_robin least_loaded session prefix kv_aware; do
-        # 32 groups of 2,048-byte system prompts (128 blocks); 1,200 blocks per replica hold
-        # about 9 groups: enough for a quarter of them, not for all 32.
+        # 32 groups of 2,048-byte system prompts (128 blocks each, 4,096 in all); 1,400 blocks
+        # per replica: the fleet can hold every group, one replica about a third of them.
         $exp 4 "$p" "$out/C/shared-prefix-$p.json" \
-            --replica-args "--backend sim --kv-blocks 1200" -- \
+            --replica-args "--backend sim --kv-blocks 1400" -- \
             --workload shared-prefix --groups 32 --prompts-per-group 8 --system-len 2048 \
             --question-len 128 --output-len 64 --concurrency 32 --session-per-group >/dev/null
         # 48 conversations of 4 turns (up to ~175 blocks each); 2,400 blocks per replica.

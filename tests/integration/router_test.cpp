@@ -211,6 +211,9 @@ TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected w
     CHECK(ejected_after <= 1s);
     CHECK(stats.failed == 0); // non-streamed: nothing reached a client before the failure
     CHECK(stats.ok == static_cast<int>(prompts.size()));
+    // A clean exit with pooled upstream connections still open (a crash here once).
+    f.router->signal(SIGTERM);
+    CHECK(f.router->wait(10s) == 0);
 }
 
 TEST_CASE("drain lets in-flight requests finish and sends no new work", "[router][admin]") {
