@@ -44,7 +44,7 @@ def scaling():
     for n, tps, rps, failed in rows:
         print(f"| {n} | {tps:.0f} | {rps:.1f} | {tps / (base * n):.0%} | {failed} |")
     data = "\n".join(f"{n} {tps:.1f} {base * n:.1f}" for n, tps, _, _ in rows)
-    gnuplot(f"""set terminal pngcairo size 640,400
+    gnuplot(f"""set terminal pngcairo size 640,400 noenhanced
 set output '{img}/scaling.png'
 set title 'DP scaling (sim backend)'
 set xlabel 'replicas'; set ylabel 'output tokens/s'; set key left top; set grid
@@ -79,7 +79,7 @@ def routing(section, prefix, title, names):
               f"TTFT p50 {rr['ttft_s']['p50'] / px['ttft_s']['p50']:.2f}x lower")
     data = "\n".join(f"{i} {p} {hit(r):.4f} {r['prefix_cache_hit_rate']['ideal']:.4f}"
                      for i, (p, r) in enumerate(rows))
-    gnuplot(f"""set terminal pngcairo size 640,400
+    gnuplot(f"""set terminal pngcairo size 640,400 noenhanced
 set output '{img}/{names}.png'
 set title '{title}: fleet prefix-cache hit rate (sim backend)'
 set style data histograms; set style fill solid 0.8; set boxwidth 0.8
@@ -109,7 +109,7 @@ def fault():
     for s in sorted(bins):
         print(f"| {s} | {bins[s][0]} | {bins[s][1]} |")
     data = "\n".join(f"{s} {ok} {bad}" for s, (ok, bad) in sorted(bins.items()))
-    gnuplot(f"""set terminal pngcairo size 640,400
+    gnuplot(f"""set terminal pngcairo size 640,400 noenhanced
 set output '{img}/fault.png'
 set title 'One of 4 replicas killed at t=1.5 s (sim backend)'
 set xlabel 'second'; set ylabel 'requests finished'; set grid
