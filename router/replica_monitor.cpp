@@ -24,8 +24,14 @@ replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, route
 // Every coroutine here runs on a strand of its own: Beast streams and timers are not thread-safe,
 // and the router's io_context has several threads.
 void replica_monitor::start() {
-    asio::co_spawn(asio::make_strand(io_), scrape_loop(), asio::detached);
-    asio::co_spawn(asio::make_strand(io_), health_loop(), asio::detached);
+    asio::co_spawn(
+        asio::make_strand(io_),
+        per_replica_loop(cfg_.scrape_interval, &replica::scrape_busy, &replica_monitor::scrape),
+        asio::detached);
+    asio::co_spawn(
+        asio::make_strand(io_),
+        per_replica_loop(cfg_.health_interval, &replica::probe_busy, &replica_monitor::probe),
+        asio::detached);
     if (!cfg_.dns_names.empty())
         asio::co_spawn(asio::make_strand(io_), dns_loop(), asio::detached);
 }
@@ -47,14 +53,17 @@ void replica_monitor::report(const std::shared_ptr<replica>& r, bool ok) {
     }
 }
 
-asio::awaitable<void> replica_monitor::scrape_loop() {
+// Every `interval`, starts `task` for each replica that is not still busy with the last one.
+asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration interval,
+                                                        std::atomic<bool> replica::*busy,
+                                                        replica_task task) {
     auto stopping = stopping_;
     asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!stopping->load()) {
         for (const auto& r : pool_.all())
-            if (!r->scrape_busy.exchange(true))
-                asio::co_spawn(asio::make_strand(io_), scrape(r), asio::detached);
-        timer.expires_after(cfg_.scrape_interval);
+            if (!((*r).*busy).exchange(true))
+                asio::co_spawn(asio::make_strand(io_), (this->*task)(r), asio::detached);
+        timer.expires_after(interval);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
 }
@@ -92,18 +101,6 @@ void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) 
     metrics_.replica_prefix_queries.with({r.id()}).inc(
         delta(*s.prefix_cache_queries, it->second.second));
     it->second = {*s.prefix_cache_hits, *s.prefix_cache_queries};
-}
-
-asio::awaitable<void> replica_monitor::health_loop() {
-    auto stopping = stopping_;
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    while (!stopping->load()) {
-        for (const auto& r : pool_.all())
-            if (!r->probe_busy.exchange(true))
-                asio::co_spawn(asio::make_strand(io_), probe(r), asio::detached);
-        timer.expires_after(cfg_.health_interval);
-        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
 }
 
 asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {

@@ -43,8 +43,11 @@ public:
     void report(const std::shared_ptr<replica>& r, bool ok);
 
 private:
-    boost::asio::awaitable<void> scrape_loop();
-    boost::asio::awaitable<void> health_loop();
+    using replica_task =
+        boost::asio::awaitable<void> (replica_monitor::*)(std::shared_ptr<replica>);
+    boost::asio::awaitable<void> per_replica_loop(common::http::duration interval,
+                                                  std::atomic<bool> replica::*busy,
+                                                  replica_task task);
     boost::asio::awaitable<void> dns_loop();
     boost::asio::awaitable<void> scrape(std::shared_ptr<replica> r);
     boost::asio::awaitable<void> probe(std::shared_ptr<replica> r);

@@ -13,17 +13,8 @@ using namespace lanes;
 using namespace std::chrono_literals;
 
 TEST_CASE("lanes-bench runs a shared-prefix workload through the router", "[bench]") {
-    std::vector<std::unique_ptr<test::process>> replicas;
-    std::vector<std::string> args = {"--host", "127.0.0.1", "--port", "0", "--policy", "prefix"};
-    for (int i = 0; i < 2; ++i) {
-        replicas.push_back(std::make_unique<test::process>(
-            LANES_REPLICA_BIN,
-            std::vector<std::string>{"--port", "0", "--backend", "sim", "--sim-speedup", "20"}));
-        args.push_back("--replica");
-        args.push_back(replicas.back()->url());
-    }
-    test::process router(LANES_ROUTER_BIN, args);
-    REQUIRE(test::wait_healthy(router.port(), 10s));
+    test::fleet f(2, {"--backend", "sim", "--sim-speedup", "20"}, {"--policy", "prefix"});
+    const test::process& router = *f.router;
     const std::string out = "/tmp/lanes-bench-test-" + std::to_string(router.port()) + ".json";
     const std::string cmd = std::string(LANES_BENCH_BIN) + " --url " + router.url() +
                             " --workload shared-prefix --groups 4 --prompts-per-group 6 "

@@ -160,6 +160,25 @@ bool wait_healthy(unsigned short port, std::chrono::milliseconds deadline) {
     return false;
 }
 
+fleet::fleet(int n, const std::vector<std::string>& replica_args,
+             const std::vector<std::string>& router_args) {
+    std::vector<std::string> args = {"--host", "127.0.0.1", "--port", "0"};
+    for (int i = 0; i < n; ++i) {
+        std::vector<std::string> a = {"--port", "0", "--seed", std::to_string(i)};
+        a.insert(a.end(), replica_args.begin(), replica_args.end());
+        replicas.push_back(std::make_unique<process>(LANES_REPLICA_BIN, a));
+        args.push_back("--replica");
+        args.push_back(replicas.back()->url());
+    }
+    args.insert(args.end(), router_args.begin(), router_args.end());
+    router = std::make_unique<process>(LANES_ROUTER_BIN, args);
+    for (auto& r : replicas)
+        if (!wait_healthy(r->port(), std::chrono::seconds(10)))
+            throw std::runtime_error("replica did not become healthy:\n" + r->log());
+    if (!wait_healthy(router->port(), std::chrono::seconds(10)))
+        throw std::runtime_error("router did not become healthy:\n" + router->log());
+}
+
 int promtool_check(const std::string& text, std::string& output) {
     if (std::system("command -v promtool >/dev/null 2>&1") != 0)
         return -1;

@@ -5,6 +5,7 @@
 #include "common/http_server.hpp"
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,16 @@ reply post_json(unsigned short port, const std::string& path, const std::string&
 
 // Polls GET /health until 200 or the deadline; false on timeout.
 bool wait_healthy(unsigned short port, std::chrono::milliseconds deadline);
+
+// N replicas (each `--port 0 --seed i` plus `replica_args`) and a router in front of them on
+// 127.0.0.1 (plus `router_args`), all healthy before the constructor returns (else it throws).
+struct fleet {
+    std::vector<std::unique_ptr<process>> replicas;
+    std::unique_ptr<process> router;
+
+    fleet(int n, const std::vector<std::string>& replica_args,
+          const std::vector<std::string>& router_args);
+};
 
 // Runs `promtool check metrics` on `text`; returns its exit code (-1 when promtool is missing)
 // and its output.

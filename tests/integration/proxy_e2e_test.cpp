@@ -17,27 +17,6 @@ using verb = boost::beast::http::verb;
 
 namespace {
 
-struct fleet {
-    std::vector<std::unique_ptr<test::process>> replicas;
-    std::unique_ptr<test::process> router;
-
-    explicit fleet(int n, std::vector<std::string> router_args = {}) {
-        std::vector<std::string> args = {"--host", "127.0.0.1", "--port", "0"};
-        for (int i = 0; i < n; ++i) {
-            replicas.push_back(std::make_unique<test::process>(
-                LANES_REPLICA_BIN,
-                std::vector<std::string>{"--port", "0", "--seed", std::to_string(i)}));
-            args.push_back("--replica");
-            args.push_back(replicas.back()->url());
-        }
-        args.insert(args.end(), router_args.begin(), router_args.end());
-        router = std::make_unique<test::process>(LANES_ROUTER_BIN, args);
-        for (auto& r : replicas)
-            REQUIRE(test::wait_healthy(r->port(), 10s));
-        REQUIRE(test::wait_healthy(router->port(), 10s));
-    }
-};
-
 // Splits an SSE body into its data payloads, checking the framing on the way.
 std::vector<std::string> sse_events(const std::string& body) {
     common::sse_parser p;
@@ -52,7 +31,7 @@ std::vector<std::string> sse_events(const std::string& body) {
 } // namespace
 
 TEST_CASE("streaming and non-streaming completions through the router", "[e2e]") {
-    fleet f(2, {"--policy", "round_robin"});
+    test::fleet f(2, {}, {"--policy", "round_robin"});
     const auto port = f.router->port();
 
     SECTION("streaming chat completion: SSE events then [DONE]") {
@@ -132,7 +111,7 @@ TEST_CASE("streaming and non-streaming completions through the router", "[e2e]")
 }
 
 TEST_CASE("both servers' /metrics pass promtool", "[e2e][metrics]") {
-    fleet f(2);
+    test::fleet f(2, {}, {});
     REQUIRE(test::post_json(f.router->port(), "/v1/completions", R"({"prompt":"hi"})").status ==
             200);
     std::string output;
@@ -163,7 +142,7 @@ TEST_CASE("both servers' /metrics pass promtool", "[e2e][metrics]") {
 }
 
 TEST_CASE("bad input gets OpenAI error JSON and the servers keep serving", "[e2e][errors]") {
-    fleet f(1, {"--body-limit", "4096", "--header-limit", "2048"});
+    test::fleet f(1, {}, {"--body-limit", "4096", "--header-limit", "2048"});
     for (const auto port : {f.router->port(), f.replicas[0]->port()}) {
         auto expect_error = [](const test::reply& r, int status) {
             INFO(r.body);
@@ -194,7 +173,7 @@ TEST_CASE("bad input gets OpenAI error JSON and the servers keep serving", "[e2e
 }
 
 TEST_CASE("SIGTERM stops the router and replica cleanly", "[e2e][shutdown]") {
-    fleet f(1);
+    test::fleet f(1, {}, {});
     f.router->signal(SIGTERM);
     CHECK(f.router->wait(10s) == 0);
     f.replicas[0]->signal(SIGTERM);

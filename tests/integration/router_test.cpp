@@ -21,27 +21,6 @@ using verb = boost::beast::http::verb;
 
 namespace {
 
-struct fleet {
-    std::vector<std::unique_ptr<test::process>> replicas;
-    std::unique_ptr<test::process> router;
-
-    fleet(int n, std::vector<std::string> replica_args, std::vector<std::string> router_args) {
-        std::vector<std::string> args = {"--host", "127.0.0.1", "--port", "0"};
-        for (int i = 0; i < n; ++i) {
-            std::vector<std::string> a = {"--port", "0", "--seed", std::to_string(i)};
-            a.insert(a.end(), replica_args.begin(), replica_args.end());
-            replicas.push_back(std::make_unique<test::process>(LANES_REPLICA_BIN, a));
-            args.push_back("--replica");
-            args.push_back(replicas.back()->url());
-        }
-        args.insert(args.end(), router_args.begin(), router_args.end());
-        router = std::make_unique<test::process>(LANES_ROUTER_BIN, args);
-        for (auto& r : replicas)
-            REQUIRE(test::wait_healthy(r->port(), 10s));
-        REQUIRE(test::wait_healthy(router->port(), 10s));
-    }
-};
-
 // Shared-prefix workload: `groups` system prompts of `system_len` bytes, `per_group` questions
 // each, shuffled with a fixed seed.
 std::vector<std::string> shared_prefix_prompts(int groups, int per_group, int system_len,
@@ -127,7 +106,7 @@ bool eventually(Pred pred, std::chrono::milliseconds limit) {
 }
 
 // Hit rate measured by the replicas themselves, as mirrored by the router's scrapes.
-double fleet_hit_rate(const fleet& f) {
+double fleet_hit_rate(const test::fleet& f) {
     // Wait until the router's mirror has caught up with every replica's own counters.
     double replica_queries = 0;
     for (const auto& r : f.replicas) {
@@ -156,7 +135,7 @@ TEST_CASE("prefix routing beats round-robin's fleet hit rate 3x with balanced lo
     const auto prompts = shared_prefix_prompts(16, 16, 512, 24);
     double rr_rate = 0, prefix_rate = 0;
     {
-        fleet f(4, sim_replica, {"--policy", "round_robin"});
+        test::fleet f(4, sim_replica, {"--policy", "round_robin"});
         const auto s = send_all(f.router->port(), prompts, 4);
         INFO(s.first_failure);
         INFO(nlohmann::json(s.errors).dump());
@@ -164,7 +143,7 @@ TEST_CASE("prefix routing beats round-robin's fleet hit rate 3x with balanced lo
         rr_rate = fleet_hit_rate(f);
     }
     {
-        fleet f(4, sim_replica, {"--policy", "prefix"});
+        test::fleet f(4, sim_replica, {"--policy", "prefix"});
         const auto s = send_all(f.router->port(), prompts, 4);
         INFO(s.first_failure);
         INFO(nlohmann::json(s.errors).dump());
@@ -187,7 +166,7 @@ TEST_CASE("prefix routing beats round-robin's fleet hit rate 3x with balanced lo
 TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected within 1 s",
           "[router][failover]") {
     // Slow sim replicas so requests are in flight when one dies.
-    fleet f(4, {"--backend", "sim", "--sim-speedup", "2"}, {"--policy", "round_robin"});
+    test::fleet f(4, {"--backend", "sim", "--sim-speedup", "2"}, {"--policy", "round_robin"});
     const auto prompts = shared_prefix_prompts(8, 16, 64, 16);
     run_stats stats;
     std::thread load([&] { stats = send_all(f.router->port(), prompts, 8, 16); });
@@ -217,7 +196,7 @@ TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected w
 }
 
 TEST_CASE("drain lets in-flight requests finish and sends no new work", "[router][admin]") {
-    fleet f(2, {"--backend", "sim", "--sim-speedup", "2"}, {"--policy", "round_robin"});
+    test::fleet f(2, {"--backend", "sim", "--sim-speedup", "2"}, {"--policy", "round_robin"});
     const auto port = f.router->port();
     const std::string drained = f.replicas[0]->url();
     // A slow request in flight on each replica while we drain one of them.
@@ -256,7 +235,7 @@ TEST_CASE("drain lets in-flight requests finish and sends no new work", "[router
 }
 
 TEST_CASE("admin API: list, add, remove, SGLang paths, auth", "[router][admin]") {
-    fleet f(1, {"--backend", "sim", "--sim-speedup", "20"}, {"--admin-token", "s3cret"});
+    test::fleet f(1, {"--backend", "sim", "--sim-speedup", "20"}, {"--admin-token", "s3cret"});
     const auto port = f.router->port();
     const test::reply no_token = test::get(port, "/admin/replicas");
     CHECK(no_token.status == 401);
@@ -285,7 +264,7 @@ TEST_CASE("admin API: list, add, remove, SGLang paths, auth", "[router][admin]")
 }
 
 TEST_CASE("no routable replica: 503 with Retry-After", "[router][failover]") {
-    fleet f(1, {"--backend", "sim"}, {});
+    test::fleet f(1, {"--backend", "sim"}, {});
     const auto port = f.router->port();
     REQUIRE(test::post_json(port, "/admin/replicas/drain",
                             nlohmann::json{{"url", f.replicas[0]->url()}}.dump())
