@@ -83,7 +83,11 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
         rec.error = "connect: " + ec.message();
         co_return;
     }
-    if ((ec = co_await conn.write(req, timeout)) || (ec = co_await conn.read_header(timeout))) {
+    // One co_await per statement: GCC 12 mishandles co_await inside || and ?: expressions.
+    ec = co_await conn.write(req, timeout);
+    if (!ec)
+        ec = co_await conn.read_header(timeout);
+    if (ec) {
         rec.error = "transport: " + ec.message();
         co_return;
     }
