@@ -34,6 +34,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("upstream-write-timeout", cfg.upstream_write_timeout, "time to send a request upstream");
     f.add("max-retries", cfg.max_retries,
           "extra attempts on other replicas for a request that failed before its first byte");
+    f.add("retry-after", cfg.retry_after,
+          "Retry-After (whole seconds) of a 503 when no replica is routable");
     f.add("max-idle-connections", cfg.max_idle_connections,
           "idle keep-alive connections per replica");
     f.add("upstream-body-limit", cfg.upstream_body_limit, "largest non-streamed upstream body");

@@ -32,8 +32,9 @@ struct router_config {
     common::http::duration first_byte_timeout{300'000}; // request sent -> response header
     common::http::duration stream_idle_timeout{60'000}; // between two upstream body chunks
     common::http::duration upstream_write_timeout{10'000};
-    std::int64_t max_retries = 2;           // extra attempts on other replicas before any byte
-    std::int64_t max_idle_connections = 64; // kept per replica
+    std::int64_t max_retries = 2;              // extra attempts on other replicas before any byte
+    common::http::duration retry_after{1'000}; // Retry-After of a 503 when no replica is routable
+    std::int64_t max_idle_connections = 64;    // kept per replica
     std::size_t upstream_body_limit = 16 * 1024 * 1024; // non-streamed upstream bodies
 
     // Replica state.

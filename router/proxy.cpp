@@ -227,38 +227,84 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
                              << " failed: " << last.failure);
     }
     // Nothing reached the client: answer with the last upstream error, or our own.
-    http::response res;
-    if (!last.failed_body.empty()) {
-        res = http::make_response(req, static_cast<bhttp::status>(last.status), last.failed_body,
-                                  last.failed_content_type);
-        metrics_.errors.with({"upstream_status"}).inc();
-    } else if (tried.empty()) {
-        res = http::make_response(
-            req, bhttp::status::service_unavailable,
-            openai::error_json(make_error(503, "ServiceUnavailableError",
-                                          "no healthy replica is available; retry later")));
-        res.set(bhttp::field::retry_after, "1");
-        metrics_.errors.with({"no_replica"}).inc();
-    } else {
-        res = http::make_response(
-            req, bhttp::status::bad_gateway,
-            openai::error_json(
-                make_error(502, "BadGatewayError", "every replica tried failed: " + last.failure)));
-        metrics_.errors.with({"upstream_failed"}).inc();
-    }
+    http::response res = failure_response(req, last, !tried.empty());
     res.set(header_request_id, request_id);
     metrics_.requests.with({"none", std::to_string(res.result_int()), "failed"}).inc();
     metrics_.duration.observe(seconds_since(start));
     co_await out.send(std::move(res));
 }
 
+http::response proxy::failure_response(const http::request& req, const attempt_result& last,
+                                       bool tried_any) {
+    if (!last.failed_body.empty()) {
+        metrics_.errors.with({"upstream_status"}).inc();
+        return http::make_response(req, static_cast<bhttp::status>(last.status), last.failed_body,
+                                   last.failed_content_type);
+    }
+    if (!tried_any) {
+        metrics_.errors.with({"no_replica"}).inc();
+        auto res = http::make_response(
+            req, bhttp::status::service_unavailable,
+            openai::error_json(make_error(503, "ServiceUnavailableError",
+                                          "no healthy replica is available; retry later")));
+        const auto seconds = std::max<std::int64_t>(1, (cfg_.retry_after.count() + 999) / 1000);
+        res.set(bhttp::field::retry_after, std::to_string(seconds));
+        return res;
+    }
+    metrics_.errors.with({"upstream_failed"}).inc();
+    return http::make_response(
+        req, bhttp::status::bad_gateway,
+        openai::error_json(
+            make_error(502, "BadGatewayError", "every replica tried failed: " + last.failure)));
+}
+
+// The upstream connection of one attempt, shared with the client-closed hook: if the client goes
+// away while we wait, closing the upstream connection makes the replica abort the request (and
+// free its KV blocks) at once. Once the connection is pooled the hook no longer sees it.
+struct proxy::upstream_link {
+    std::unique_ptr<http::client_connection> conn;
+    bool client_gone = false;
+};
+
 asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
                                                       http::response_writer& out, routed& r) {
     attempt_result result;
     inflight_guard guard(r.target);
     r.target->requests_total.fetch_add(1);
-    auto executor = co_await asio::this_coro::executor;
+    auto link = std::make_shared<upstream_link>();
+    out.on_client_closed([link] {
+        link->client_gone = true;
+        if (link->conn)
+            link->conn->close();
+    });
+    struct unhook { // the hook must not outlive this attempt's hold on the connection
+        std::shared_ptr<upstream_link> link;
+        ~unhook() { link->conn.reset(); }
+    } unhook_on_exit{link};
 
+    const error_code ec = co_await send_upstream(req, r, *link);
+    if (ec) {
+        result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
+        if (!link->client_gone) // a client that left is not the replica's fault
+            monitor_.report(r.target, false);
+        co_return result;
+    }
+    result.status = static_cast<int>(link->conn->header().result_int());
+    monitor_.report(r.target, result.status < 500);
+    const std::string content_type(link->conn->header()[bhttp::field::content_type]);
+    if (content_type.starts_with("text/event-stream") && result.status < 500)
+        co_await relay_stream(out, r, *link, content_type, result);
+    else
+        co_await relay_whole(req, out, r, *link, content_type, result);
+    co_return result;
+}
+
+// Sends the request and reads the response header. A pooled connection may have been closed by
+// the replica meanwhile, so a failure on a reused one is retried once on a fresh connection (no
+// bytes reached anyone). On a connect failure link.conn is left empty.
+asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
+                                                 upstream_link& link) {
+    auto executor = co_await asio::this_coro::executor;
     http::request up{req.method(), r.target->address().base_path + std::string(req.target()), 11};
     for (const auto& field : req)
         if (!hop_by_hop(field.name()))
@@ -266,113 +312,92 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     up.set(header_request_id, r.request_id);
     up.keep_alive(true);
     up.body() = req.body();
-
-    // Send the request: a pooled connection may have been closed by the replica meanwhile, so a
-    // failure on a reused connection is retried once on a fresh one (no bytes reached anyone).
-    std::unique_ptr<http::client_connection> conn;
     error_code ec;
-    for (int fresh = 0; fresh < 2; ++fresh) {
-        conn = r.target->take_idle();
-        const bool reused = conn != nullptr;
-        if (conn)
-            conn->rebind(executor);
-        if (!conn) {
-            conn = std::make_unique<http::client_connection>(executor);
-            if ((ec = co_await conn->connect(r.target->address(), cfg_.connect_timeout))) {
-                result.failure = "connect: " + ec.message();
-                monitor_.report(r.target, false);
-                co_return result;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        link.conn = r.target->take_idle();
+        const bool reused = link.conn != nullptr;
+        if (reused) {
+            link.conn->rebind(executor);
+        } else {
+            link.conn = std::make_unique<http::client_connection>(executor);
+            ec = co_await link.conn->connect(r.target->address(), cfg_.connect_timeout);
+            if (ec) {
+                link.conn.reset();
+                co_return ec;
             }
         }
-        ec = co_await conn->write(up, cfg_.upstream_write_timeout);
+        ec = co_await link.conn->write(up, cfg_.upstream_write_timeout);
         if (!ec)
-            ec = co_await conn->read_header(cfg_.first_byte_timeout);
-        if (!ec || !reused)
+            ec = co_await link.conn->read_header(cfg_.first_byte_timeout);
+        if (!ec || !reused || link.client_gone)
             break;
-        conn.reset();
     }
-    // If the client goes away while we wait, closing the upstream connection makes the replica
-    // abort the request (and frees its KV blocks) at once.
-    struct watch {
-        http::client_connection* conn;
-        bool client_gone = false;
-    };
-    auto live = std::make_shared<watch>(watch{conn.get()});
-    out.on_client_closed([live] {
-        live->client_gone = true;
-        if (live->conn)
-            live->conn->close();
-    });
-    struct unhook {
-        std::shared_ptr<watch> p;
-        ~unhook() { p->conn = nullptr; }
-    } unhook_on_exit{live};
-    // Back to the pool once the response is complete. The client-closed hook must let go of it
-    // first: once pooled, another request (on another thread) may be using it.
-    auto recycle = [&] {
-        live->conn = nullptr;
-        if (conn && conn->reusable())
-            r.target->give_back(std::move(conn),
-                                static_cast<std::size_t>(cfg_.max_idle_connections));
-    };
+    co_return ec;
+}
 
-    if (ec) {
-        result.failure = "upstream: " + ec.message();
-        if (!live->client_gone) // the client left: not the replica's fault
-            monitor_.report(r.target, false);
-        co_return result;
-    }
-    const int status = static_cast<int>(conn->header().result_int());
-    monitor_.report(r.target, status < 500);
-    const std::string content_type(conn->header()[bhttp::field::content_type]);
-    result.status = status;
-    const http::header_list extra = {
-        {std::string(header_replica), r.target->id()},
-        {std::string(header_reason), std::string(to_string(r.choice.reason))},
-        {std::string(header_request_id), r.request_id}};
-    const bool streaming = content_type.starts_with("text/event-stream");
+// Back to the pool once the response is complete (the hook lets go of it first: once pooled,
+// another request on another thread may use it).
+void proxy::recycle(routed& r, upstream_link& link) {
+    auto conn = std::move(link.conn);
+    if (conn && conn->reusable())
+        r.target->give_back(std::move(conn), static_cast<std::size_t>(cfg_.max_idle_connections));
+}
 
-    if (!streaming || status >= 500) {
-        std::string body, piece;
-        while (!conn->done()) {
-            if ((ec = co_await conn->read_chunk(piece, cfg_.stream_idle_timeout))) {
-                result.failure = "upstream body: " + ec.message();
-                co_return result;
-            }
-            if (body.size() + piece.size() > cfg_.upstream_body_limit) {
-                result.failure = "upstream body over --upstream-body-limit";
-                co_return result;
-            }
-            body += piece;
+http::header_list proxy::route_headers(const routed& r) const {
+    return {{std::string(header_replica), r.target->id()},
+            {std::string(header_reason), std::string(to_string(r.choice.reason))},
+            {std::string(header_request_id), r.request_id}};
+}
+
+// A non-streamed answer (or a 5xx): read whole, bounded, then sent in one piece — so a failure
+// while reading it is still retryable.
+asio::awaitable<void> proxy::relay_whole(http::request& req, http::response_writer& out, routed& r,
+                                         upstream_link& link, const std::string& content_type,
+                                         attempt_result& result) {
+    std::string body, piece;
+    while (!link.conn->done()) {
+        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
+            result.failure = "upstream body: " + ec.message();
+            co_return;
         }
-        metrics_.first_byte.observe(seconds_since(r.start));
-        recycle();
-        if (status >= 500) {
-            result.failure = "upstream status " + std::to_string(status);
-            result.failed_body = std::move(body);
-            result.failed_content_type = content_type;
-            co_return result;
+        if (body.size() + piece.size() > cfg_.upstream_body_limit) {
+            result.failure = "upstream body over --upstream-body-limit";
+            co_return;
         }
-        http::response res = http::make_response(req, static_cast<bhttp::status>(status),
-                                                 std::move(body), content_type);
-        for (const auto& [name, value] : extra)
-            res.set(name, value);
-        result.sent_any = true;
-        result.answered = co_await out.send(std::move(res));
-        co_return result;
+        body += piece;
     }
-
-    // SSE: relay each upstream piece as soon as it arrives.
+    metrics_.first_byte.observe(seconds_since(r.start));
+    recycle(r, link);
+    if (result.status >= 500) {
+        result.failure = "upstream status " + std::to_string(result.status);
+        result.failed_body = std::move(body);
+        result.failed_content_type = content_type;
+        co_return;
+    }
+    http::response res = http::make_response(req, static_cast<bhttp::status>(result.status),
+                                             std::move(body), content_type);
+    for (const auto& [name, value] : route_headers(r))
+        res.set(name, value);
     result.sent_any = true;
-    if (!co_await out.begin_stream(static_cast<bhttp::status>(status), content_type, extra)) {
-        conn->close();
-        co_return result;
+    result.answered = co_await out.send(std::move(res));
+}
+
+// SSE: each upstream piece is relayed as soon as it arrives. After the first byte a retry is
+// impossible, so a broken upstream ends the stream with an error event and [DONE].
+asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
+                                          upstream_link& link, const std::string& content_type,
+                                          attempt_result& result) {
+    result.sent_any = true;
+    const http::header_list headers = route_headers(r);
+    if (!co_await out.begin_stream(static_cast<bhttp::status>(result.status), content_type,
+                                   headers)) {
+        link.conn->close();
+        co_return;
     }
     bool first = true;
     std::string piece;
-    while (!conn->done()) {
-        if ((ec = co_await conn->read_chunk(piece, cfg_.stream_idle_timeout))) {
-            // After the first byte a retry is impossible: end the stream with an error event.
+    while (!link.conn->done()) {
+        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
             metrics_.errors.with({"stream_broken"}).inc();
             const auto e =
                 make_error(502, "BadGatewayError", "the replica's stream broke: " + ec.message());
@@ -381,21 +406,20 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
             if (co_await out.write_chunk(tail))
                 co_await out.end_stream();
             result.failure = "stream: " + ec.message();
-            co_return result;
+            co_return;
         }
         if (first && !piece.empty()) {
             metrics_.first_byte.observe(seconds_since(r.start));
             first = false;
         }
         if (!co_await out.write_chunk(piece)) {
-            conn->close(); // the client is gone: the replica sees the close and aborts
+            link.conn->close(); // the client is gone: the replica sees the close and aborts
             result.failure = "client closed";
-            co_return result;
+            co_return;
         }
     }
     result.answered = co_await out.end_stream();
-    recycle();
-    co_return result;
+    recycle(r, link);
 }
 
 asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out) {

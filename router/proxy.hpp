@@ -29,6 +29,7 @@ public:
 private:
     struct routed;
     struct attempt_result;
+    struct upstream_link;
 
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
@@ -37,6 +38,19 @@ private:
     // One attempt on one replica. Sets `sent_any` once bytes reached the client.
     boost::asio::awaitable<attempt_result> forward(common::http::request& req,
                                                    common::http::response_writer& out, routed& r);
+    boost::asio::awaitable<boost::system::error_code> send_upstream(common::http::request& req,
+                                                                    routed& r, upstream_link& link);
+    boost::asio::awaitable<void> relay_whole(common::http::request& req,
+                                             common::http::response_writer& out, routed& r,
+                                             upstream_link& link, const std::string& content_type,
+                                             attempt_result& result);
+    boost::asio::awaitable<void> relay_stream(common::http::response_writer& out, routed& r,
+                                              upstream_link& link, const std::string& content_type,
+                                              attempt_result& result);
+    void recycle(routed& r, upstream_link& link);
+    common::http::response failure_response(const common::http::request& req,
+                                            const attempt_result& last, bool tried_any);
+    common::http::header_list route_headers(const routed& r) const;
     decision pick(const route_request& rr, const tried_set& tried,
                   std::vector<std::shared_ptr<replica>>& replicas);
 
