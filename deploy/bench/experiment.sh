@@ -55,3 +55,5 @@ if [ -n "$kill_after" ]; then
     (sleep "$kill_after"; kill -9 "${replica_pids[0]}" 2>/dev/null) &
 fi
 "$bin/bench/lanes-bench" --url "$router" --out "$out" "$@" || true
+# The router's view after the run (route reasons, mirrored counters) next to the result.
+curl -s "$router/metrics" >"${out%.json}.router-metrics.txt" || true
