@@ -1,17 +1,24 @@
 #include "replica/backend.hpp"
 
 #include "replica/cpu_backend.hpp"
+#include "replica/cuda_probe.hpp"
 #include "replica/sim_backend.hpp"
 
 #include <cblas.h>
 
 namespace lanes::replica {
 
+#if LANES_HAVE_CUDA
+bool cuda_available(std::string* why) {
+    return cuda_device_usable(why);
+}
+#else
 bool cuda_available(std::string* why) {
     if (why)
-        *why = "this build has no CUDA backend";
+        *why = "this build has no CUDA (LANES_CUDA was off or nvcc was not found)";
     return false;
 }
+#endif
 
 std::unique_ptr<backend> make_backend(const backend_options& options, const model_weights& weights,
                                       std::string& error) {
@@ -27,6 +34,9 @@ std::unique_ptr<backend> make_backend(const backend_options& options, const mode
             error = "--backend cuda: " + why;
             return nullptr;
         }
+        // A device is usable, but the model does not run on it yet (the CUDA backend issue).
+        error = "--backend cuda: " + why + ", but this build has no CUDA model backend yet";
+        return nullptr;
     }
     error = "unknown backend '" + options.kind + "'";
     return nullptr;

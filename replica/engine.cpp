@@ -42,8 +42,11 @@ std::string resolve_backend(const std::string& requested, std::string& note) {
         return requested;
     std::string why;
     if (cuda_available(&why)) {
-        note = "backend auto: a CUDA device is usable";
-        return "cuda";
+        // The CUDA model backend is not built yet: use the CPU, and say so.
+        note = "backend auto: " + why +
+               " is usable, but there is no CUDA model backend yet; "
+               "using cpu";
+        return "cpu";
     }
     note = "backend auto: using cpu (" + why + ")";
     return "cpu";
