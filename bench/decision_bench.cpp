@@ -1,4 +1,5 @@
-// lanes-decision-bench: the router's per-request decision cost — parse the JSON body, render the
+// lanes-decision-bench: the router's per-request decision cost — parse the JSON body (the router's
+// fast path, router/request_view), render the
 // prompt (chat template for chat requests), tokenize, hash its blocks and pick a replica — with
 // 16 replicas and a prefix index filled to capacity. Prints p50/p99/max per prompt size as JSON.
 #include "common/block_hash.hpp"
@@ -6,6 +7,7 @@
 #include "common/openai.hpp"
 #include "common/tokenizer.hpp"
 #include "router/policies/policy.hpp"
+#include "router/request_view.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -77,14 +79,13 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
     for (int i = 0; i < iterations; ++i) {
         const std::string& body = bodies[static_cast<std::size_t>(i) % bodies.size()];
         const auto start = clock_type::now();
-        const auto parsed = common::openai::parse_generation_request(kind, body);
+        const auto parsed = router::extract_request(kind, body); // the router's fast path
         const auto parsed_at = clock_type::now();
-        const auto tokens = common::encode_prompt(parsed.request->prompt);
-        const auto blocks = common::hash_blocks(tokens, 16);
+        const auto blocks = common::hash_prompt_blocks(parsed->prompt, 16);
         const auto hashed_at = clock_type::now();
         router::route_request rr;
         rr.blocks = blocks;
-        rr.prompt_tokens = tokens.size();
+        rr.prompt_tokens = parsed->prompt.size() + 1;
         const auto d = policy->pick(rr, pool, {});
         const auto end = clock_type::now();
         const auto elapsed = end - start;

@@ -56,6 +56,27 @@ std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_
     return hashes;
 }
 
+std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t block_size) {
+    std::vector<block_hash> hashes;
+    if (block_size == 0)
+        return hashes;
+    const std::size_t tokens = text.size() + 1; // BOS first
+    const std::size_t full = tokens / block_size;
+    hashes.reserve(full);
+    std::vector<token_id> block(block_size);
+    block_hash parent = root_block_hash;
+    for (std::size_t b = 0; b < full; ++b) {
+        for (std::size_t i = 0; i < block_size; ++i) {
+            const std::size_t t = b * block_size + i; // token index; token 0 is BOS
+            block[i] =
+                t == 0 ? bos_token : static_cast<token_id>(static_cast<unsigned char>(text[t - 1]));
+        }
+        parent = hash_block(parent, block);
+        hashes.push_back(parent);
+    }
+    return hashes;
+}
+
 void extend_block_hashes(std::vector<block_hash>& hashes, std::span<const token_id> tokens,
                          std::size_t block_size) {
     if (block_size == 0) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace lanes::common {
@@ -24,6 +25,10 @@ block_hash hash_block(block_hash parent, std::span<const token_id> tokens);
 // Hashes of every full block of `tokens` (tokens.size() / block_size of them).
 // block_size must be > 0.
 std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size);
+
+// hash_blocks(encode_prompt(text), block_size) without building the token vector (the router's
+// hot path): the block's token ids are written straight from the prompt bytes.
+std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t block_size);
 
 // Extends `hashes` with the hashes of the full blocks of `tokens` not yet hashed (incremental:
 // used as a sequence grows during decode).

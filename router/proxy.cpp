@@ -5,6 +5,7 @@
 #include "common/log.hpp"
 #include "common/openai.hpp"
 #include "common/tokenizer.hpp"
+#include "router/request_view.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
@@ -60,11 +61,11 @@ bool hop_by_hop(bhttp::field f) {
 
 // The session key: x-session-id header, else the body's `user`, else a `session_id` cookie.
 std::optional<std::string> session_key(const http::request& req,
-                                       const openai::generation_request& g) {
+                                       const std::optional<std::string>& user) {
     if (auto it = req.find("x-session-id"); it != req.end() && !it->value().empty())
         return std::string(it->value());
-    if (g.user && !g.user->empty())
-        return *g.user;
+    if (user && !user->empty())
+        return *user;
     if (auto it = req.find(bhttp::field::cookie); it != req.end()) {
         const std::string_view cookies(it->value().data(), it->value().size());
         constexpr std::string_view key = "session_id=";
@@ -152,26 +153,35 @@ decision proxy::pick(const route_request& rr, const tried_set& tried,
 asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out, bool chat) {
     const auto start = clock_type::now();
     const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
-    openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
-    if (parsed.error) {
-        metrics_.requests.with({"none", std::to_string(parsed.error->status), "invalid"}).inc();
-        co_await out.send(http::make_response(req, static_cast<bhttp::status>(parsed.error->status),
-                                              openai::error_json(*parsed.error)));
-        co_return;
+    std::optional<request_view> view = extract_request(kind, req.body());
+    if (!view) { // unusual or invalid: the full parser decides, and names any problem
+        openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
+        if (parsed.error) {
+            metrics_.requests.with({"none", std::to_string(parsed.error->status), "invalid"}).inc();
+            co_await out.send(http::make_response(req,
+                                                  static_cast<bhttp::status>(parsed.error->status),
+                                                  openai::error_json(*parsed.error)));
+            co_return;
+        }
+        auto& g = *parsed.request;
+        view = request_view{std::move(g.prompt), std::move(g.prompt_token_ids), g.model, g.user,
+                            g.stream};
     }
-    const openai::generation_request& g = *parsed.request;
-    std::vector<common::token_id> tokens =
-        g.prompt_token_ids.empty()
-            ? common::encode_prompt(g.prompt)
-            : std::vector<common::token_id>(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
+    // Token-id prompts get the BOS the replica adds, so the hashes match what it will cache.
+    auto& ids = view->prompt_token_ids;
+    if (!ids.empty() && ids.front() != common::bos_token)
+        ids.insert(ids.begin(), common::bos_token);
+    const auto block_size = static_cast<std::size_t>(cfg_.block_size);
     const std::vector<common::block_hash> blocks =
-        common::hash_blocks(tokens, static_cast<std::size_t>(cfg_.block_size));
+        view->prompt_token_ids.empty() ? common::hash_prompt_blocks(view->prompt, block_size)
+                                       : common::hash_blocks(view->prompt_token_ids, block_size);
     route_request rr;
     rr.blocks = blocks;
-    rr.prompt_tokens = tokens.size();
-    rr.session_key = session_key(req, g);
-    if (g.model)
-        rr.model = *g.model;
+    rr.prompt_tokens =
+        view->prompt_token_ids.empty() ? view->prompt.size() + 1 : view->prompt_token_ids.size();
+    rr.session_key = session_key(req, view->user);
+    if (view->model)
+        rr.model = *view->model;
 
     std::string request_id;
     if (auto it = req.find(header_request_id); it != req.end() && !it->value().empty())

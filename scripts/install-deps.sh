@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     cmake ninja-build g++ pkg-config ccache git curl
     libboost1.81-dev libboost-system1.81-dev   # Asio, Beast (compiled once, see common/)
-    nlohmann-json3-dev libxxhash-dev libopenblas-dev
+    nlohmann-json3-dev libxxhash-dev libopenblas-dev libsimdjson-dev
     catch2                                     # v2, header catch2/catch.hpp
     clang-format                               # the format check in the test suite
     prometheus                                 # promtool, to lint /metrics in the tests

@@ -111,3 +111,13 @@ TEST_CASE("block size changes the hashes", "[block_hash]") {
     REQUIRE(h16[1] != h32[0]);
     REQUIRE(h32[0] == hash_block(root_block_hash, std::span(tokens).first(32)));
 }
+
+TEST_CASE("hash_prompt_blocks equals hashing the encoded prompt", "[block_hash]") {
+    std::string text;
+    for (int n = 0; n < 300; ++n) {
+        for (std::size_t block : {1u, 7u, 16u, 64u})
+            REQUIRE(lanes::common::hash_prompt_blocks(text, block) ==
+                    lanes::common::hash_blocks(lanes::common::encode_prompt(text), block));
+        text.push_back(static_cast<char>(n * 37 % 256));
+    }
+}

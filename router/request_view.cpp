@@ -1,0 +1,131 @@
+#include "router/request_view.hpp"
+
+#include "common/chat_template.hpp"
+#include "common/tokenizer.hpp"
+
+#include <simdjson.h>
+
+namespace lanes::router {
+
+namespace od = simdjson::ondemand;
+
+namespace {
+
+bool is_null(od::value& v) {
+    bool null = false;
+    return !v.is_null().get(null) && null;
+}
+
+// A string field, or nullopt when absent/null; false when it has another type.
+bool read_string(od::value v, std::optional<std::string>& out) {
+    if (is_null(v))
+        return true;
+    std::string_view s;
+    if (v.get_string().get(s))
+        return false;
+    out = std::string(s);
+    return true;
+}
+
+bool read_prompt(od::value v, request_view& view) {
+    std::string_view text;
+    od::json_type type;
+    if (v.type().get(type))
+        return false;
+    if (type == od::json_type::string) {
+        if (v.get_string().get(text))
+            return false;
+        view.prompt = std::string(text);
+        return true;
+    }
+    od::array items;
+    if (v.get_array().get(items))
+        return false;
+    std::size_t strings = 0;
+    for (auto item : items) {
+        od::value iv;
+        if (item.get(iv))
+            return false;
+        od::json_type item_type;
+        if (iv.type().get(item_type))
+            return false;
+        if (item_type == od::json_type::string) {
+            if (iv.get_string().get(text) || ++strings > 1)
+                return false; // batched prompts: let the full parser explain
+            view.prompt = std::string(text);
+        } else {
+            std::uint64_t id = 0;
+            if (iv.get_uint64().get(id) || id >= lanes::common::vocab_size)
+                return false;
+            view.prompt_token_ids.push_back(static_cast<std::uint32_t>(id));
+        }
+    }
+    return (strings == 1) != !view.prompt_token_ids.empty();
+}
+
+bool read_messages(od::value v, request_view& view) {
+    od::array items;
+    if (v.get_array().get(items))
+        return false;
+    std::vector<common::chat_message> messages;
+    for (auto item : items) {
+        od::object msg;
+        if (item.get_object().get(msg))
+            return false;
+        common::chat_message m;
+        std::string_view role, content;
+        if (msg["role"].get_string().get(role))
+            return false;
+        auto c = msg["content"];
+        if (c.get_string().get(content))
+            return false; // null or content parts: the full parser handles them
+        m.role = std::string(role);
+        m.content = std::string(content);
+        messages.push_back(std::move(m));
+    }
+    if (messages.empty())
+        return false;
+    view.prompt = common::render_chat(messages);
+    return true;
+}
+
+} // namespace
+
+std::optional<request_view> extract_request(common::openai::endpoint kind, std::string_view body) {
+    thread_local od::parser parser;
+    const simdjson::padded_string padded(body);
+    od::document doc;
+    if (parser.iterate(padded).get(doc))
+        return std::nullopt;
+    od::object obj;
+    if (doc.get_object().get(obj))
+        return std::nullopt;
+    request_view view;
+    bool have_input = false;
+    for (auto field : obj) {
+        std::string_view key;
+        od::value v;
+        if (field.unescaped_key().get(key) || field.value().get(v))
+            return std::nullopt;
+        bool ok = true;
+        if (key == "model") {
+            ok = read_string(v, view.model);
+        } else if (key == "user") {
+            ok = read_string(v, view.user);
+        } else if (key == "stream") {
+            ok = is_null(v) || !v.get_bool().get(view.stream);
+        } else if (key == "prompt" && kind == common::openai::endpoint::completions) {
+            ok = have_input = read_prompt(v, view);
+        } else if (key == "messages" && kind == common::openai::endpoint::chat_completions) {
+            ok = have_input = read_messages(v, view);
+        }
+        if (!ok)
+            return std::nullopt;
+    }
+    // (Bytes after the object are not checked here; the replica's full parser rejects them.)
+    if (!have_input)
+        return std::nullopt;
+    return view;
+}
+
+} // namespace lanes::router
