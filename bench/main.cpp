@@ -22,18 +22,8 @@ using namespace lanes;
 constexpr auto settle = std::chrono::milliseconds(400);
 
 common::http::fetch_result get(const common::http::url& target, std::string_view path) {
-    boost::asio::io_context io;
-    common::http::fetch_result res;
     const common::http::fetch_options options;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-            res = co_await common::http::fetch(io.get_executor(), target,
-                                               boost::beast::http::verb::get, path, options);
-        },
-        boost::asio::detached);
-    io.run();
-    return res;
+    return common::http::fetch_blocking(target, boost::beast::http::verb::get, path, options);
 }
 
 // The fleet's prefix-cache (hits, queries) in tokens: the router's mirrored counters, or a

@@ -234,4 +234,18 @@ asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, const url& target,
     co_return result;
 }
 
+fetch_result fetch_blocking(const url& target, beast_http::verb method, std::string_view path,
+                            const fetch_options& options) {
+    asio::io_context io;
+    fetch_result res;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            res = co_await fetch(io.get_executor(), target, method, path, options);
+        },
+        asio::detached);
+    io.run();
+    return res;
+}
+
 } // namespace lanes::common::http

@@ -89,4 +89,9 @@ boost::asio::awaitable<fetch_result> fetch(boost::asio::any_io_executor ex, cons
                                            beast_http::verb method, std::string_view path,
                                            const fetch_options& options);
 
+// fetch() on a private io_context, blocking the calling thread until it completes (for tools
+// and tests that run no io_context of their own).
+fetch_result fetch_blocking(const url& target, beast_http::verb method, std::string_view path,
+                            const fetch_options& options);
+
 } // namespace lanes::common::http

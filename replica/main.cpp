@@ -1,5 +1,6 @@
 // lanes-replica: parse config, wire engine + HTTP front, run until SIGINT/SIGTERM.
 #include "common/log.hpp"
+#include "common/run_loop.hpp"
 #include "replica/api.hpp"
 #include "replica/config.hpp"
 #include "replica/engine.hpp"

@@ -1,6 +1,7 @@
 // lanes-router: parse config, wire the replica pool, policy and proxy, run until SIGINT/SIGTERM.
 #include "common/http_client.hpp"
 #include "common/log.hpp"
+#include "common/run_loop.hpp"
 #include "router/config.hpp"
 #include "router/metrics.hpp"
 #include "router/proxy.hpp"

@@ -68,13 +68,18 @@ asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration i
     }
 }
 
-asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
+asio::awaitable<http::fetch_result> replica_monitor::get(const replica& r, std::string_view path,
+                                                         common::http::duration timeout) {
     http::fetch_options options;
     options.connect_timeout = cfg_.connect_timeout;
-    options.total_timeout = cfg_.scrape_timeout;
+    options.total_timeout = timeout;
     const auto executor = co_await asio::this_coro::executor;
-    const auto res = co_await http::fetch(executor, r->address(), boost::beast::http::verb::get,
-                                          "/metrics", options);
+    co_return co_await http::fetch(executor, r.address(), boost::beast::http::verb::get, path,
+                                   options);
+}
+
+asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
+    const auto res = co_await get(*r, "/metrics", cfg_.scrape_timeout);
     r->scrape_busy.store(false);
     if (stopping_->load())
         co_return;
@@ -104,12 +109,7 @@ void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) 
 }
 
 asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
-    http::fetch_options options;
-    options.connect_timeout = cfg_.connect_timeout;
-    options.total_timeout = cfg_.health_timeout;
-    const auto executor = co_await asio::this_coro::executor;
-    const auto res = co_await http::fetch(executor, r->address(), boost::beast::http::verb::get,
-                                          "/health", options);
+    const auto res = co_await get(*r, "/health", cfg_.health_timeout);
     r->probe_busy.store(false);
     if (!stopping_->load())
         report(r, !res.ec && res.status == 200);

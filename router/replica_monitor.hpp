@@ -49,6 +49,9 @@ private:
                                                   std::atomic<bool> replica::*busy,
                                                   replica_task task);
     boost::asio::awaitable<void> dns_loop();
+    // GET `path` from a replica on a fresh connection within `timeout`.
+    boost::asio::awaitable<common::http::fetch_result> get(const replica& r, std::string_view path,
+                                                           common::http::duration timeout);
     boost::asio::awaitable<void> scrape(std::shared_ptr<replica> r);
     boost::asio::awaitable<void> probe(std::shared_ptr<replica> r);
     void mirror_counters(const replica& r, const scraped_stats& s);

@@ -114,21 +114,13 @@ std::string reply::header(std::string_view name) const {
 reply request(unsigned short port, boost::beast::http::verb method, const std::string& path,
               const std::string& body, const common::http::header_list& headers,
               std::chrono::milliseconds timeout) {
-    boost::asio::io_context io;
-    common::http::url target{"127.0.0.1", port, ""};
+    const common::http::url target{"127.0.0.1", port, ""};
     common::http::fetch_options options;
     options.body = body;
     options.headers = headers;
     options.total_timeout = timeout;
     options.body_limit = 64 * 1024 * 1024;
-    common::http::fetch_result res;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-            res = co_await common::http::fetch(io.get_executor(), target, method, path, options);
-        },
-        boost::asio::detached);
-    io.run();
+    common::http::fetch_result res = common::http::fetch_blocking(target, method, path, options);
     reply r;
     r.status = res.status;
     r.body = std::move(res.body);

@@ -50,18 +50,8 @@ struct test_server {
 
 http::fetch_result fetch_sync(unsigned short port, bhttp::verb method, std::string path,
                               http::fetch_options options = {}) {
-    asio::io_context io;
-    http::fetch_result res;
-    // A named url: GCC 12 mis-destroys braced temporaries passed to coroutines by value.
     const http::url target{"127.0.0.1", port, ""};
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            res = co_await http::fetch(io.get_executor(), target, method, path, options);
-        },
-        asio::detached);
-    io.run();
-    return res;
+    return http::fetch_blocking(target, method, path, options);
 }
 
 // Sends raw bytes and returns everything the server answers until it closes (or 2 s pass).

@@ -1,0 +1,19 @@
+// The main loop of a server binary: run the io_context on several threads until SIGINT/SIGTERM,
+// then drain with a deadline.
+#pragma once
+
+#include "common/http_server.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
+
+namespace lanes::common::http {
+
+// Runs `io` on `threads` threads until SIGINT/SIGTERM, then calls `on_signal` (which should stop
+// the servers and background work), waits up to `grace` for `is_drained()` and stops `io`.
+// Returns the process exit code (0).
+int run_until_signal(boost::asio::io_context& io, unsigned threads, duration grace,
+                     std::function<void()> on_signal, std::function<bool()> is_drained);
+
+} // namespace lanes::common::http
