@@ -63,13 +63,35 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
     const std::size_t tokens = text.size() + 1; // BOS first
     const std::size_t full = tokens / block_size;
     hashes.reserve(full);
-    std::vector<token_id> block(block_size);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     block_hash parent = root_block_hash;
+    if constexpr (std::endian::native == std::endian::little) {
+        // One reused hash input in hash_block's layout (parent, then 4-byte tokens), filled by
+        // widening the prompt bytes in place: no per-block token vector and no copy.
+        static_assert(parent_bytes == 2 * sizeof(std::uint32_t));
+        std::vector<std::uint32_t> input(2 + block_size);
+        std::uint32_t* block = input.data() + 2;
+        for (std::size_t b = 0; b < full; ++b) {
+            std::memcpy(input.data(), &parent, parent_bytes);
+            if (b == 0) {
+                block[0] = bos_token;
+                for (std::size_t i = 1; i < block_size; ++i)
+                    block[i] = bytes[i - 1];
+            } else {
+                const unsigned char* src = bytes + b * block_size - 1; // token t is text[t - 1]
+                for (std::size_t i = 0; i < block_size; ++i)
+                    block[i] = src[i];
+            }
+            parent = XXH3_64bits(input.data(), parent_bytes + 4 * block_size);
+            hashes.push_back(parent);
+        }
+        return hashes;
+    }
+    std::vector<token_id> block(block_size);
     for (std::size_t b = 0; b < full; ++b) {
         for (std::size_t i = 0; i < block_size; ++i) {
             const std::size_t t = b * block_size + i; // token index; token 0 is BOS
-            block[i] =
-                t == 0 ? bos_token : static_cast<token_id>(static_cast<unsigned char>(text[t - 1]));
+            block[i] = t == 0 ? bos_token : static_cast<token_id>(bytes[t - 1]);
         }
         parent = hash_block(parent, block);
         hashes.push_back(parent);

@@ -42,11 +42,22 @@ std::size_t prefix_index::match(const std::string& replica,
     const auto it = replicas_.find(replica);
     if (it == replicas_.end())
         return 0;
+    // Blocks are chained, and insert() touches a request's blocks from its last to its first, so
+    // in every chain a block is more recently used than all blocks after it: eviction takes a
+    // chain's tail first and the held blocks form a prefix-closed set. The leading run held is
+    // then found by binary search (a full hit, the common case, costs one lookup).
     const auto& where = it->second.where;
-    std::size_t n = 0;
-    while (n < blocks.size() && where.contains(blocks[n]))
-        ++n;
-    return n;
+    std::size_t lo = 0, hi = blocks.size(); // blocks[0, lo) held; blocks[hi] (if any) not held
+    if (hi > 0 && where.contains(blocks[hi - 1]))
+        return hi;
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (where.contains(blocks[mid]))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 void prefix_index::update_capacities(const pool_snapshot& pool) {
