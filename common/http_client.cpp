@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <charconv>
 
 namespace lanes::common::http {
@@ -136,9 +137,16 @@ asio::awaitable<error_code> client_connection::write(request& req, duration time
     if (req.find(beast_http::field::host) == req.end())
         req.set(beast_http::field::host, target_.authority());
     req.prepare_payload();
+    const std::string head = serialize_header(req);
+    co_return co_await write_raw(head, req.body(), timeout);
+}
+
+asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
+                                                         std::string_view body, duration timeout) {
     parser_.reset();
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     stream_->expires_after(timeout);
-    auto [ec, n] = co_await beast_http::async_write(*stream_, req, use_tuple);
+    auto [ec, n] = co_await asio::async_write(*stream_, wire, use_tuple);
     if (ec)
         open_ = false;
     co_return ec;

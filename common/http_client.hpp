@@ -45,6 +45,10 @@ public:
 
     // Sends `req` (Host is set from the connected url when absent).
     boost::asio::awaitable<boost::system::error_code> write(request& req, duration timeout);
+    // Sends a request already on the wire format: `head` (start line, fields, blank line, as
+    // serialize_header makes) then `body`, in one gathered write. Both must outlive the call.
+    boost::asio::awaitable<boost::system::error_code>
+    write_raw(std::string_view head, std::string_view body, duration timeout);
     // Reads the response status line and headers.
     boost::asio::awaitable<boost::system::error_code> read_header(duration timeout);
     const beast_http::response_header<>& header() const;

@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <cerrno>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,51 @@ response make_response(const request& req, beast_http::status status, std::strin
     res.body() = std::move(body);
     res.prepare_payload();
     return res;
+}
+
+namespace {
+
+template <class Fields>
+void append_fields(std::string& out, const Fields& fields) {
+    for (const auto& f : fields) {
+        out += f.name_string();
+        out += ": ";
+        out += f.value();
+        out += "\r\n";
+    }
+    out += "\r\n";
+}
+
+std::string_view version_text(unsigned version) {
+    return version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+}
+
+} // namespace
+
+std::string serialize_header(const request& req) {
+    std::string out;
+    out.reserve(256);
+    out += req.method_string();
+    out += ' ';
+    out += req.target();
+    out += ' ';
+    out += version_text(req.version());
+    out += "\r\n";
+    append_fields(out, req.base());
+    return out;
+}
+
+std::string serialize_header(const response& res) {
+    std::string out;
+    out.reserve(256);
+    out += version_text(res.version());
+    out += ' ';
+    out += std::to_string(res.result_int());
+    out += ' ';
+    out += res.reason();
+    out += "\r\n";
+    append_fields(out, res.base());
+    return out;
 }
 
 class session;
@@ -115,6 +161,7 @@ private:
     bool started_ = false;
     bool broken_ = false;
     bool keep_alive_ = true;
+    bool head_request_ = false; // the request being answered is a HEAD: send no body
     unsigned version_ = 11;
     std::function<void()> on_closed_;
     std::uint64_t watch_generation_ = 0;
@@ -202,12 +249,14 @@ asio::awaitable<void> session::refuse(int status, std::string message) {
     res.body() = limit_error(status, std::move(message));
     res.prepare_payload();
     keep_alive_ = false;
+    head_request_ = false; // refused before any request was taken up
     co_await send(std::move(res));
 }
 
 asio::awaitable<void> session::serve(request& req) {
     started_ = false;
     keep_alive_ = req.keep_alive();
+    head_request_ = req.method() == beast_http::verb::head;
     st_->active.fetch_add(1);
     std::string failure;
     LANES_LOG(debug, "http",
@@ -249,8 +298,12 @@ asio::awaitable<bool> session::send(response res) {
     if (res.find(beast_http::field::server) == res.end())
         res.set(beast_http::field::server, server_header);
     res.prepare_payload();
+    const std::string head = serialize_header(res);
+    // A HEAD answer has the GET answer's header (Content-Length included) and no body.
+    const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] = co_await beast_http::async_write(stream_, res, use_tuple);
+    auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);
     if (ec)
         broken_ = true;
     co_return !ec;

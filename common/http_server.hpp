@@ -29,6 +29,12 @@ using response = beast_http::response<beast_http::string_body>;
 using header_list = std::vector<std::pair<std::string, std::string>>;
 using duration = std::chrono::milliseconds;
 
+// The start line and header fields of a message, ending with the blank line: what goes on the
+// wire before the body, as one string. Sent with the body as one gathered write, this replaces
+// Beast's serializer, which walks a buffer sequence with a piece per field.
+std::string serialize_header(const request& req);
+std::string serialize_header(const response& res);
+
 struct server_config {
     std::size_t header_limit = 16 * 1024;     // request line + headers, bytes (over: 431)
     std::size_t body_limit = 8 * 1024 * 1024; // request body, bytes (over: 413)

@@ -315,13 +315,33 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
 asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
                                                  upstream_link& link) {
     auto executor = co_await asio::this_coro::executor;
-    http::request up{req.method(), r.target->address().base_path + std::string(req.target()), 11};
-    for (const auto& field : req)
-        if (!hop_by_hop(field.name()))
-            up.set(field.name_string(), field.value());
-    up.set(header_request_id, r.request_id);
-    up.keep_alive(true);
-    up.body() = req.body();
+    // The upstream request straight in wire format: the client's end-to-end fields in order
+    // (repeats kept), our Host, request id and length; HTTP/1.1 keep-alive by default.
+    const auto& address = r.target->address();
+    std::string head;
+    head.reserve(256 + req.target().size());
+    head += req.method_string();
+    head += ' ';
+    head += address.base_path;
+    head += req.target();
+    head += " HTTP/1.1\r\nHost: ";
+    head += address.authority();
+    head += "\r\n";
+    for (const auto& field : req) {
+        if (hop_by_hop(field.name()) ||
+            boost::beast::iequals(field.name_string(), header_request_id))
+            continue;
+        head += field.name_string();
+        head += ": ";
+        head += field.value();
+        head += "\r\n";
+    }
+    head += header_request_id;
+    head += ": ";
+    head += r.request_id;
+    head += "\r\nContent-Length: ";
+    head += std::to_string(req.body().size());
+    head += "\r\n\r\n";
     error_code ec;
     for (int attempt = 0; attempt < 2; ++attempt) {
         link.conn = r.target->take_idle();
@@ -336,7 +356,7 @@ asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
                 co_return ec;
             }
         }
-        ec = co_await link.conn->write(up, cfg_.upstream_write_timeout);
+        ec = co_await link.conn->write_raw(head, req.body(), cfg_.upstream_write_timeout);
         if (!ec)
             ec = co_await link.conn->read_header(cfg_.first_byte_timeout);
         if (!ec || !reused || link.client_gone)
@@ -386,8 +406,9 @@ asio::awaitable<void> proxy::relay_whole(http::request& req, http::response_writ
     }
     http::response res = http::make_response(req, static_cast<bhttp::status>(result.status),
                                              std::move(body), content_type);
-    for (const auto& [name, value] : route_headers(r))
-        res.set(name, value);
+    res.set(header_replica, r.target->id());
+    res.set(header_reason, to_string(r.choice.reason));
+    res.set(header_request_id, r.request_id);
     result.sent_any = true;
     result.answered = co_await out.send(std::move(res));
 }

@@ -93,9 +93,13 @@ bool read_messages(od::value v, request_view& view) {
 
 std::optional<request_view> extract_request(common::openai::endpoint kind, std::string_view body) {
     thread_local od::parser parser;
-    const simdjson::padded_string padded(body);
+    // simdjson reads up to SIMDJSON_PADDING bytes past the input: parse a padded copy, kept per
+    // thread so that a request costs a copy but no allocation.
+    thread_local std::string padded;
+    padded.assign(body);
+    padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
     od::document doc;
-    if (parser.iterate(padded).get(doc))
+    if (parser.iterate(padded.data(), body.size(), padded.size()).get(doc))
         return std::nullopt;
     od::object obj;
     if (doc.get_object().get(obj))

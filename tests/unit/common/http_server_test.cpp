@@ -98,6 +98,20 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
             ++count;
         CHECK(count == 2);
     }
+    SECTION("HEAD gets the GET header, Content-Length included, and no body") {
+        // Then a GET on the same connection: its body must follow right after the HEAD header.
+        const std::string head = "HEAD /h HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+        const std::string get =
+            "GET /g HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi";
+        const std::string out = raw_exchange(ts.port, head + get);
+        const auto second = out.find("HTTP/1.1 200", 1);
+        REQUIRE(out.starts_with("HTTP/1.1 200 OK\r\n"));
+        REQUIRE(second != std::string::npos);
+        const std::string first = out.substr(0, second);
+        CHECK(first.find("Content-Length: 3\r\n") != std::string::npos);
+        CHECK(first.ends_with("\r\n\r\n")); // the header alone
+        CHECK(out.ends_with("\r\n\r\nhi"));
+    }
     SECTION("chunked stream arrives chunk by chunk through the client") {
         asio::io_context io;
         std::vector<std::string> pieces;
