@@ -1,9 +1,12 @@
 #include "common/block_hash.hpp"
 
+#include <algorithm>
 #include <array>
-#include <bit>
 #include <cstring>
 
+// Inlined (the header carries the whole implementation): the router hashes ~500 short inputs per
+// 8k-token prompt, each dependent on the last, so call overhead counts.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace lanes::common {
@@ -19,20 +22,19 @@ void put_le(unsigned char* out, std::uint64_t value, std::size_t bytes) {
     }
 }
 
-// Writes the hash input (parent then tokens, little-endian) into `out`, which must hold
-// 8 + 4 * tokens.size() bytes; returns the number of bytes written.
-std::size_t fill_input(unsigned char* out, block_hash parent, std::span<const token_id> tokens) {
-    if constexpr (std::endian::native == std::endian::little) {
-        // The in-memory layout already is the little-endian wire layout: copy it whole.
-        std::memcpy(out, &parent, parent_bytes);
-        std::memcpy(out + parent_bytes, tokens.data(), tokens.size_bytes());
-        return parent_bytes + tokens.size_bytes();
-    }
+bool all_bytes(std::span<const token_id> tokens) {
+    return std::all_of(tokens.begin(), tokens.end(), [](token_id t) { return t < 256; });
+}
+
+// Writes the hash input (parent, then each token as one byte or as 4 little-endian bytes) into
+// `out`; returns the number of bytes written.
+std::size_t fill_input(unsigned char* out, block_hash parent, std::span<const token_id> tokens,
+                       bool byte_form) {
     put_le(out, parent, parent_bytes);
     std::size_t pos = parent_bytes;
     for (token_id t : tokens) {
-        put_le(out + pos, t, 4);
-        pos += 4;
+        put_le(out + pos, t, byte_form ? 1 : 4);
+        pos += byte_form ? 1 : 4;
     }
     return pos;
 }
@@ -40,14 +42,13 @@ std::size_t fill_input(unsigned char* out, block_hash parent, std::span<const to
 } // namespace
 
 block_hash hash_block(block_hash parent, std::span<const token_id> tokens) {
+    const bool byte_form = all_bytes(tokens);
     if (tokens.size() <= stack_block_tokens) {
         std::array<unsigned char, parent_bytes + 4 * stack_block_tokens> buf;
-        std::size_t n = fill_input(buf.data(), parent, tokens);
-        return XXH3_64bits(buf.data(), n);
+        return XXH3_64bits(buf.data(), fill_input(buf.data(), parent, tokens, byte_form));
     }
     std::vector<unsigned char> buf(parent_bytes + 4 * tokens.size());
-    std::size_t n = fill_input(buf.data(), parent, tokens);
-    return XXH3_64bits(buf.data(), n);
+    return XXH3_64bits(buf.data(), fill_input(buf.data(), parent, tokens, byte_form));
 }
 
 std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size) {
@@ -63,37 +64,21 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
     const std::size_t tokens = text.size() + 1; // BOS first
     const std::size_t full = tokens / block_size;
     hashes.reserve(full);
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-    block_hash parent = root_block_hash;
-    if constexpr (std::endian::native == std::endian::little) {
-        // One reused hash input in hash_block's layout (parent, then 4-byte tokens), filled by
-        // widening the prompt bytes in place: no per-block token vector and no copy.
-        static_assert(parent_bytes == 2 * sizeof(std::uint32_t));
-        std::vector<std::uint32_t> input(2 + block_size);
-        std::uint32_t* block = input.data() + 2;
-        for (std::size_t b = 0; b < full; ++b) {
-            std::memcpy(input.data(), &parent, parent_bytes);
-            if (b == 0) {
-                block[0] = bos_token;
-                for (std::size_t i = 1; i < block_size; ++i)
-                    block[i] = bytes[i - 1];
-            } else {
-                const unsigned char* src = bytes + b * block_size - 1; // token t is text[t - 1]
-                for (std::size_t i = 0; i < block_size; ++i)
-                    block[i] = src[i];
-            }
-            parent = XXH3_64bits(input.data(), parent_bytes + 4 * block_size);
-            hashes.push_back(parent);
-        }
+    if (full == 0)
         return hashes;
-    }
-    std::vector<token_id> block(block_size);
-    for (std::size_t b = 0; b < full; ++b) {
-        for (std::size_t i = 0; i < block_size; ++i) {
-            const std::size_t t = b * block_size + i; // token index; token 0 is BOS
-            block[i] = t == 0 ? bos_token : static_cast<token_id>(bytes[t - 1]);
-        }
-        parent = hash_block(parent, block);
+    // Block 0 holds the BOS (4-byte form); every later block is prompt bytes, whose byte-form
+    // hash input is the parent followed by the bytes exactly as they are in the text.
+    std::vector<token_id> first(block_size);
+    first[0] = bos_token;
+    for (std::size_t i = 1; i < block_size; ++i)
+        first[i] = static_cast<unsigned char>(text[i - 1]);
+    block_hash parent = hash_block(root_block_hash, first);
+    hashes.push_back(parent);
+    std::vector<unsigned char> input(parent_bytes + block_size);
+    for (std::size_t b = 1; b < full; ++b) {
+        put_le(input.data(), parent, parent_bytes);
+        std::memcpy(input.data() + parent_bytes, text.data() + b * block_size - 1, block_size);
+        parent = XXH3_64bits(input.data(), input.size());
         hashes.push_back(parent);
     }
     return hashes;

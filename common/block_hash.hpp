@@ -1,8 +1,11 @@
 // Chained block hashing (as vLLM's automatic prefix caching): a prompt's tokens are cut into full
 // blocks of `block_size`; block i's hash is XXH3-64 over the 8 little-endian bytes of block i-1's
-// hash followed by the block's token ids as 4-byte little-endian integers. Block 0's parent is
+// hash followed by the block's token ids: one byte each when every id in the block is below 256
+// (the byte tokenizer's text), else 4 little-endian bytes each. Block 0's parent is
 // `root_block_hash`. Equal hash => equal whole prefix (up to collisions). A trailing partial block
-// is not hashed.
+// is not hashed. The byte form lets the router hash a prompt's bytes where they lie, with a
+// quarter of the input; the two forms cannot be confused for one block size, their input lengths
+// differ.
 #pragma once
 
 #include "common/tokenizer.hpp"

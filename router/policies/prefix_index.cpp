@@ -45,10 +45,13 @@ std::size_t prefix_index::match(const std::string& replica,
     // Blocks are chained, and insert() touches a request's blocks from its last to its first, so
     // in every chain a block is more recently used than all blocks after it: eviction takes a
     // chain's tail first and the held blocks form a prefix-closed set. The leading run held is
-    // then found by binary search (a full hit, the common case, costs one lookup).
+    // then found by binary search. Most replicas share not even the first block with a request,
+    // and a full hit is common: each of those costs one or two lookups.
     const auto& where = it->second.where;
-    std::size_t lo = 0, hi = blocks.size(); // blocks[0, lo) held; blocks[hi] (if any) not held
-    if (hi > 0 && where.contains(blocks[hi - 1]))
+    if (blocks.empty() || !where.contains(blocks.front()))
+        return 0;
+    std::size_t lo = 1, hi = blocks.size(); // blocks[0, lo) held; blocks[hi] (if any) not held
+    if (where.contains(blocks.back()))
         return hi;
     while (lo < hi) {
         const std::size_t mid = lo + (hi - lo) / 2;

@@ -7,21 +7,23 @@
 using namespace lanes::common;
 
 // Golden values were computed independently of this code: the exact input bytes (8-byte
-// little-endian parent, then 4-byte little-endian token ids) were written to files with Python's
-// struct.pack and hashed with the xxhash package's CLI: `xxhsum -H3 <file>` (xxhsum 0.8.1, which
-// prints the canonical big-endian form, i.e. the 64-bit value in hex).
+// little-endian parent, then the token ids: one byte each when all are below 256, else 4-byte
+// little-endian) were written to files with Python's struct.pack and hashed with the xxhash
+// package's CLI: `xxhsum -H3 <file>` (xxhsum 0.8.1, which prints the canonical big-endian form,
+// i.e. the 64-bit value in hex).
 TEST_CASE("hash_block matches XXH3-64 golden values", "[block_hash]") {
     // struct.pack('<Q', root)
     REQUIRE(hash_block(root_block_hash, {}) == 0x79d3f4fdfc996a0eULL);
     // struct.pack('<Q', 0) + struct.pack('<I', 257) + struct.pack('<I', 0x01020304)
     std::vector<token_id> two = {257, 0x01020304};
     REQUIRE(hash_block(0, two) == 0xa1858b85aa383ad5ULL);
-    // root + tokens 0..255: the largest block that uses the stack buffer.
+    // root + tokens 0..255, all below 256: the byte form, struct.pack('<Q', root) +
+    // bytes(range(256)).
     std::vector<token_id> b256;
     for (token_id i = 0; i < 256; ++i) {
         b256.push_back(i);
     }
-    REQUIRE(hash_block(root_block_hash, b256) == 0x7f05e4b9c0c7ee20ULL);
+    REQUIRE(hash_block(root_block_hash, b256) == 0x1bb1240c352d6b82ULL);
     // root + tokens i % 258 for i in 0..299: a block larger than the stack buffer.
     std::vector<token_id> big;
     for (token_id i = 0; i < 300; ++i) {
@@ -35,7 +37,7 @@ TEST_CASE("hash_blocks chains blocks from the root", "[block_hash]") {
     auto hashes = hash_blocks(encode_prompt("hello world"), 4);
     REQUIRE(hashes.size() == 3);
     REQUIRE(hashes[0] == 0xfaa88d6a4c3f7e09ULL); // root + [256, 'h', 'e', 'l']
-    REQUIRE(hashes[1] == 0xe4217989a71816deULL); // hashes[0] + ['l', 'o', ' ', 'w']
+    REQUIRE(hashes[1] == 0x55edd622e97f9e3bULL); // hashes[0] + b"lo w" (byte form)
     REQUIRE(hashes[2] == hash_block(hashes[1], std::vector<token_id>{'o', 'r', 'l', 'd'}));
 }
 
