@@ -165,9 +165,9 @@ int main(int argc, char** argv) {
         warm_up(eng);
         std::vector<replica::engine_request> reqs;
         for (int i = 0; i < b; ++i)
-            reqs.push_back(request(text(static_cast<std::size_t>(decode_prompt_len),
-                                        static_cast<char>(i)),
-                                   decode_tokens));
+            reqs.push_back(
+                request(text(static_cast<std::size_t>(decode_prompt_len), static_cast<char>(i)),
+                        decode_tokens));
         const auto r = run(eng, reqs);
         const double steady_s = r.wall_s - r.max_ttft_s;
         const double decode_rate =
@@ -181,8 +181,8 @@ int main(int argc, char** argv) {
             // Mean context over the steady decode: prompt (+ BOS) plus half the generation.
             const double context = static_cast<double>(decode_prompt_len + 1) +
                                    static_cast<double>(decode_tokens) / 2.0;
-            const double step_bytes = static_cast<double>(weight_read) +
-                                      b * context * static_cast<double>(kv_per_token);
+            const double step_bytes =
+                static_cast<double>(weight_read) + b * context * static_cast<double>(kv_per_token);
             const double bound = b / (step_bytes / (hbm_tb_s * 1e12));
             row["step_bytes"] = step_bytes;
             row["hbm_bound_tokens_per_s"] = bound;

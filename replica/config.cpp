@@ -16,8 +16,7 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget in MiB when --kv-blocks is 0");
     f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks, "cap on blocks derived from --kv-cache-mb");
     f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
-          "cuda: fraction of free device memory (after weights) for the KV cache when "
-          "--kv-blocks is 0");
+          "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
     f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");
     f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");

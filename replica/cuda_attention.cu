@@ -2,8 +2,9 @@
 // `queries` consecutive query tokens of one sequence) and one KV head, so the K/V it streams
 // serve all `group` query heads that share that KV head (grouped-query attention). Keys are read
 // in tiles of 32 through the sequence's block table into shared memory (K transposed, so each
-// lane scores one key without bank conflicts); each warp owns a few query rows and keeps their
-// running max, denominator and output in registers (online softmax, fp32). Decode is the case
+// lane lifts one key into registers without bank conflicts and scores it against every row of
+// its warp); each warp owns a few query rows and keeps their running max, denominator and output
+// in registers (online softmax, fp32). Decode is the case
 // of one query per item; a prefill chunk over a cached prefix is the same loop with more keys.
 //
 // Work and traffic: each item reads its sequence's keys once per KV head, so a prefill of n
@@ -28,6 +29,8 @@ struct shape {
     static constexpr int rows = HD <= 64 ? 64 : 16;      // query rows (token x head) per item
     static constexpr int rows_per_warp = rows / warps;   // each warp's rows: warp + k * warps
     static constexpr int dims_per_lane = (HD + 31) / 32; // output dims d = lane + 32 * i
+    // Two blocks per SM (registers capped at 128) where a lane's key fits without spilling much.
+    static constexpr int min_blocks = HD <= 64 ? 2 : 1;
 };
 
 constexpr unsigned full_mask = 0xffffffffu;
@@ -58,11 +61,11 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 template <typename T, int HD>
-__global__ void __launch_bounds__(shape<HD>::threads)
+__global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
     attention_kernel(const float* qkv, const std::int32_t* pos, attention_items items,
                      const T* cache, kv_geometry g, int layer, T* out) {
     using S = shape<HD>;
-    __shared__ float q_s[S::rows][HD];
+    __shared__ __align__(16) float q_s[S::rows][HD];
     __shared__ float kt_s[HD][S::keys + 1]; // K transposed, padded against bank conflicts
     __shared__ float v_s[S::keys][HD];
 
@@ -118,6 +121,11 @@ __global__ void __launch_bounds__(shape<HD>::threads)
             v_s[j][d] = vv;
         }
         __syncthreads();
+        // This lane's key, in registers for all of the warp's rows.
+        float key[HD];
+#pragma unroll
+        for (int d = 0; d < HD; ++d)
+            key[d] = kt_s[d][lane];
 #pragma unroll
         for (int k = 0; k < S::rows_per_warp; ++k) {
             const int r = warp + k * S::warps;
@@ -128,8 +136,10 @@ __global__ void __launch_bounds__(shape<HD>::threads)
             if (visible) {
                 float acc = 0.0f;
 #pragma unroll
-                for (int d = 0; d < HD; ++d)
-                    acc += q_s[r][d] * kt_s[d][lane];
+                for (int d = 0; d < HD; d += 4) { // q broadcast from shared memory, 4 at a time
+                    const float4 q = *reinterpret_cast<const float4*>(&q_s[r][d]);
+                    acc += q.x * key[d] + q.y * key[d + 1] + q.z * key[d + 2] + q.w * key[d + 3];
+                }
                 score = acc;
             }
             const float tile_max = warp_max(score);

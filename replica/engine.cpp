@@ -110,8 +110,11 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics)
     backend_name_ = std::string(backend_->name());
     if (!note.empty())
         LANES_LOG(info, "engine", note);
+    const std::string detail = backend_name_ == "cuda" ? " (" + cfg.cuda_dtype + ", CUDA graphs " +
+                                                             (cfg.cuda_graphs ? "on" : "off") + ")"
+                                                       : "";
     LANES_LOG(info, "engine",
-              "backend " << backend_name_ << ", preset " << cfg.preset << " ("
+              "backend " << backend_name_ << detail << ", preset " << cfg.preset << " ("
                          << model->parameter_count() / 1000 << "k parameters), " << num_blocks_
                          << " KV blocks of " << cfg.block_size << " tokens");
     snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);
