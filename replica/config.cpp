@@ -14,7 +14,8 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("model-name", cfg.model_name, "model name served and reported in metrics");
     f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
     f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget in MiB when --kv-blocks is 0");
-    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks, "cap on blocks derived from --kv-cache-mb");
+    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks,
+          "cap on blocks derived from --kv-cache-mb or --gpu-memory-utilization");
     f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
           "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
     f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");

@@ -11,9 +11,8 @@
 // tokens reads the cache n/queries times — served from L2 mostly; the fp32 FMAs are the cost at
 // long prompts. A tensor-core (mma) version is the next step for prefill speed; decode, which
 // reads each key once per step, is bound by HBM as it is.
+#include "replica/cuda_device.cuh"
 #include "replica/cuda_kernels.hpp"
-
-#include <cuda_bf16.h>
 
 #include <cmath>
 
@@ -33,32 +32,7 @@ struct shape {
     static constexpr int min_blocks = HD <= 64 ? 2 : 1;
 };
 
-constexpr unsigned full_mask = 0xffffffffu;
-
-__device__ __forceinline__ float load(const float* p) {
-    return *p;
-}
-__device__ __forceinline__ float load(const __nv_bfloat16* p) {
-    return __bfloat162float(*p);
-}
-__device__ __forceinline__ void store(float* p, float v) {
-    *p = v;
-}
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) {
-    *p = __float2bfloat16_rn(v);
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(full_mask, v, o));
-    return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(full_mask, v, o);
-    return v;
-}
+using namespace device;
 
 template <typename T, int HD>
 __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)

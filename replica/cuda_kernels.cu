@@ -1,8 +1,7 @@
 // Row-wise kernels of the CUDA backend: conversion, embedding, RMSNorm, RoPE + KV store, SwiGLU.
 // The attention kernel is in cuda_attention.cu. Each kernel mirrors a step of cpu_backend.cpp.
+#include "replica/cuda_device.cuh"
 #include "replica/cuda_kernels.hpp"
-
-#include <cuda_bf16.h>
 
 namespace lanes::replica::cuda {
 
@@ -10,12 +9,7 @@ namespace {
 
 constexpr int row_threads = 256; // threads per row for the row-wise kernels
 
-__device__ __forceinline__ void store(float* p, float v) {
-    *p = v;
-}
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) {
-    *p = __float2bfloat16_rn(v);
-}
+using namespace device;
 
 __global__ void convert_kernel(const float* src, __nv_bfloat16* dst, std::size_t n) {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -37,8 +31,7 @@ __global__ void embed_kernel(const float* embedding, const std::int32_t* tokens,
 // Sum of `v` over the block (blockDim.x a multiple of 32, at most 1024), returned to every thread.
 __device__ float block_sum(float v) {
     __shared__ float partial[32];
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+    v = warp_sum(v);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0)
         partial[warp] = v;

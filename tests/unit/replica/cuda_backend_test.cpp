@@ -330,12 +330,12 @@ accounting run_sequence(const std::string& backend_kind) {
     add(run_requests(eng, {greedy_request(shared + "first tail", 8)}, false));
     add(run_requests(eng, {greedy_request(std::string(500, 'q'), 10)}, false));
     add(run_requests(eng, {greedy_request(shared + "first tail", 8)}, false));
+    eng.stop(); // joins the engine thread, which publishes its gauges one last time
     a.counters = {
         m.prefix_queries.value(), m.prefix_hits.value(),       m.preemptions.value(),
         m.prompt_tokens.value(),  m.generation_tokens.value(), m.kv_usage.value(),
         m.running.value(),        m.waiting.value(),           m.success("length").value()};
     a.load = eng.load();
-    eng.stop();
     return a;
 }
 
