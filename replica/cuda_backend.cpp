@@ -19,7 +19,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -521,6 +521,11 @@ std::unique_ptr<backend> make_cuda_backend(const backend_options& options,
         error = "--backend cuda: unsupported attention shape (head_dim " +
                 std::to_string(c.head_dim) + ", " + std::to_string(c.n_heads) + " heads, " +
                 std::to_string(c.n_kv_heads) + " KV heads)";
+        return nullptr;
+    }
+    if (options.num_blocks * options.block_size >
+        static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+        error = "--backend cuda: the KV pool holds more token slots than int32 cache slots address";
         return nullptr;
     }
     try {

@@ -51,23 +51,33 @@ if scripts/install-deps.sh >"$out/build.log" 2>&1; then
     fi
 elif [ -x "$tests_bin" ] && [ -x "$bench_bin" ]; then
     say "build dependencies missing and not installable (build.log); using the binaries in $build"
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
+    missing=$(ldd "$tests_bin" "$bench_bin" | awk '/not found/ { print $1 }' | sort -u | tr '\n' ' ')
+    if [ -n "$missing" ]; then
+        say "FAILED: shared libraries not found: $missing(put them in $build/lib)"
+        exit 2
+    fi
 else
     say "FAILED: build dependencies are missing and could not be installed (no package mirror?):"
     say "$(tail -5 "$out/build.log" | tr '\n' ' ')"
-    say "Build elsewhere with -DLANES_CUDA=ON into $build (carry it, with any missing shared"
-    say "libraries on LD_LIBRARY_PATH), or give the machine a Debian 12 package mirror."
+    say "Run deploy/gpu/prebuild.sh where the dependencies are and bring its binaries and lib/"
+    say "folder ($build), or give this machine a Debian 12 package mirror."
     exit 2
 fi
 
 # --- 3. tests ------------------------------------------------------------------------------------
+status=0
 say "running the [gpu] and [backend] tests"
 if timeout 180 "$tests_bin" "[gpu],[backend]" >"$out/gpu_tests.txt" 2>&1; then
-    say "tests passed: $(tail -1 "$out/gpu_tests.txt")"
+    say "tests passed: $(grep -E '^(All tests|test cases)' "$out/gpu_tests.txt" | tail -1)"
 else
-    say "TESTS FAILED (gpu_tests.txt): $(tail -1 "$out/gpu_tests.txt")"
+    say "TESTS FAILED (gpu_tests.txt): $(grep -E '^test cases' "$out/gpu_tests.txt" | tail -1)"
+    status=1
 fi
 if grep -q "test skipped" "$out/gpu_tests.txt"; then
-    say "WARNING: [gpu] tests were skipped: no usable device"
+    say "FAILED: the [gpu] tests were skipped, no usable device: $(grep -A1 'test skipped' \
+        "$out/gpu_tests.txt" | head -2 | tr -s ' \n' ' ')"
+    exit 1
 fi
 
 # --- 4. benchmarks -------------------------------------------------------------------------------
@@ -81,6 +91,7 @@ for preset in base 1b; do
         --prompt-len 4096 --cached-len 3840 --repeats 3 --hbm-tb-s "$hbm" \
         --out "$out/bench_$preset.json" >/dev/null 2>"$out/bench_$preset.err"; then
         say "FAILED: bench $preset: $(tail -3 "$out/bench_$preset.err" | tr '\n' ' ')"
+        status=1
     fi
     [ -s "$out/bench_$preset.err" ] || rm -f "$out/bench_$preset.err"
 done
@@ -110,4 +121,5 @@ print("\n| preset | prefill tok/s (4,096 uncached) | TTFT uncached | TTFT 93.75 
 print("|---|---|---|---|---|")
 print("\n".join(ttft))
 EOF
-say "done in $(($(date +%s) - start)) s; results in $out"
+say "done in $(($(date +%s) - start)) s (status $status); results in $out"
+exit "$status"
