@@ -184,6 +184,24 @@ TEST_CASE("cuda options are validated with the rest of the config", "[backend]")
     CHECK(errors[1].find("--cuda-dtype") != std::string::npos);
 }
 
+TEST_CASE("KV blocks: --kv-blocks wins; cuda sizes from device memory, else from --kv-cache-mb",
+          "[backend]") {
+    const auto tiny = *preset("tiny");
+    replica_config cfg;
+    cfg.backend = "cuda";
+    cfg.kv_blocks = 77;
+    CHECK(resolve_kv_blocks(cfg, tiny) == 77);
+    cfg.kv_blocks = 0;
+    cfg.max_auto_kv_blocks = 100;
+    const std::size_t blocks = resolve_kv_blocks(cfg, tiny);
+    CHECK(blocks >= 16);
+    CHECK(blocks <= 100);
+    if (!cuda_available()) { // the --kv-cache-mb budget, as for cpu
+        cfg.backend = "cpu";
+        CHECK(resolve_kv_blocks(cfg, tiny) == blocks);
+    }
+}
+
 TEST_CASE("cuda fp32: greedy decoding and logits match the cpu backend", "[gpu]") {
     if (skip_without_gpu())
         return;
