@@ -4,13 +4,14 @@
 #   1. GPU facts (nvidia-smi) and the build dependencies (scripts/install-deps.sh; a machine that
 #      cannot reach a package mirror gets a clear list of what is missing);
 #   2. a Release build with LANES_CUDA=ON (-j16) of the unit tests and lanes-engine-bench;
-#   3. the [gpu] tests (CUDA vs CPU parity, prefix hits, engine accounting) and [backend];
+#   3. the [gpu] tests (CUDA vs CPU parity, prefix hits, engine accounting) and [backend], then
+#      the direct backend tests again under compute-sanitizer's memcheck;
 #   4. lanes-engine-bench --backend cuda for base and 1b: decode tokens/s at batch 1, 8, 64, 256
 #      with each figure's fraction of the HBM bound, prefill tokens/s, and TTFT of a 4,096-token
 #      prompt uncached and with 3,840 tokens (93.75 %) cached;
 #   5. a summary table.
 # Everything goes to $OUT (default results/gpu): gpu.txt, build.log, gpu_tests.txt,
-# bench_base.json, bench_1b.json, summary.md.
+# sanitizer.txt, bench_base.json, bench_1b.json, summary.md (a failed run's errors are in it).
 #
 # Usage, from the repository root: deploy/gpu/bench.sh
 # Environment: OUT (output folder), LANES_GPU_BUILD_DIR (default build-gpu; a folder that already
@@ -80,6 +81,21 @@ if grep -q "test skipped" "$out/gpu_tests.txt"; then
     exit 1
 fi
 
+# Out-of-bounds and race checks of the kernels on the direct backend tests (tiny and small),
+# where compute-sanitizer is installed; bounded, since memcheck slows the kernels down.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$sanitizer" ]; then
+    say "compute-sanitizer memcheck on the backend tests"
+    if timeout 90 "$sanitizer" --tool memcheck --error-exitcode 3 "$tests_bin" \
+        "cuda fp32*,cuda: a prefill*" >"$out/sanitizer.txt" 2>&1; then
+        say "memcheck clean: $(grep -E 'ERROR SUMMARY' "$out/sanitizer.txt" | tail -1)"
+    else
+        say "MEMCHECK FAILED or timed out (sanitizer.txt): $(grep -E 'ERROR SUMMARY' \
+            "$out/sanitizer.txt" | tail -1)"
+        status=1
+    fi
+fi
+
 # --- 4. benchmarks -------------------------------------------------------------------------------
 # 256 sequences x (33 + 256) tokens need 4,864 blocks; the TTFT prompt 256. 8,192 blocks of 16
 # tokens: 2.9 GiB of bf16 KV for 1b.
@@ -89,12 +105,12 @@ for preset in base 1b; do
         --kv-blocks 8192 --max-num-seqs 256 --max-num-batched-tokens 4096 \
         --batches 1,8,64,256 --decode-tokens 256 --decode-prompt-len 32 \
         --prompt-len 4096 --cached-len 3840 --repeats 3 --hbm-tb-s "$hbm" \
-        --out "$out/bench_$preset.json" >/dev/null 2>"$out/bench_$preset.err"; then
-        say "FAILED: bench $preset: $(tail -3 "$out/bench_$preset.err" | tr '\n' ' ')"
+        --out "$out/bench_$preset.json" >/dev/null 2>"$out/bench.err"; then
+        say "FAILED: bench $preset: $(tail -3 "$out/bench.err" | tr '\n' ' ')"
         status=1
     fi
-    [ -s "$out/bench_$preset.err" ] || rm -f "$out/bench_$preset.err"
 done
+rm -f "$out/bench.err"
 
 # --- 5. summary ----------------------------------------------------------------------------------
 python3 - "$out" <<'EOF' >>"$out/summary.md" 2>&1 || say "summary failed"
