@@ -1,8 +1,16 @@
 // lanes-engine-bench: the replica engine in process, no HTTP. Measures decode throughput at given
 // batch sizes and the time to first token of a long prompt with and without a cached prefix.
 // Prints one JSON object (and writes it to --out when given).
+//
+// Decode: `tokens_per_s` is every generated token over the run's wall time; `decode_tokens_per_s`
+// leaves out each request's first token and the time until the last first token (the prompts'
+// prefill), so it is the steady decode rate. For cuda it is set against the HBM bound: a decode
+// step must read the projection weights once plus every sequence's KV cache, so at B sequences
+// with mean context L the bound is B / ((weight bytes + B * L * KV bytes per token) / bandwidth).
+// Prefill: the uncached TTFT run's prompt tokens over its TTFT.
 #include "common/config_util.hpp"
 #include "common/log.hpp"
+#include "replica/cuda_backend.hpp"
 #include "replica/engine.hpp"
 
 #include <boost/asio.hpp>
@@ -21,6 +29,7 @@ struct run_result {
     double wall_s = 0;
     double max_ttft_s = 0;
     std::int64_t tokens = 0;
+    std::int64_t requests = 0;
 };
 
 // Runs the requests concurrently; returns wall time, the slowest TTFT and tokens generated.
@@ -46,6 +55,7 @@ run_result run(replica::engine& eng, const std::vector<replica::engine_request>&
                     }
                     if (ev.finished) {
                         out.tokens += ev.completion_tokens;
+                        ++out.requests;
                         co_return;
                     }
                 }
@@ -73,83 +83,168 @@ std::string text(std::size_t n, char seed) {
     return s;
 }
 
-} // namespace
+// A short request on a fresh engine, so one-time costs (CUDA module loading, cuBLAS heuristics,
+// the first graph capture) stay out of what is measured. Its prompt shares no block with the
+// measured ones.
+void warm_up(replica::engine& eng) {
+    run(eng, {request(text(40, 'w'), 4)});
+}
 
-int main(int argc, char** argv) {
-    replica::replica_config cfg;
-    cfg.backend = "cpu";
+struct bench_options {
     std::string batches = "1,16";
-    std::int64_t decode_tokens = 64, prompt_len = 2048, cached_len = 1920, repeats = 3;
+    std::int64_t decode_tokens = 64, decode_prompt_len = 32, prompt_len = 2048, cached_len = 1920,
+                 repeats = 3;
+    double hbm_tb_s = 4.8;
     std::string out;
-    common::flag_set f("lanes-engine-bench", "Decode throughput and TTFT of the replica engine.");
-    f.add("backend", cfg.backend, "cpu, cuda or sim");
-    f.add("preset", cfg.preset, "model preset");
-    f.add("kv-blocks", cfg.kv_blocks, "KV blocks (0: from --kv-cache-mb)");
-    f.add("kv-cache-mb", cfg.kv_cache_mb, "KV budget in MiB");
-    f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads");
-    f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "tokens per step");
-    f.add("max-num-seqs", cfg.max_num_seqs, "sequences per step");
-    f.add("batches", batches, "comma-separated decode batch sizes");
-    f.add("decode-tokens", decode_tokens, "tokens generated per request in decode runs");
-    f.add("prompt-len", prompt_len, "prompt tokens for the TTFT runs");
-    f.add("cached-len", cached_len, "prefix shared with an earlier request in the cached run");
-    f.add("repeats", repeats, "repetitions of each TTFT run (the median is reported)");
-    f.add("out", out, "also write the JSON here");
-    auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
-        return 0;
-    }
-    if (!errors.empty())
-        return common::report_config_errors("lanes-engine-bench", errors);
-    common::log::set_level(common::log::level::warn);
-    cfg.kv_blocks =
-        static_cast<std::int64_t>(replica::resolve_kv_blocks(cfg, *replica::preset(cfg.preset)));
-    cfg.max_model_len = std::max<std::int64_t>(cfg.max_model_len, prompt_len + 16);
+};
 
-    nlohmann::json report = {{"backend", cfg.backend},
-                             {"preset", cfg.preset},
-                             {"kv_blocks", cfg.kv_blocks},
-                             {"cpu_threads", cfg.cpu_threads}};
-    std::stringstream list(batches);
-    for (std::string item; std::getline(list, item, ',');) {
-        const auto b = std::stoi(item);
-        replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
-        replica::engine eng(cfg, m);
-        eng.start();
-        std::vector<replica::engine_request> reqs;
-        for (int i = 0; i < b; ++i)
-            reqs.push_back(request(text(32, static_cast<char>(i)), decode_tokens));
-        const auto r = run(eng, reqs);
-        report["decode"].push_back({{"batch", b},
-                                    {"tokens", r.tokens},
-                                    {"wall_s", r.wall_s},
-                                    {"tokens_per_s", static_cast<double>(r.tokens) / r.wall_s}});
-    }
-    // TTFT: a fresh engine per repetition, so "uncached" really is cold.
+// The decode run at batch b: b requests together on a fresh (warmed-up) engine.
+nlohmann::json decode_run(const replica::replica_config& cfg, const bench_options& o, int b) {
+    replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
+    replica::engine eng(cfg, m);
+    eng.start();
+    warm_up(eng);
+    std::vector<replica::engine_request> reqs;
+    for (int i = 0; i < b; ++i)
+        reqs.push_back(
+            request(text(static_cast<std::size_t>(o.decode_prompt_len), static_cast<char>(i)),
+                    o.decode_tokens));
+    const auto r = run(eng, reqs);
+    const double steady_s = r.wall_s - r.max_ttft_s;
+    const double decode_rate =
+        steady_s > 0 ? static_cast<double>(r.tokens - r.requests) / steady_s : 0.0;
+    return {{"batch", b},
+            {"tokens", r.tokens},
+            {"wall_s", r.wall_s},
+            {"tokens_per_s", static_cast<double>(r.tokens) / r.wall_s},
+            {"decode_tokens_per_s", decode_rate}};
+}
+
+// Sets a decode row against the HBM bound of its batch.
+void add_hbm_bound(nlohmann::json& row, const bench_options& o, std::size_t weight_bytes,
+                   std::size_t kv_bytes_per_token) {
+    const double b = row["batch"].get<double>();
+    // Mean context over the steady decode: prompt (+ BOS) plus half the generation.
+    const double context =
+        static_cast<double>(o.decode_prompt_len + 1) + static_cast<double>(o.decode_tokens) / 2.0;
+    const double step_bytes =
+        static_cast<double>(weight_bytes) + b * context * static_cast<double>(kv_bytes_per_token);
+    const double bound = b / (step_bytes / (o.hbm_tb_s * 1e12));
+    row["step_bytes"] = step_bytes;
+    row["hbm_bound_tokens_per_s"] = bound;
+    row["fraction_of_hbm_bound"] = row["decode_tokens_per_s"].get<double>() / bound;
+}
+
+// TTFT of a long prompt on a fresh engine (uncached), then of a prompt sharing its first
+// cached_len tokens; the median of `repeats` fresh engines each.
+nlohmann::json ttft_runs(const replica::replica_config& cfg, const bench_options& o) {
     std::vector<double> cold, warm;
-    for (std::int64_t i = 0; i < repeats; ++i) {
+    for (std::int64_t i = 0; i < o.repeats; ++i) {
         replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
         replica::engine eng(cfg, m);
         eng.start();
-        const std::string prefix = text(static_cast<std::size_t>(cached_len), 'p');
-        const auto tail = static_cast<std::size_t>(prompt_len - cached_len - 1); // + BOS
+        warm_up(eng);
+        const std::string prefix = text(static_cast<std::size_t>(o.cached_len), 'p');
+        const auto tail = static_cast<std::size_t>(o.prompt_len - o.cached_len - 1); // + BOS
         cold.push_back(run(eng, {request(prefix + text(tail, 'x'), 1)}).max_ttft_s);
         warm.push_back(run(eng, {request(prefix + text(tail, 'y'), 1)}).max_ttft_s);
     }
     std::sort(cold.begin(), cold.end());
     std::sort(warm.begin(), warm.end());
     const double cold_s = cold[cold.size() / 2], warm_s = warm[warm.size() / 2];
-    report["ttft"] = {
-        {"prompt_tokens", prompt_len},
-        {"cached_tokens", cached_len},
-        {"cached_fraction", static_cast<double>(cached_len) / static_cast<double>(prompt_len)},
+    return {
+        {"prompt_tokens", o.prompt_len},
+        {"cached_tokens", o.cached_len},
+        {"cached_fraction", static_cast<double>(o.cached_len) / static_cast<double>(o.prompt_len)},
         {"uncached_s", cold_s},
         {"cached_s", warm_s},
-        {"speedup", cold_s / warm_s}};
+        {"speedup", cold_s / warm_s},
+        {"prefill_tokens_per_s", static_cast<double>(o.prompt_len) / cold_s}};
+}
+
+int run_bench(replica::replica_config cfg, const bench_options& o) {
+    const auto model = *replica::preset(cfg.preset);
+    std::string note;
+    cfg.backend = replica::resolve_backend(cfg.backend, note);
+    cfg.kv_blocks = static_cast<std::int64_t>(replica::resolve_kv_blocks(cfg, model));
+    cfg.max_model_len = std::max<std::int64_t>(cfg.max_model_len, o.prompt_len + 16);
+
+    // Bytes a decode step reads at minimum, in the backend's storage dtype.
+    const bool cuda = cfg.backend == "cuda";
+    const std::size_t value_bytes =
+        cuda ? replica::cuda_dtype_bytes(cfg.cuda_dtype) : sizeof(float);
+    const std::size_t weight_read = replica::cuda_projection_bytes(model, value_bytes);
+    const std::size_t kv_per_token = model.kv_bytes_per_token(value_bytes);
+    nlohmann::json report = {{"backend", cfg.backend},
+                             {"preset", cfg.preset},
+                             {"kv_blocks", cfg.kv_blocks},
+                             {"cpu_threads", cfg.cpu_threads},
+                             {"model",
+                              {{"parameters", model.parameter_count()},
+                               {"bytes_per_value", value_bytes},
+                               {"projection_bytes", weight_read},
+                               {"kv_bytes_per_token", kv_per_token}}}};
+    if (cuda) {
+        report["cuda_dtype"] = cfg.cuda_dtype;
+        report["cuda_graphs"] = cfg.cuda_graphs;
+        report["hbm_tb_s"] = o.hbm_tb_s;
+    }
+    std::stringstream list(o.batches);
+    for (std::string item; std::getline(list, item, ',');) {
+        auto row = decode_run(cfg, o, std::stoi(item));
+        if (cuda)
+            add_hbm_bound(row, o, weight_read, kv_per_token);
+        report["decode"].push_back(row);
+    }
+    report["ttft"] = ttft_runs(cfg, o);
     const std::string text_out = report.dump(2);
     std::puts(text_out.c_str());
-    if (!out.empty())
-        std::ofstream(out) << text_out << "\n";
+    if (!o.out.empty())
+        std::ofstream(o.out) << text_out << "\n";
     return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    replica::replica_config cfg;
+    cfg.backend = "cpu";
+    bench_options o;
+    common::flag_set f("lanes-engine-bench", "Decode throughput and TTFT of the replica engine.");
+    f.add("backend", cfg.backend, "cpu, cuda, sim or auto");
+    f.add("preset", cfg.preset, "model preset");
+    f.add("kv-blocks", cfg.kv_blocks, "KV blocks (0: from --kv-cache-mb, or GPU memory for cuda)");
+    f.add("kv-cache-mb", cfg.kv_cache_mb, "KV budget in MiB");
+    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks, "cap on budget-derived KV blocks");
+    f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
+          "cuda: fraction of free memory for the KV cache");
+    f.add("cuda-dtype", cfg.cuda_dtype, "cuda: bf16 or fp32 storage");
+    f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
+    f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads");
+    f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "tokens per step");
+    f.add("max-num-seqs", cfg.max_num_seqs, "sequences per step");
+    f.add("batches", o.batches, "comma-separated decode batch sizes");
+    f.add("decode-tokens", o.decode_tokens, "tokens generated per request in decode runs");
+    f.add("decode-prompt-len", o.decode_prompt_len, "prompt bytes per request in decode runs");
+    f.add("prompt-len", o.prompt_len, "prompt tokens for the TTFT runs");
+    f.add("cached-len", o.cached_len, "prefix shared with an earlier request in the cached run");
+    f.add("repeats", o.repeats, "repetitions of each TTFT run (the median is reported)");
+    f.add("hbm-tb-s", o.hbm_tb_s, "memory bandwidth for the decode bound, TB/s (H200: 4.8)");
+    f.add("out", o.out, "also write the JSON here");
+    auto errors = f.parse(argc, argv);
+    if (f.help_requested()) {
+        std::fputs(f.usage().c_str(), stdout);
+        return 0;
+    }
+    auto more = replica::validate(cfg);
+    errors.insert(errors.end(), more.begin(), more.end());
+    if (!errors.empty())
+        return common::report_config_errors("lanes-engine-bench", errors);
+    common::log::set_level(common::log::level::warn);
+    try {
+        return run_bench(cfg, o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lanes-engine-bench: %s\n", e.what());
+        return 1;
+    }
 }

@@ -1,8 +1,12 @@
 #include "replica/backend.hpp"
 
 #include "replica/cpu_backend.hpp"
-#include "replica/cuda_probe.hpp"
 #include "replica/sim_backend.hpp"
+
+#if LANES_HAVE_CUDA
+#include "replica/cuda_backend.hpp"
+#include "replica/cuda_probe.hpp"
+#endif
 
 #include <cblas.h>
 
@@ -34,9 +38,9 @@ std::unique_ptr<backend> make_backend(const backend_options& options, const mode
             error = "--backend cuda: " + why;
             return nullptr;
         }
-        // A device is usable, but the model does not run on it yet (the CUDA backend issue).
-        error = "--backend cuda: " + why + ", but this build has no CUDA model backend yet";
-        return nullptr;
+#if LANES_HAVE_CUDA
+        return make_cuda_backend(options, weights, error);
+#endif
     }
     error = "unknown backend '" + options.kind + "'";
     return nullptr;

@@ -59,6 +59,12 @@ struct backend_options {
     std::size_t block_size = 16;
     std::int64_t cpu_threads = 1;
     sim_cost_model sim;
+    // cuda: storage dtype of weights and KV cache (bf16 | fp32; accumulation is fp32 in both),
+    // whether decode steps replay CUDA graphs, and the most tokens one step computes (the
+    // activation buffers are sized for it; a larger step grows them).
+    std::string cuda_dtype = "bf16";
+    bool cuda_graphs = true;
+    std::size_t max_batched_tokens = 2048;
 };
 
 // Builds the backend named in options.kind; nullptr with `error` set when it cannot (e.g. cuda

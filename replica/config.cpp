@@ -14,7 +14,12 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("model-name", cfg.model_name, "model name served and reported in metrics");
     f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
     f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget in MiB when --kv-blocks is 0");
-    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks, "cap on blocks derived from --kv-cache-mb");
+    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks,
+          "cap on blocks derived from --kv-cache-mb or --gpu-memory-utilization");
+    f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
+          "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
+    f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");
+    f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");
     f.add("sim-prefill-a", cfg.sim.prefill_a, "sim: ms per squared uncached prompt token");
     f.add("sim-prefill-b", cfg.sim.prefill_b, "sim: ms per uncached prompt token");
@@ -60,6 +65,10 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.kv_blocks == 0 || cfg.kv_blocks >= 2, "--kv-blocks must be 0 (auto) or at least 2");
     need(cfg.kv_cache_mb >= 1, "--kv-cache-mb must be at least 1");
     need(cfg.max_auto_kv_blocks >= 16, "--max-auto-kv-blocks must be at least 16");
+    need(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1,
+         "--gpu-memory-utilization must be in (0, 1]");
+    need(cfg.cuda_dtype == "bf16" || cfg.cuda_dtype == "fp32",
+         "--cuda-dtype must be bf16 or fp32 (got '" + cfg.cuda_dtype + "')");
     need(cfg.cpu_threads >= 1 && cfg.cpu_threads <= 256, "--cpu-threads must be in 1..256");
     need(cfg.sim.speedup > 0, "--sim-speedup must be positive");
     need(cfg.max_model_len >= 2, "--max-model-len must be at least 2");

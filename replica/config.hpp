@@ -21,10 +21,15 @@ struct replica_config {
     std::int64_t kv_blocks = 0;             // KV cache blocks in the pool; 0 = from kv_cache_mb
     std::int64_t kv_cache_mb = 256;         // KV memory budget when kv_blocks is 0 (fp32 K and V)
     std::int64_t max_auto_kv_blocks = 4096; // cap on the budget-derived block count
-    std::int64_t block_size = 16;           // tokens per KV block
-    std::int64_t seed = 0;                  // weights and default sampling seed
-    std::int64_t max_model_len = 8192;      // prompt + output tokens
-    std::int64_t max_num_seqs = 64;         // running requests per step
+    // cuda, when kv_blocks is 0: the KV cache takes this fraction of the device memory still
+    // free once the weights and activation buffers are counted (capped by max_auto_kv_blocks).
+    double gpu_memory_utilization = 0.9;
+    std::string cuda_dtype = "bf16";            // cuda: weights and KV cache storage (bf16 | fp32)
+    bool cuda_graphs = true;                    // cuda: replay decode steps from CUDA graphs
+    std::int64_t block_size = 16;               // tokens per KV block
+    std::int64_t seed = 0;                      // weights and default sampling seed
+    std::int64_t max_model_len = 8192;          // prompt + output tokens
+    std::int64_t max_num_seqs = 64;             // running requests per step
     std::int64_t max_num_batched_tokens = 2048; // tokens computed per step
     std::int64_t max_waiting = 1024;            // queued requests before 503
     std::int64_t default_max_tokens = 256;      // chat requests without max_tokens

@@ -7,6 +7,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#if LANES_HAVE_CUDA
+#include "replica/cuda_backend.hpp"
+#endif
+
 namespace lanes::replica {
 
 namespace {
@@ -42,11 +46,8 @@ std::string resolve_backend(const std::string& requested, std::string& note) {
         return requested;
     std::string why;
     if (cuda_available(&why)) {
-        // The CUDA model backend is not built yet: use the CPU, and say so.
-        note = "backend auto: " + why +
-               " is usable, but there is no CUDA model backend yet; "
-               "using cpu";
-        return "cpu";
+        note = "backend auto: using cuda (" + why + ")";
+        return "cuda";
     }
     note = "backend auto: using cpu (" + why + ")";
     return "cpu";
@@ -55,11 +56,27 @@ std::string resolve_backend(const std::string& requested, std::string& note) {
 std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model) {
     if (cfg.kv_blocks > 0)
         return static_cast<std::size_t>(cfg.kv_blocks);
-    const std::size_t per_block =
-        model.kv_bytes_per_token(sizeof(float)) * static_cast<std::size_t>(cfg.block_size);
+    const auto block_size = static_cast<std::size_t>(cfg.block_size);
+    const auto cap = static_cast<std::size_t>(cfg.max_auto_kv_blocks);
+#if LANES_HAVE_CUDA
+    std::string note;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (resolve_backend(cfg.backend, note) == "cuda" &&
+        cuda_memory(free_bytes, total_bytes, nullptr)) {
+        // What is left once the weights and the step buffers are in place, times the fraction.
+        const std::size_t value_bytes = cuda_dtype_bytes(cfg.cuda_dtype);
+        const std::size_t taken =
+            cuda_weight_bytes(model, value_bytes) +
+            cuda_reserve_bytes(model, static_cast<std::size_t>(cfg.max_num_batched_tokens));
+        const double left = free_bytes > taken ? static_cast<double>(free_bytes - taken) : 0.0;
+        const auto budget = static_cast<std::size_t>(left * cfg.gpu_memory_utilization);
+        return std::clamp<std::size_t>(budget / cuda_kv_block_bytes(model, block_size, value_bytes),
+                                       16, cap);
+    }
+#endif
+    const std::size_t per_block = model.kv_bytes_per_token(sizeof(float)) * block_size;
     const std::size_t budget = static_cast<std::size_t>(cfg.kv_cache_mb) * 1024 * 1024;
-    return std::clamp<std::size_t>(budget / per_block, 16,
-                                   static_cast<std::size_t>(cfg.max_auto_kv_blocks));
+    return std::clamp<std::size_t>(budget / per_block, 16, cap);
 }
 
 engine::engine(const replica_config& cfg, replica_metrics& metrics)
@@ -80,6 +97,9 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics)
     options.block_size = static_cast<std::size_t>(cfg.block_size);
     options.cpu_threads = cfg.cpu_threads;
     options.sim = cfg.sim;
+    options.cuda_dtype = cfg.cuda_dtype;
+    options.cuda_graphs = cfg.cuda_graphs;
+    options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
     if (options.kind != "sim") // sim needs no weights
         weights_ = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
     weights_.cfg = *model;
@@ -90,8 +110,11 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics)
     backend_name_ = std::string(backend_->name());
     if (!note.empty())
         LANES_LOG(info, "engine", note);
+    const std::string detail = backend_name_ == "cuda" ? " (" + cfg.cuda_dtype + ", CUDA graphs " +
+                                                             (cfg.cuda_graphs ? "on" : "off") + ")"
+                                                       : "";
     LANES_LOG(info, "engine",
-              "backend " << backend_name_ << ", preset " << cfg.preset << " ("
+              "backend " << backend_name_ << detail << ", preset " << cfg.preset << " ("
                          << model->parameter_count() / 1000 << "k parameters), " << num_blocks_
                          << " KV blocks of " << cfg.block_size << " tokens");
     snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);

@@ -108,7 +108,10 @@ private:
 
 // The backend kind `--backend auto` resolves to, and why (for the start-up log line).
 std::string resolve_backend(const std::string& requested, std::string& note);
-// KV blocks to allocate: --kv-blocks when set, else what fits in --kv-cache-mb for this model.
+// KV blocks to allocate: --kv-blocks when set; else, for the cuda backend, the
+// --gpu-memory-utilization fraction of the device memory left after weights and step buffers;
+// else what fits in --kv-cache-mb for this model. Budget-derived counts are capped by
+// --max-auto-kv-blocks.
 std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model);
 
 } // namespace lanes::replica
