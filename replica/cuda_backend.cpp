@@ -12,6 +12,7 @@
 // drops the graphs, whose kernels point into the old buffers.
 #include "replica/cuda_backend.hpp"
 
+#include "common/log.hpp"
 #include "replica/cuda_kernels.hpp"
 
 #include <cublas_v2.h>
@@ -438,20 +439,32 @@ void cuda_backend::replay_decode(const step& s) {
     if (!exec) {
         check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
               "cudaStreamBeginCapture");
+        std::string failure;
         try {
             enqueue(s);
-        } catch (...) {
-            cudaGraph_t broken = nullptr;
-            cudaStreamEndCapture(stream_, &broken);
-            if (broken)
-                cudaGraphDestroy(broken);
-            throw;
+        } catch (const std::exception& e) {
+            failure = e.what();
         }
         cudaGraph_t graph = nullptr;
-        check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-        const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-        cudaGraphDestroy(graph);
-        check(made, "cudaGraphInstantiate");
+        cudaError_t status = cudaStreamEndCapture(stream_, &graph);
+        if (status == cudaSuccess && failure.empty())
+            status = cudaGraphInstantiate(&exec, graph, 0);
+        if (graph)
+            cudaGraphDestroy(graph);
+        if (failure.empty() && status != cudaSuccess)
+            failure = std::string("capturing the decode graph: ") + cudaGetErrorString(status);
+        if (!failure.empty()) {
+            // Nothing of the failed capture ran: say so once, then run this step and every later
+            // one eagerly (an error that is not the capture's shows again in the eager pass).
+            (void)cudaGetLastError();
+            exec = nullptr;
+            use_graphs_ = false;
+            LANES_LOG(error, "cuda",
+                      "CUDA graph capture failed (" << failure
+                                                    << "); decode steps run without graphs");
+            enqueue(s);
+            return;
+        }
     }
     check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
 }

@@ -41,7 +41,8 @@ say "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$PWD/$build/lib:${LD_LIBRARY_PATH:-}"
 tests_bin="$build/tests/lanes_unit_tests"
 bench_bin="$build/bench/lanes-engine-bench"
-if scripts/install-deps.sh >"$out/build.log" 2>&1; then
+# Bounded: without a reachable package mirror apt-get can wait on the network for minutes.
+if timeout 90 scripts/install-deps.sh >"$out/build.log" 2>&1; then
     # --- 2. build --------------------------------------------------------------------------------
     say "building (Release, LANES_CUDA=ON, -j$jobs)"
     if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLANES_CUDA=ON &&
@@ -69,7 +70,7 @@ fi
 # --- 3. tests ------------------------------------------------------------------------------------
 status=0
 say "running the [gpu] and [backend] tests"
-if timeout 180 "$tests_bin" "[gpu],[backend]" >"$out/gpu_tests.txt" 2>&1; then
+if timeout 150 "$tests_bin" "[gpu],[backend]" >"$out/gpu_tests.txt" 2>&1; then
     say "tests passed: $(grep -E '^(All tests|test cases)' "$out/gpu_tests.txt" | tail -1)"
 else
     say "TESTS FAILED (gpu_tests.txt): $(grep -E '^test cases' "$out/gpu_tests.txt" | tail -1)"
@@ -80,6 +81,11 @@ if grep -q "test skipped" "$out/gpu_tests.txt"; then
         "$out/gpu_tests.txt" | head -2 | tr -s ' \n' ' ')"
     exit 1
 fi
+if grep -q "graph capture failed" "$out/gpu_tests.txt"; then
+    say "FAILED: CUDA graph capture (gpu_tests.txt): $(grep -m1 'graph capture failed' \
+        "$out/gpu_tests.txt")"
+    status=1
+fi
 
 # Out-of-bounds and race checks of the kernels on the direct backend tests (tiny and small),
 # where compute-sanitizer is installed; bounded, since memcheck slows the kernels down.
@@ -87,7 +93,7 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 if [ -x "$sanitizer" ]; then
     say "compute-sanitizer memcheck on the backend tests"
     if timeout 90 "$sanitizer" --tool memcheck --error-exitcode 3 "$tests_bin" \
-        "cuda fp32*,cuda: a prefill*" >"$out/sanitizer.txt" 2>&1; then
+        "cuda fp32*,cuda: a prefill*,cuda: decode graphs*" >"$out/sanitizer.txt" 2>&1; then
         say "memcheck clean: $(grep -E 'ERROR SUMMARY' "$out/sanitizer.txt" | tail -1)"
     else
         say "MEMCHECK FAILED or timed out (sanitizer.txt): $(grep -E 'ERROR SUMMARY' \
@@ -101,12 +107,18 @@ fi
 # tokens: 2.9 GiB of bf16 KV for 1b.
 for preset in base 1b; do
     say "lanes-engine-bench --backend cuda --preset $preset"
-    if ! timeout 150 "$bench_bin" --backend cuda --preset "$preset" --cuda-dtype bf16 \
+    limit=$([ "$preset" = 1b ] && echo 140 || echo 100)
+    if ! timeout "$limit" "$bench_bin" --backend cuda --preset "$preset" --cuda-dtype bf16 \
         --kv-blocks 8192 --max-num-seqs 256 --max-num-batched-tokens 4096 \
         --batches 1,8,64,256 --decode-tokens 256 --decode-prompt-len 32 \
         --prompt-len 4096 --cached-len 3840 --repeats 3 --hbm-tb-s "$hbm" \
         --out "$out/bench_$preset.json" >/dev/null 2>"$out/bench.err"; then
         say "FAILED: bench $preset: $(tail -3 "$out/bench.err" | tr '\n' ' ')"
+        status=1
+    fi
+    if grep -q "graph capture failed" "$out/bench.err"; then
+        say "FAILED: bench $preset ran without CUDA graphs: $(grep -m1 'graph capture failed' \
+            "$out/bench.err")"
         status=1
     fi
 done

@@ -4,9 +4,10 @@
 //
 // Tolerances: with fp32 storage both backends compute the same function in fp32 and differ only
 // in summation order, so logits agree to 2e-3 (absolute; logits here are O(1)) and greedy tokens
-// are identical. With bf16 storage (weights, KV cache and GEMM inputs rounded to 8 mantissa bits)
-// the logits' relative RMS error stays under 5 % and greedy tokens, fed the CPU's choice each
-// step, agree at least 80 % of the time.
+// are identical (or a near-tie: the CPU's logit for the CUDA pick within 2 · 2e-3 of its best,
+// where summation order may decide). With bf16 storage (weights, KV cache and GEMM inputs rounded
+// to 8 mantissa bits) the logits' relative RMS error stays under 5 % and greedy tokens, fed the
+// CPU's choice each step, agree at least 80 % of the time.
 #include "replica/backend.hpp"
 #include "replica/cuda_backend.hpp"
 #include "replica/engine.hpp"
@@ -38,13 +39,14 @@ bool skip_without_gpu() {
 
 std::unique_ptr<backend> build(const std::string& kind, const model_weights& weights,
                                std::size_t num_blocks, const std::string& dtype = "fp32",
-                               bool graphs = true) {
+                               bool graphs = true, std::size_t max_batched_tokens = 2048) {
     backend_options options;
     options.kind = kind;
     options.num_blocks = num_blocks;
     options.block_size = block_size;
     options.cuda_dtype = dtype;
     options.cuda_graphs = graphs;
+    options.max_batched_tokens = max_batched_tokens;
     std::string error;
     auto b = make_backend(options, weights, error);
     INFO(error);
@@ -72,6 +74,14 @@ double relative_rms(const std::vector<float>& got, const std::vector<float>& wan
 
 common::token_id greedy(const std::vector<float>& logits, std::size_t position) {
     return sample(logits, sample_options{0.0, 1.0, 0, false}, position);
+}
+
+// Whether `got` (the CUDA pick) agrees with `want` (the CPU's) under the CPU's logits: the same
+// token, or a near-tie that fp32 summation order may decide either way.
+bool same_or_tie(common::token_id got, common::token_id want,
+                 const std::vector<float>& cpu_logits) {
+    return got == want || cpu_logits[static_cast<std::size_t>(got)] >=
+                              cpu_logits[static_cast<std::size_t>(want)] - 2 * fp32_logit_tolerance;
 }
 
 // A sequence with its own run of blocks.
@@ -148,8 +158,10 @@ parity run_parity(const std::string& preset_name, const std::string& dtype, bool
             seq& c = cpu_seqs[active[k]];
             seq& g = gpu_seqs[active[k]];
             const auto tok = greedy(want[k], c.tokens.size());
+            const auto picked = greedy(got[k], g.tokens.size());
             ++p.tokens;
-            p.same_tokens += greedy(got[k], g.tokens.size()) == tok ? 1 : 0;
+            p.same_tokens +=
+                (dtype == "fp32" ? same_or_tie(picked, tok, want[k]) : picked == tok) ? 1 : 0;
             c.computed = c.tokens.size();
             g.computed = g.tokens.size();
             c.tokens.push_back(tok);
@@ -256,7 +268,7 @@ TEST_CASE("cuda: a prefill over cached prefix blocks computes only the new token
         const auto want = step(*cpu, reference, {0});
         CHECK(max_abs_diff(hit[0], want[0]) <= fp32_logit_tolerance);
 
-        // Chunked prefill (7 tokens a step, several attention items per chunk) agrees too.
+        // Chunked prefill (7 tokens a step: chunks that start and end inside blocks) agrees too.
         auto fresh = build("cuda", weights, 32);
         std::vector<seq> chunked{cold};
         std::vector<float> last;
@@ -270,6 +282,41 @@ TEST_CASE("cuda: a prefill over cached prefix blocks computes only the new token
         }
         CHECK(max_abs_diff(last, want[0]) <= fp32_logit_tolerance);
     }
+}
+
+TEST_CASE("cuda: decode graphs are captured again after a step grows the buffers", "[gpu]") {
+    if (skip_without_gpu())
+        return;
+    const auto weights = make_weights(*preset("tiny"), 7);
+    auto cpu = build("cpu", weights, 64);
+    // max_batched_tokens 1: buffers for 256 rows (the largest graph bucket) until a step needs
+    // more.
+    auto gpu = build("cuda", weights, 64, "fp32", true, 1);
+    auto cpu_seqs = make_sequences({5, 23, 300}, 21);
+    auto gpu_seqs = cpu_seqs;
+    float worst = 0.0f;
+    auto advance = [&](const std::vector<std::size_t>& active) {
+        const auto want = step(*cpu, cpu_seqs, active);
+        const auto got = step(*gpu, gpu_seqs, active);
+        for (std::size_t k = 0; k < active.size(); ++k) {
+            worst = std::max(worst, max_abs_diff(got[k], want[k]));
+            seq& c = cpu_seqs[active[k]];
+            seq& g = gpu_seqs[active[k]];
+            const auto tok = greedy(want[k], c.tokens.size());
+            c.computed = c.tokens.size();
+            g.computed = g.tokens.size();
+            c.tokens.push_back(tok);
+            g.tokens.push_back(tok);
+        }
+    };
+    for (int i = 0; i < 4; ++i) // prefill, then bucket 2 eager, captured, replayed
+        advance({0, 1});
+    advance({2});               // a 300-token prefill: the buffers grow and the graphs are dropped
+    for (int i = 0; i < 3; ++i) // bucket 2 again, over the new buffers
+        advance({0, 1});
+    for (int i = 0; i < 3; ++i) // bucket 4 with a padding row
+        advance({0, 1, 2});
+    CHECK(worst <= fp32_logit_tolerance);
 }
 
 namespace {
