@@ -53,7 +53,9 @@ common::flag_set make_flags(router_config& cfg) {
           "consecutive successes that re-admit an ejected replica");
     f.add("eject-time", cfg.health.open_time, "how long an ejected replica waits before probing");
     f.add("load-factor", cfg.policy_knobs.load_factor,
-          "bounded-load cap: a replica takes at most this times the mean in-flight load");
+          "session: bounded-load cap, a replica takes at most this times the mean in-flight load");
+    f.add("prefix-load-factor", cfg.policy_knobs.prefix_load_factor,
+          "prefix: the bounded-load cap's factor for leaving the replica that caches a prefix");
     f.add("load-cap-floor", cfg.policy_knobs.load_cap_floor,
           "in-flight requests below which no replica counts as over the load cap");
     f.add("balance-abs-threshold", cfg.policy_knobs.balance_abs_threshold,
@@ -179,6 +181,7 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.health.failure_threshold >= 1, "--failure-threshold must be at least 1");
     need(cfg.health.success_threshold >= 1, "--success-threshold must be at least 1");
     need(cfg.policy_knobs.load_factor >= 1.0, "--load-factor must be at least 1");
+    need(cfg.policy_knobs.prefix_load_factor >= 1.0, "--prefix-load-factor must be at least 1");
     need(cfg.policy_knobs.min_match_ratio >= 0 && cfg.policy_knobs.min_match_ratio <= 1,
          "--min-match-ratio must be in 0..1");
     for (const auto& name : cfg.replica_dns) {

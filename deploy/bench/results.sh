@@ -2,13 +2,13 @@
 # The experiments of docs/results.md, each a set of experiment.sh runs, all on the sim backend
 # (no model math: modelled step times; the scheduler, KV blocks and prefix cache are real).
 # Results: build/results/<experiment>/*.json, charts: docs/img/*.png (gnuplot), tables on stdout.
-#   deploy/bench/results.sh [A] [C] [trace] [E]     (default: all)
+#   deploy/bench/results.sh [A] [C] [C64] [trace] [E]     (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/results
 mkdir -p "$out" docs/img
 exp=deploy/bench/experiment.sh
-which="${*:-A C trace E}"
+which="${*:-A C C64 trace E}"
 sim="--backend sim --sim-speedup 4"
 
 if [[ " $which " == *" A "* ]]; then
@@ -34,6 +34,22 @@ if [[ " $which " == *" C "* ]]; then
             --workload multi-turn --sessions 48 --turns 4 --turn-len 512 --output-len 64 \
             --concurrency 32 >/dev/null
     done
+fi
+if [[ " $which " == *" C64 "* ]]; then
+    # The issue's default shared-prefix workload (64 groups x 16 prompts, 2,048-byte system
+    # prompts, 256 output tokens): 8,192 blocks of system prompts against 2,048 per replica, so
+    # a replica holds about its quarter of the groups and no more. Every policy with its
+    # defaults, and prefix once more with the session policy's tighter bounded-load cap.
+    mkdir -p "$out/C64"
+    c64="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048
+         --question-len 128 --output-len 256 --concurrency 32 --session-per-group"
+    for p in round_robin least_loaded session prefix kv_aware; do
+        $exp 4 "$p" "$out/C64/shared-prefix-$p.json" \
+            --replica-args "$sim --kv-blocks 2048" -- $c64 >/dev/null
+    done
+    $exp 4 prefix "$out/C64/shared-prefix-prefix_cap1.25.json" \
+        --router-args "--prefix-load-factor 1.25" \
+        --replica-args "$sim --kv-blocks 2048" -- $c64 >/dev/null
 fi
 if [[ " $which " == *" trace "* ]]; then
     mkdir -p "$out/trace"

@@ -9,7 +9,9 @@ import sys
 root = sys.argv[1] if len(sys.argv) > 1 else "build/results"
 img = "docs/img"
 os.makedirs(img, exist_ok=True)
-POLICIES = ["round_robin", "least_loaded", "session", "prefix", "kv_aware"]
+# prefix_cap1.25: prefix with --prefix-load-factor 1.25 (only C64 runs it; absent files are
+# skipped).
+POLICIES = ["round_robin", "least_loaded", "session", "prefix", "kv_aware", "prefix_cap1.25"]
 
 
 def load(path):
@@ -72,11 +74,12 @@ def routing(section, prefix, title, names):
               f"{r['output_token_throughput']:.0f} | {r['ttft_s']['p50'] * 1000:.1f} | "
               f"{r['ttft_s']['p99'] * 1000:.1f} | {r['imbalance']:.2f} | {r['failed']} |")
     rr = dict(rows).get("round_robin")
-    px = dict(rows).get("prefix")
-    if rr and px and hit(rr) > 0:
-        print(f"\nprefix / round_robin: hit rate {hit(px) / hit(rr):.2f}x, output throughput "
-              f"{px['output_token_throughput'] / rr['output_token_throughput']:.2f}x, "
-              f"TTFT p50 {rr['ttft_s']['p50'] / px['ttft_s']['p50']:.2f}x lower")
+    for name in ("prefix", "prefix_cap1.25"):
+        px = dict(rows).get(name)
+        if rr and px and hit(rr) > 0:
+            print(f"\n{name} / round_robin: hit rate {hit(px) / hit(rr):.2f}x, output throughput "
+                  f"{px['output_token_throughput'] / rr['output_token_throughput']:.2f}x, "
+                  f"TTFT p50 {rr['ttft_s']['p50'] / px['ttft_s']['p50']:.2f}x lower")
     data = "\n".join(f"{i} {p} {hit(r):.4f} {r['prefix_cache_hit_rate']['ideal']:.4f}"
                      for i, (p, r) in enumerate(rows))
     gnuplot(f"""set terminal pngcairo size 640,400 noenhanced
@@ -124,6 +127,8 @@ e
 scaling()
 routing("C", "shared-prefix", "C. Routing effect, shared-prefix", "routing-shared-prefix")
 routing("C", "multi-turn", "C. Routing effect, multi-turn", "routing-multi-turn")
+routing("C64", "shared-prefix", "C. Routing effect, default shared-prefix workload",
+        "routing-shared-prefix-64")
 routing("trace", "synthetic", "Trace replay, Mooncake synthetic", "trace-synthetic")
 routing("trace", "conversation", "Trace replay, Mooncake conversation", "trace-conversation")
 fault()

@@ -98,6 +98,11 @@ struct policy_options {
     // Bounded-load cap (session, prefix): a replica may take a request while inflight + 1 <=
     // ceil(load_factor * (total inflight + 1) / eligible replicas).
     double load_factor = 1.25;
+    // The same cap for prefix, looser: a request leaves the replica caching its prefix only when
+    // that replica holds twice its share. With 1.25 the cap pushed ~9 % of a shared-prefix run's
+    // requests off their cached replica, which then cached a second copy of the prefix and evicted
+    // others (docs/results.md, C64: hit rate 0.56 at 1.25, 0.68 at 2, imbalance 1.00 / 1.03).
+    double prefix_load_factor = 2.0;
     // No replica counts as over the bounded-load cap below this many requests in flight.
     std::int64_t load_cap_floor = 4;
     // prefix: least-loaded instead when (max - min) load > abs AND max > rel * min (SGLang).

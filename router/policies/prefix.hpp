@@ -12,8 +12,8 @@
 //  4. the longest match wins (ties: lower load, then rendezvous order); a match of 0 or under
 //     min_match_ratio (0.3) of the blocks -> the least-loaded replica, ties to the one with the
 //     smallest index, then rendezvous order (prefix_miss);
-//  5. a winner over the cap (inflight + 1 > max(ceil(load_factor (1.25) * (total inflight + 1) /
-//  n),
+//  5. a winner over the cap (inflight + 1 > max(ceil(prefix_load_factor (2) * (total inflight + 1)
+//  / n),
 //     load_cap_floor (4)))
 //     -> the longest match among replicas within the cap (prefix_overload), else prefix_match.
 // Other knobs: index_capacity (65536 blocks per replica without num_blocks), kv_weight (4.0),

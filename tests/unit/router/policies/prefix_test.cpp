@@ -122,7 +122,8 @@ TEST_CASE("prefix: a hot prefix does not pile onto one replica", "[policy][prefi
 
 TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][prefix]") {
     policy_options no_floor;
-    no_floor.load_cap_floor = 0; // the raw bounded-load arithmetic
+    no_floor.load_cap_floor = 0;        // the raw bounded-load arithmetic,
+    no_floor.prefix_load_factor = 1.25; // with the session policy's factor
     prefix_policy p(no_floor);
     auto pool = make_pool(4);
     const auto blocks = make_blocks(1, 8);
@@ -141,6 +142,22 @@ TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][pr
     CHECK(*e.replica != 0);
     CHECK(*e.replica != 1);
     CHECK(e.reason == route_reason::prefix_overload);
+}
+
+TEST_CASE("prefix: the default cap lets a cached replica take twice its share",
+          "[policy][prefix]") {
+    policy_options no_floor;
+    no_floor.load_cap_floor = 0; // prefix_load_factor stays at its default, 2
+    prefix_policy p(no_floor);
+    auto pool = make_pool(4);
+    const auto blocks = make_blocks(1, 8);
+    p.on_routed(request_for(blocks), "r0");
+    pool.replicas[0].inflight = 5; // total 5: cap ceil(2 * 6 / 4) = 3, and 5 + 1 is over
+    CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
+    pool.replicas[1].inflight = 5; // total 10: cap ceil(2 * 11 / 4) = 6, and 5 + 1 fits
+    const decision d = p.pick(request_for(blocks), pool, {});
+    CHECK(*d.replica == 0);
+    CHECK(d.reason == route_reason::prefix_match);
 }
 
 TEST_CASE("prefix: below the cap floor a prefix stays on its replica", "[policy][prefix]") {
