@@ -99,6 +99,8 @@ struct server::state {
     std::string name;
     asio::strand<asio::io_context::executor_type> accept_strand;
     std::optional<tcp::acceptor> acceptor;
+    std::vector<asio::io_context*> workers; // connections go round-robin here when set
+    std::size_t next_worker = 0;            // used by the accept loop only
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> active{0};
     std::atomic<std::size_t> connections{0};
@@ -414,9 +416,12 @@ asio::awaitable<void> run_session(std::shared_ptr<session> s, std::shared_ptr<se
 
 asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
     while (!st->stopping.load()) {
-        // Each connection's I/O is serialised by a strand when several threads run the context.
+        // A connection on a worker (one thread per worker) needs no strand; on the shared
+        // io_context its I/O is serialised by one when several threads run it.
         asio::any_io_executor target = st->io.get_executor();
-        if (st->cfg.threads > 1)
+        if (!st->workers.empty())
+            target = st->workers[st->next_worker++ % st->workers.size()]->get_executor();
+        else if (st->cfg.threads > 1)
             target = asio::make_strand(st->io);
         auto [ec, socket] = co_await st->acceptor->async_accept(target, use_tuple);
         if (ec) {
@@ -444,6 +449,10 @@ server::server(asio::io_context& io, server_config config, handler h, std::strin
 
 server::~server() {
     stop();
+}
+
+void server::spread_over(std::vector<asio::io_context*> workers) {
+    state_->workers = std::move(workers);
 }
 
 unsigned short server::listen(const std::string& host, unsigned short port) {

@@ -82,6 +82,10 @@ public:
     server(const server&) = delete;
     server& operator=(const server&) = delete;
 
+    // Spreads new connections round-robin over `workers`, io_contexts each run by one thread of
+    // their own (see run_until_signal): a connection then lives on one thread and needs no
+    // strand. Call before listen(). Without workers, connections stay on the server's io_context.
+    void spread_over(std::vector<boost::asio::io_context*> workers);
     // Binds and starts accepting; returns the bound port (port 0 picks a free one) and logs
     // "<name> listening on http://host:port". Throws boost::system::system_error on bind failure.
     unsigned short listen(const std::string& host, unsigned short port);

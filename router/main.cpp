@@ -43,11 +43,19 @@ int main(int argc, char** argv) {
         const unsigned threads = cfg.threads > 0
                                      ? static_cast<unsigned>(cfg.threads)
                                      : std::max(1u, std::thread::hardware_concurrency());
-        // Owned through a pointer so it can be destroyed (with every pending coroutine frame)
-        // while the objects those frames refer to still exist.
-        auto io_owner = std::make_unique<boost::asio::io_context>(static_cast<int>(threads));
+        // Owned through pointers so they can be destroyed (with every pending coroutine frame)
+        // while the objects those frames refer to still exist. With several I/O threads each runs
+        // an io_context of its own that client connections are spread over (no strands, no
+        // locking between them); `io` then holds the listener, the monitor and the signals.
+        auto io_owner = std::make_unique<boost::asio::io_context>(1);
         boost::asio::io_context& io = *io_owner;
-        cfg.http.threads = threads;
+        std::vector<std::unique_ptr<boost::asio::io_context>> worker_owners;
+        std::vector<boost::asio::io_context*> workers;
+        for (unsigned i = 0; threads > 1 && i < threads; ++i) {
+            worker_owners.push_back(std::make_unique<boost::asio::io_context>(1));
+            workers.push_back(worker_owners.back().get());
+        }
+        cfg.http.threads = 1;
         router::monitor_config monitor_cfg = cfg.monitor;
         monitor_cfg.dns_names = cfg.replica_dns;
         monitor_cfg.connect_timeout = cfg.connect_timeout;
@@ -59,21 +67,23 @@ int main(int argc, char** argv) {
                 return front.handle(req, out);
             },
             "lanes-router");
+        server.spread_over(workers);
         server.listen(cfg.host, cfg.port);
         monitor.start();
         LANES_LOG(info, "router",
                   "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
                             << " I/O thread(s)");
-        const int code = common::http::run_until_signal(
-            io, threads, cfg.http.shutdown_grace,
-            [&] {
-                server.stop();
-                monitor.stop();
-            },
-            [&] { return server.active_requests() == 0; });
-        // Pooled upstream sockets belong to the io_context: close them before it goes.
+        const auto on_signal = [&] {
+            server.stop();
+            monitor.stop();
+        };
+        const auto drained = [&] { return server.active_requests() == 0; };
+        const int code = common::http::run_until_signal(io, workers, cfg.http.shutdown_grace,
+                                                        on_signal, drained);
+        // Pooled upstream sockets belong to the io_contexts: close them before those go.
         for (const auto& r : pool.all())
             r->drop_idle();
+        worker_owners.clear();
         io_owner.reset();
         return code;
     } catch (const std::exception& e) {
