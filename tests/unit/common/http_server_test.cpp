@@ -5,7 +5,11 @@
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 using namespace lanes::common;
 namespace asio = boost::asio;
@@ -149,6 +153,51 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
         CHECK(r.body.find("\"error\"") != std::string::npos);
         CHECK(fetch_sync(ts.port, bhttp::verb::get, "/ok").status == 200);
     }
+}
+
+TEST_CASE("server spreads connections over worker io_contexts, one thread each", "[http]") {
+    asio::io_context io;
+    std::vector<std::unique_ptr<asio::io_context>> owners;
+    std::vector<asio::io_context*> workers;
+    for (int i = 0; i < 2; ++i) {
+        owners.push_back(std::make_unique<asio::io_context>(1));
+        workers.push_back(owners.back().get());
+    }
+    std::mutex mutex;
+    std::set<std::thread::id> handler_threads;
+    http::server srv(
+        io, {},
+        [&](http::request& req, http::response_writer& out) -> asio::awaitable<void> {
+            {
+                std::lock_guard lock(mutex);
+                handler_threads.insert(std::this_thread::get_id());
+            }
+            co_await out.send(http::make_response(req, bhttp::status::ok, "ok", "text/plain"));
+        },
+        "workers");
+    srv.spread_over(workers);
+    const unsigned short port = srv.listen("127.0.0.1", 0);
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+    std::vector<std::thread> threads;
+    for (auto* w : workers) {
+        guards.push_back(asio::make_work_guard(*w));
+        threads.emplace_back([w] { w->run(); });
+    }
+    std::thread acceptor_thread([&io] { io.run(); });
+    for (int i = 0; i < 4; ++i) { // one connection each: round-robin over both workers
+        const auto r = fetch_sync(port, bhttp::verb::get, "/");
+        REQUIRE(!r.ec);
+        CHECK(r.status == 200);
+        CHECK(r.body == "ok");
+    }
+    srv.stop();
+    io.stop();
+    for (auto* w : workers)
+        w->stop();
+    acceptor_thread.join();
+    for (auto& t : threads)
+        t.join();
+    CHECK(handler_threads.size() == 2);
 }
 
 TEST_CASE("server enforces header and body limits with 431 and 413", "[http]") {
