@@ -92,11 +92,12 @@ struct proxy::routed {
 };
 
 struct proxy::attempt_result {
-    bool answered = false;   // the client got a complete answer (or a cleanly ended stream)
-    bool sent_any = false;   // some bytes reached the client: no retry possible
-    int status = 0;          // status relayed (or the upstream's failing status)
-    std::string failure;     // why the attempt failed
-    std::string failed_body; // upstream's body on a 5xx, relayed if no retry succeeds
+    bool answered = false;    // the client got a complete answer (or a cleanly ended stream)
+    bool sent_any = false;    // some bytes reached the client: no retry possible
+    bool client_gone = false; // the client went away meanwhile: nobody to retry for
+    int status = 0;           // status relayed (or the upstream's failing status)
+    std::string failure;      // why the attempt failed
+    std::string failed_body;  // upstream's body on a 5xx, relayed if no retry succeeds
     std::string failed_content_type;
 };
 
@@ -232,6 +233,14 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
                                      << (last.answered ? "" : " stream_broken"));
             co_return;
         }
+        if (last.client_gone) { // closing the upstream request was the point: no retry
+            LANES_LOG(debug, "proxy",
+                      request_id << " client went away while " << r.target->id()
+                                 << " worked on it");
+            metrics_.requests.with({r.target->id(), "499", std::string(to_string(d.reason))}).inc();
+            metrics_.duration.observe(seconds_since(start));
+            co_return;
+        }
         LANES_LOG(warn, "proxy",
                   request_id << " attempt " << attempt + 1 << " on " << r.target->id()
                              << " failed: " << last.failure);
@@ -295,6 +304,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     const error_code ec = co_await send_upstream(req, r, *link);
     if (ec) {
         result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
+        result.client_gone = link->client_gone;
         if (!link->client_gone) // a client that left is not the replica's fault
             monitor_.report(r.target, false);
         co_return result;
@@ -306,6 +316,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         co_await relay_stream(out, r, *link, content_type, result);
     else
         co_await relay_whole(req, out, r, *link, content_type, result);
+    result.client_gone = link->client_gone;
     co_return result;
 }
 

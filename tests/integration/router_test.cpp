@@ -296,3 +296,46 @@ TEST_CASE("DNS discovery: --replica-dns turns a resolved name into replicas", "[
     CHECK(test::post_json(router.port(), "/v1/completions", R"({"prompt":"dns","max_tokens":2})")
               .status == 200);
 }
+
+TEST_CASE("a client that leaves before its answer: the replica aborts, no retry, code 499",
+          "[router][failover]") {
+    test::fleet f(2, {"--backend", "sim", "--sim-speedup", "0.2"}, {"--policy", "round_robin"});
+    const auto port = f.router->port();
+    auto sum_over_replicas = [&](const std::string& name) {
+        double total = 0;
+        for (const auto& r : f.replicas)
+            total +=
+                common::prom::parse(test::get(r->port(), "/metrics").body).sum(name).value_or(0);
+        return total;
+    };
+    {
+        boost::asio::io_context io;
+        boost::asio::ip::tcp::socket s(io);
+        s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+        const std::string body = R"({"prompt":"long story","max_tokens":2000,"ignore_eos":true})";
+        const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+        boost::asio::write(s, boost::asio::buffer(req));
+        REQUIRE(
+            eventually([&] { return sum_over_replicas("vllm:num_requests_running") == 1.0; }, 10s));
+    } // the client leaves without waiting for the (non-streamed) answer
+    const auto router_metrics = [&] {
+        return common::prom::parse(test::get(port, "/metrics").body);
+    };
+    CHECK(eventually(
+        [&] {
+            const auto p = router_metrics();
+            const auto* s = p.find("lanes_router_requests_total", {{"code", "499"}});
+            return s && s->value == 1.0;
+        },
+        10s));
+    // The replica that had it aborted it, and no other replica was asked (no retry).
+    CHECK(eventually(
+        [&] {
+            return sum_over_replicas("vllm:num_requests_running") == 0.0 &&
+                   sum_over_replicas("vllm:request_success_total") == 1.0;
+        },
+        10s));
+    CHECK(router_metrics().sum("lanes_router_retries_total").value_or(0) == 0.0);
+}
