@@ -5,6 +5,7 @@
 #include "common/log.hpp"
 #include "common/openai.hpp"
 #include "common/tokenizer.hpp"
+#include "router/proxy_detail.hpp"
 #include "router/request_view.hpp"
 
 #include <boost/asio.hpp>
@@ -19,45 +20,9 @@ namespace asio = boost::asio;
 namespace http = common::http;
 namespace openai = common::openai;
 namespace bhttp = boost::beast::http;
-using clock_type = std::chrono::steady_clock;
-using boost::system::error_code;
+using namespace proxy_detail;
 
 namespace {
-
-constexpr std::string_view header_replica = "x-lanes-replica";
-constexpr std::string_view header_reason = "x-lanes-route-reason";
-constexpr std::string_view header_request_id = "x-request-id";
-
-double seconds_since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
-openai::api_error make_error(int status, std::string type, std::string message) {
-    openai::api_error e;
-    e.status = status;
-    e.type = std::move(type);
-    e.message = std::move(message);
-    return e;
-}
-
-bool hop_by_hop(bhttp::field f) {
-    switch (f) {
-    case bhttp::field::connection:
-    case bhttp::field::keep_alive:
-    case bhttp::field::transfer_encoding:
-    case bhttp::field::te:
-    case bhttp::field::trailer:
-    case bhttp::field::upgrade:
-    case bhttp::field::host:
-    case bhttp::field::content_length:
-    case bhttp::field::proxy_authorization:
-    case bhttp::field::proxy_authenticate:
-    case bhttp::field::expect:
-        return true;
-    default:
-        return false;
-    }
-}
 
 // The session key: x-session-id header, else the body's `user`, else a `session_id` cookie.
 std::optional<std::string> session_key(const http::request& req,
@@ -83,23 +48,6 @@ std::optional<std::string> session_key(const http::request& req,
 }
 
 } // namespace
-
-struct proxy::routed {
-    std::shared_ptr<replica> target;
-    decision choice;
-    std::string request_id;
-    clock_type::time_point start;
-};
-
-struct proxy::attempt_result {
-    bool answered = false;    // the client got a complete answer (or a cleanly ended stream)
-    bool sent_any = false;    // some bytes reached the client: no retry possible
-    bool client_gone = false; // the client went away meanwhile: nobody to retry for
-    int status = 0;           // status relayed (or the upstream's failing status)
-    std::string failure;      // why the attempt failed
-    std::string failed_body;  // upstream's body on a 5xx, relayed if no retry succeeds
-    std::string failed_content_type;
-};
 
 proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
              replica_monitor& monitor, std::unique_ptr<policy> pol)
@@ -151,19 +99,18 @@ decision proxy::pick(const route_request& rr, const tried_set& tried,
     return policy_->pick(rr, snap, tried);
 }
 
-asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out, bool chat) {
-    const auto start = clock_type::now();
+// Parses the body (the fast path, else the full parser, which names any problem) and fills the
+// routing view of the request: its block hashes, token count, session key and model. `rr` views
+// `blocks` and `model`, which the caller keeps.
+std::optional<openai::api_error> proxy::route_for(const http::request& req, bool chat,
+                                                  std::vector<common::block_hash>& blocks,
+                                                  std::string& model, route_request& rr) const {
     const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
     std::optional<request_view> view = extract_request(kind, req.body());
-    if (!view) { // unusual or invalid: the full parser decides, and names any problem
+    if (!view) { // unusual or invalid
         openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
-        if (parsed.error) {
-            metrics_.requests.with({"none", std::to_string(parsed.error->status), "invalid"}).inc();
-            co_await out.send(http::make_response(req,
-                                                  static_cast<bhttp::status>(parsed.error->status),
-                                                  openai::error_json(*parsed.error)));
-            co_return;
-        }
+        if (parsed.error)
+            return parsed.error;
         auto& g = *parsed.request;
         view = request_view{std::move(g.prompt), std::move(g.prompt_token_ids), g.model, g.user,
                             g.stream};
@@ -173,16 +120,44 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     if (!ids.empty() && ids.front() != common::bos_token)
         ids.insert(ids.begin(), common::bos_token);
     const auto block_size = static_cast<std::size_t>(cfg_.block_size);
-    const std::vector<common::block_hash> blocks =
-        view->prompt_token_ids.empty() ? common::hash_prompt_blocks(view->prompt, block_size)
-                                       : common::hash_blocks(view->prompt_token_ids, block_size);
-    route_request rr;
+    blocks = ids.empty() ? common::hash_prompt_blocks(view->prompt, block_size)
+                         : common::hash_blocks(ids, block_size);
     rr.blocks = blocks;
-    rr.prompt_tokens =
-        view->prompt_token_ids.empty() ? view->prompt.size() + 1 : view->prompt_token_ids.size();
+    rr.prompt_tokens = ids.empty() ? view->prompt.size() + 1 : ids.size();
     rr.session_key = session_key(req, view->user);
-    if (view->model)
-        rr.model = *view->model;
+    if (view->model) {
+        model = std::move(*view->model);
+        rr.model = model;
+    }
+    return std::nullopt;
+}
+
+// Tells the policy where the request went and counts the router's predicted prefix hit.
+void proxy::note_routed(const route_request& rr, const routed& r) {
+    {
+        std::lock_guard lock(policy_mutex_);
+        policy_->on_routed(rr, r.target->id());
+    }
+    metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
+    // A replica always computes the prompt's last token, so at most (tokens - 1) / block size
+    // blocks can hit (vLLM's cap, which lanes replicas share).
+    const auto block = static_cast<std::size_t>(cfg_.block_size);
+    const std::size_t cap = rr.prompt_tokens > 0 ? (rr.prompt_tokens - 1) / block : 0;
+    metrics_.predicted_hit_tokens.inc(
+        static_cast<double>(std::min(r.choice.matched_blocks, cap) * block));
+}
+
+asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out, bool chat) {
+    const auto start = clock_type::now();
+    std::vector<common::block_hash> blocks;
+    std::string model;
+    route_request rr;
+    if (auto error = route_for(req, chat, blocks, model, rr)) {
+        metrics_.requests.with({"none", std::to_string(error->status), "invalid"}).inc();
+        co_await out.send(http::make_response(req, static_cast<bhttp::status>(error->status),
+                                              openai::error_json(*error)));
+        co_return;
+    }
 
     std::string request_id;
     if (auto it = req.find(header_request_id); it != req.end() && !it->value().empty())
@@ -203,17 +178,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         tried.push_back(r.target->id());
         if (attempt > 0)
             metrics_.retries.inc();
-        {
-            std::lock_guard lock(policy_mutex_);
-            policy_->on_routed(rr, r.target->id());
-        }
-        metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
-        // A replica always computes the prompt's last token, so at most (tokens - 1) / block
-        // size blocks can hit (vLLM's cap, which lanes replicas share).
-        const std::size_t block = static_cast<std::size_t>(cfg_.block_size);
-        const std::size_t cap = rr.prompt_tokens > 0 ? (rr.prompt_tokens - 1) / block : 0;
-        metrics_.predicted_hit_tokens.inc(
-            static_cast<double>(std::min(d.matched_blocks, cap) * block));
+        note_routed(rr, r);
         last = co_await forward(req, out, r);
         {
             std::lock_guard lock(policy_mutex_);
@@ -275,193 +240,6 @@ http::response proxy::failure_response(const http::request& req, const attempt_r
         req, bhttp::status::bad_gateway,
         openai::error_json(
             make_error(502, "BadGatewayError", "every replica tried failed: " + last.failure)));
-}
-
-// The upstream connection of one attempt, shared with the client-closed hook: if the client goes
-// away while we wait, closing the upstream connection makes the replica abort the request (and
-// free its KV blocks) at once. Once the connection is pooled the hook no longer sees it.
-struct proxy::upstream_link {
-    std::unique_ptr<http::client_connection> conn;
-    bool client_gone = false;
-};
-
-asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
-                                                      http::response_writer& out, routed& r) {
-    attempt_result result;
-    inflight_guard guard(r.target);
-    r.target->requests_total.fetch_add(1);
-    auto link = std::make_shared<upstream_link>();
-    out.on_client_closed([link] {
-        link->client_gone = true;
-        if (link->conn)
-            link->conn->close();
-    });
-    struct unhook { // the hook must not outlive this attempt's hold on the connection
-        std::shared_ptr<upstream_link> link;
-        ~unhook() { link->conn.reset(); }
-    } unhook_on_exit{link};
-
-    const error_code ec = co_await send_upstream(req, r, *link);
-    if (ec) {
-        result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
-        result.client_gone = link->client_gone;
-        if (!link->client_gone) // a client that left is not the replica's fault
-            monitor_.report(r.target, false);
-        co_return result;
-    }
-    result.status = static_cast<int>(link->conn->header().result_int());
-    monitor_.report(r.target, result.status < 500);
-    const std::string content_type(link->conn->header()[bhttp::field::content_type]);
-    if (content_type.starts_with("text/event-stream") && result.status < 500)
-        co_await relay_stream(out, r, *link, content_type, result);
-    else
-        co_await relay_whole(req, out, r, *link, content_type, result);
-    result.client_gone = link->client_gone;
-    co_return result;
-}
-
-// Sends the request and reads the response header. A pooled connection may have been closed by
-// the replica meanwhile, so a failure on a reused one is retried once on a fresh connection (no
-// bytes reached anyone). On a connect failure link.conn is left empty.
-asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
-                                                 upstream_link& link) {
-    auto executor = co_await asio::this_coro::executor;
-    // The upstream request straight in wire format: the client's end-to-end fields in order
-    // (repeats kept), our Host, request id and length; HTTP/1.1 keep-alive by default.
-    const auto& address = r.target->address();
-    std::string head;
-    head.reserve(256 + req.target().size());
-    head += req.method_string();
-    head += ' ';
-    head += address.base_path;
-    head += req.target();
-    head += " HTTP/1.1\r\nHost: ";
-    head += address.authority();
-    head += "\r\n";
-    for (const auto& field : req) {
-        if (hop_by_hop(field.name()) ||
-            boost::beast::iequals(field.name_string(), header_request_id))
-            continue;
-        head += field.name_string();
-        head += ": ";
-        head += field.value();
-        head += "\r\n";
-    }
-    head += header_request_id;
-    head += ": ";
-    head += r.request_id;
-    head += "\r\nContent-Length: ";
-    head += std::to_string(req.body().size());
-    head += "\r\n\r\n";
-    error_code ec;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        link.conn = r.target->take_idle();
-        const bool reused = link.conn != nullptr;
-        if (reused) {
-            link.conn->rebind(executor);
-        } else {
-            link.conn = std::make_unique<http::client_connection>(executor);
-            ec = co_await link.conn->connect(r.target->address(), cfg_.connect_timeout);
-            if (ec) {
-                link.conn.reset();
-                co_return ec;
-            }
-        }
-        ec = co_await link.conn->write_raw(head, req.body(), cfg_.upstream_write_timeout);
-        if (!ec)
-            ec = co_await link.conn->read_header(cfg_.first_byte_timeout);
-        if (!ec || !reused || link.client_gone)
-            break;
-    }
-    co_return ec;
-}
-
-// Back to the pool once the response is complete (the hook lets go of it first: once pooled,
-// another request on another thread may use it).
-void proxy::recycle(routed& r, upstream_link& link) {
-    auto conn = std::move(link.conn);
-    if (conn && conn->reusable())
-        r.target->give_back(std::move(conn), static_cast<std::size_t>(cfg_.max_idle_connections));
-}
-
-http::header_list proxy::route_headers(const routed& r) const {
-    return {{std::string(header_replica), r.target->id()},
-            {std::string(header_reason), std::string(to_string(r.choice.reason))},
-            {std::string(header_request_id), r.request_id}};
-}
-
-// A non-streamed answer (or a 5xx): read whole, bounded, then sent in one piece — so a failure
-// while reading it is still retryable.
-asio::awaitable<void> proxy::relay_whole(http::request& req, http::response_writer& out, routed& r,
-                                         upstream_link& link, const std::string& content_type,
-                                         attempt_result& result) {
-    std::string body, piece;
-    while (!link.conn->done()) {
-        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
-            result.failure = "upstream body: " + ec.message();
-            co_return;
-        }
-        if (body.size() + piece.size() > cfg_.upstream_body_limit) {
-            result.failure = "upstream body over --upstream-body-limit";
-            co_return;
-        }
-        body += piece;
-    }
-    metrics_.first_byte.observe(seconds_since(r.start));
-    recycle(r, link);
-    if (result.status >= 500) {
-        result.failure = "upstream status " + std::to_string(result.status);
-        result.failed_body = std::move(body);
-        result.failed_content_type = content_type;
-        co_return;
-    }
-    http::response res = http::make_response(req, static_cast<bhttp::status>(result.status),
-                                             std::move(body), content_type);
-    res.set(header_replica, r.target->id());
-    res.set(header_reason, to_string(r.choice.reason));
-    res.set(header_request_id, r.request_id);
-    result.sent_any = true;
-    result.answered = co_await out.send(std::move(res));
-}
-
-// SSE: each upstream piece is relayed as soon as it arrives. After the first byte a retry is
-// impossible, so a broken upstream ends the stream with an error event and [DONE].
-asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
-                                          upstream_link& link, const std::string& content_type,
-                                          attempt_result& result) {
-    result.sent_any = true;
-    const http::header_list headers = route_headers(r);
-    if (!co_await out.begin_stream(static_cast<bhttp::status>(result.status), content_type,
-                                   headers)) {
-        link.conn->close();
-        co_return;
-    }
-    bool first = true;
-    std::string piece;
-    while (!link.conn->done()) {
-        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
-            metrics_.errors.with({"stream_broken"}).inc();
-            const auto e =
-                make_error(502, "BadGatewayError", "the replica's stream broke: " + ec.message());
-            const std::string tail =
-                openai::sse_event(openai::error_json(e)) + std::string(openai::sse_done);
-            if (co_await out.write_chunk(tail))
-                co_await out.end_stream();
-            result.failure = "stream: " + ec.message();
-            co_return;
-        }
-        if (first && !piece.empty()) {
-            metrics_.first_byte.observe(seconds_since(r.start));
-            first = false;
-        }
-        if (!co_await out.write_chunk(piece)) {
-            link.conn->close(); // the client is gone: the replica sees the close and aborts
-            result.failure = "client closed";
-            co_return;
-        }
-    }
-    result.answered = co_await out.end_stream();
-    recycle(r, link);
 }
 
 asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out) {

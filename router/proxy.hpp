@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/http_server.hpp"
+#include "common/openai.hpp"
 #include "router/admin.hpp"
 #include "router/config.hpp"
 #include "router/metrics.hpp"
@@ -15,6 +16,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace lanes::router {
 
@@ -31,6 +33,10 @@ private:
     struct attempt_result;
     struct upstream_link;
 
+    std::optional<common::openai::api_error> route_for(const common::http::request& req, bool chat,
+                                                       std::vector<common::block_hash>& blocks,
+                                                       std::string& model, route_request& rr) const;
+    void note_routed(const route_request& rr, const routed& r);
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
     boost::asio::awaitable<void> models(common::http::request& req,

@@ -1,0 +1,224 @@
+// The proxy's upstream half: send a request to the chosen replica over a pooled keep-alive
+// connection, then relay its answer (whole, or SSE chunk by chunk), watching for a client that
+// leaves meanwhile.
+#include "common/http_client.hpp"
+#include "router/proxy_detail.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+
+namespace lanes::router {
+
+namespace asio = boost::asio;
+namespace http = common::http;
+namespace openai = common::openai;
+namespace bhttp = boost::beast::http;
+using namespace proxy_detail;
+using boost::system::error_code;
+
+namespace {
+
+bool hop_by_hop(bhttp::field f) {
+    switch (f) {
+    case bhttp::field::connection:
+    case bhttp::field::keep_alive:
+    case bhttp::field::transfer_encoding:
+    case bhttp::field::te:
+    case bhttp::field::trailer:
+    case bhttp::field::upgrade:
+    case bhttp::field::host:
+    case bhttp::field::content_length:
+    case bhttp::field::proxy_authorization:
+    case bhttp::field::proxy_authenticate:
+    case bhttp::field::expect:
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
+std::string proxy_detail::upstream_head(const http::request& req, const http::url& address,
+                                        std::string_view request_id) {
+    std::string head;
+    head.reserve(256 + req.target().size());
+    head += req.method_string();
+    head += ' ';
+    head += address.base_path;
+    head += req.target();
+    head += " HTTP/1.1\r\nHost: ";
+    head += address.authority();
+    head += "\r\n";
+    for (const auto& field : req) {
+        if (hop_by_hop(field.name()) ||
+            boost::beast::iequals(field.name_string(), header_request_id))
+            continue;
+        head += field.name_string();
+        head += ": ";
+        head += field.value();
+        head += "\r\n";
+    }
+    head += header_request_id;
+    head += ": ";
+    head += request_id;
+    head += "\r\nContent-Length: ";
+    head += std::to_string(req.body().size());
+    head += "\r\n\r\n";
+    return head;
+}
+
+asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
+                                                      http::response_writer& out, routed& r) {
+    attempt_result result;
+    inflight_guard guard(r.target);
+    r.target->requests_total.fetch_add(1);
+    auto link = std::make_shared<upstream_link>();
+    out.on_client_closed([link] {
+        link->client_gone = true;
+        if (link->conn)
+            link->conn->close();
+    });
+    struct unhook { // the hook must not outlive this attempt's hold on the connection
+        std::shared_ptr<upstream_link> link;
+        ~unhook() { link->conn.reset(); }
+    } unhook_on_exit{link};
+
+    const error_code ec = co_await send_upstream(req, r, *link);
+    if (ec) {
+        result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
+        result.client_gone = link->client_gone;
+        if (!link->client_gone) // a client that left is not the replica's fault
+            monitor_.report(r.target, false);
+        co_return result;
+    }
+    result.status = static_cast<int>(link->conn->header().result_int());
+    monitor_.report(r.target, result.status < 500);
+    const std::string content_type(link->conn->header()[bhttp::field::content_type]);
+    if (content_type.starts_with("text/event-stream") && result.status < 500)
+        co_await relay_stream(out, r, *link, content_type, result);
+    else
+        co_await relay_whole(req, out, r, *link, content_type, result);
+    result.client_gone = link->client_gone;
+    co_return result;
+}
+
+// Sends the request and reads the response header. A pooled connection may have been closed by
+// the replica meanwhile, so a failure on a reused one is retried once on a fresh connection (no
+// bytes reached anyone). On a connect failure link.conn is left empty.
+asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
+                                                 upstream_link& link) {
+    auto executor = co_await asio::this_coro::executor;
+    const std::string head = upstream_head(req, r.target->address(), r.request_id);
+    error_code ec;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        link.conn = r.target->take_idle();
+        const bool reused = link.conn != nullptr;
+        if (reused) {
+            link.conn->rebind(executor);
+        } else {
+            link.conn = std::make_unique<http::client_connection>(executor);
+            ec = co_await link.conn->connect(r.target->address(), cfg_.connect_timeout);
+            if (ec) {
+                link.conn.reset();
+                co_return ec;
+            }
+        }
+        ec = co_await link.conn->write_raw(head, req.body(), cfg_.upstream_write_timeout);
+        if (!ec)
+            ec = co_await link.conn->read_header(cfg_.first_byte_timeout);
+        if (!ec || !reused || link.client_gone)
+            break;
+    }
+    co_return ec;
+}
+
+// Back to the pool once the response is complete (the hook lets go of it first: once pooled,
+// another request on another thread may use it).
+void proxy::recycle(routed& r, upstream_link& link) {
+    auto conn = std::move(link.conn);
+    if (conn && conn->reusable())
+        r.target->give_back(std::move(conn), static_cast<std::size_t>(cfg_.max_idle_connections));
+}
+
+http::header_list proxy::route_headers(const routed& r) const {
+    return {{std::string(header_replica), r.target->id()},
+            {std::string(header_reason), std::string(to_string(r.choice.reason))},
+            {std::string(header_request_id), r.request_id}};
+}
+
+// A non-streamed answer (or a 5xx): read whole, bounded, then sent in one piece — so a failure
+// while reading it is still retryable.
+asio::awaitable<void> proxy::relay_whole(http::request& req, http::response_writer& out, routed& r,
+                                         upstream_link& link, const std::string& content_type,
+                                         attempt_result& result) {
+    std::string body, piece;
+    while (!link.conn->done()) {
+        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
+            result.failure = "upstream body: " + ec.message();
+            co_return;
+        }
+        if (body.size() + piece.size() > cfg_.upstream_body_limit) {
+            result.failure = "upstream body over --upstream-body-limit";
+            co_return;
+        }
+        body += piece;
+    }
+    metrics_.first_byte.observe(seconds_since(r.start));
+    recycle(r, link);
+    if (result.status >= 500) {
+        result.failure = "upstream status " + std::to_string(result.status);
+        result.failed_body = std::move(body);
+        result.failed_content_type = content_type;
+        co_return;
+    }
+    http::response res = http::make_response(req, static_cast<bhttp::status>(result.status),
+                                             std::move(body), content_type);
+    res.set(header_replica, r.target->id());
+    res.set(header_reason, to_string(r.choice.reason));
+    res.set(header_request_id, r.request_id);
+    result.sent_any = true;
+    result.answered = co_await out.send(std::move(res));
+}
+
+// SSE: each upstream piece is relayed as soon as it arrives. After the first byte a retry is
+// impossible, so a broken upstream ends the stream with an error event and [DONE].
+asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
+                                          upstream_link& link, const std::string& content_type,
+                                          attempt_result& result) {
+    result.sent_any = true;
+    const http::header_list headers = route_headers(r);
+    if (!co_await out.begin_stream(static_cast<bhttp::status>(result.status), content_type,
+                                   headers)) {
+        link.conn->close();
+        co_return;
+    }
+    bool first = true;
+    std::string piece;
+    while (!link.conn->done()) {
+        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
+            metrics_.errors.with({"stream_broken"}).inc();
+            const auto e =
+                make_error(502, "BadGatewayError", "the replica's stream broke: " + ec.message());
+            const std::string tail =
+                openai::sse_event(openai::error_json(e)) + std::string(openai::sse_done);
+            if (co_await out.write_chunk(tail))
+                co_await out.end_stream();
+            result.failure = "stream: " + ec.message();
+            co_return;
+        }
+        if (first && !piece.empty()) {
+            metrics_.first_byte.observe(seconds_since(r.start));
+            first = false;
+        }
+        if (!co_await out.write_chunk(piece)) {
+            link.conn->close(); // the client is gone: the replica sees the close and aborts
+            result.failure = "client closed";
+            co_return;
+        }
+    }
+    result.answered = co_await out.end_stream();
+    recycle(r, link);
+}
+
+} // namespace lanes::router
