@@ -3,6 +3,8 @@
 
 #include "router/policies/policy.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -62,6 +64,20 @@ inline std::map<std::size_t, int> count_picks(policy& p, const route_request& re
             ++counts[*d.replica];
     }
     return counts;
+}
+
+// 40k picks over 4 equal replicas land within 3 % of 10k each (a fair coin's standard deviation
+// is about 87), and the pick names `reason`.
+inline void check_even_spread(policy& p, route_reason reason) {
+    const auto pool = make_pool(4);
+    const auto counts = count_picks(p, {}, pool, 40'000);
+    REQUIRE(counts.size() == 4);
+    for (const auto& [replica, n] : counts) {
+        INFO("replica " << replica);
+        CHECK(n >= 9'700);
+        CHECK(n <= 10'300);
+    }
+    CHECK(p.pick({}, pool, {}).reason == reason);
 }
 
 } // namespace lanes::router::test

@@ -42,16 +42,7 @@ TEST_CASE("the bounded-load cap is ceil(load_factor * (total inflight + 1) / n)"
 
 TEST_CASE("least_loaded spreads evenly when loads are equal", "[policy][least_loaded]") {
     least_loaded_policy p({});
-    const auto pool = make_pool(4);
-    // 40k picks, each replica within 3% of 10k.
-    const auto counts = count_picks(p, {}, pool, 40'000);
-    REQUIRE(counts.size() == 4);
-    for (const auto& [replica, n] : counts) {
-        INFO("replica " << replica);
-        CHECK(n >= 9'700);
-        CHECK(n <= 10'300);
-    }
-    CHECK(p.pick({}, pool, {}).reason == route_reason::least_loaded);
+    check_even_spread(p, route_reason::least_loaded);
 }
 
 TEST_CASE("least_loaded never prefers the strictly most loaded replica", "[policy][least_loaded]") {

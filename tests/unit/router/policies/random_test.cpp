@@ -9,16 +9,7 @@ using namespace lanes::router::test;
 
 TEST_CASE("random spreads evenly over the replicas", "[policy][random]") {
     random_policy p({});
-    const auto pool = make_pool(4);
-    // 40k picks over 4 replicas: each within 3% of 10k (the standard deviation is about 87).
-    const auto counts = count_picks(p, {}, pool, 40'000);
-    REQUIRE(counts.size() == 4);
-    for (const auto& [replica, n] : counts) {
-        INFO("replica " << replica);
-        CHECK(n >= 9'700);
-        CHECK(n <= 10'300);
-    }
-    CHECK(p.pick({}, pool, {}).reason == route_reason::random);
+    check_even_spread(p, route_reason::random);
 }
 
 TEST_CASE("random never picks a non-routable or tried replica", "[policy][random]") {
