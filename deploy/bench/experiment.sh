@@ -19,14 +19,7 @@ while [ $# -gt 0 ]; do
         *) echo "experiment.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source deploy/bench/scratch.sh
 
 port_of() { # waits for "listening on http://host:PORT" in a log file
     for _ in $(seq 1 500); do

@@ -23,14 +23,7 @@ if [ -n "${missing:-}" ]; then
 fi
 [ -x "$router_bin" ] || scripts/build.sh
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source deploy/bench/scratch.sh
 
 backend_port=18101 nginx_port=18102 haproxy_port=18103 lanes_port=18104
 reply='{"id":"cmpl-0","object":"text_completion","created":0,"model":"m","choices":[{"index":0,"text":"hello world","logprobs":null,"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":1025,"total_tokens":1027,"completion_tokens":2}}'
