@@ -50,7 +50,7 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
     for (int i = 0; i < replicas; ++i) {
         for (int k = 0; k < 16; ++k) {
             const auto tokens = common::encode_prompt(random_text(rng, fill_len));
-            const auto blocks = common::hash_blocks(tokens, 16);
+            const auto blocks = common::hash_blocks(tokens, common::default_block_size);
             router::route_request rr;
             rr.blocks = blocks;
             rr.prompt_tokens = tokens.size();
@@ -81,7 +81,7 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
         const auto start = clock_type::now();
         const auto parsed = router::extract_request(kind, body); // the router's fast path
         const auto parsed_at = clock_type::now();
-        const auto blocks = common::hash_prompt_blocks(parsed->prompt, 16);
+        const auto blocks = common::hash_prompt_blocks(parsed->prompt, common::default_block_size);
         const auto hashed_at = clock_type::now();
         router::route_request rr;
         rr.blocks = blocks;

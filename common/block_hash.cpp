@@ -22,8 +22,12 @@ void put_le(unsigned char* out, std::uint64_t value, std::size_t bytes) {
     }
 }
 
+// Ids below this are the byte tokenizer's text bytes: a block of only those is hashed in byte form.
+constexpr token_id byte_form_limit = 256;
+
 bool all_bytes(std::span<const token_id> tokens) {
-    return std::all_of(tokens.begin(), tokens.end(), [](token_id t) { return t < 256; });
+    return std::all_of(tokens.begin(), tokens.end(),
+                       [](token_id t) { return t < byte_form_limit; });
 }
 
 // Writes the hash input (parent, then each token as one byte or as 4 little-endian bytes) into
