@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 
 // Inlined (the header carries the whole implementation): the router hashes ~500 short inputs per
@@ -43,6 +44,21 @@ std::size_t fill_input(unsigned char* out, block_hash parent, std::span<const to
     return pos;
 }
 
+// Blocks 1..full-1 of a text prompt for a block size known at compile time: the hash input has a
+// constant length, so XXH3 compiles down to its fixed-length path with no dispatch on the size.
+template <std::size_t BlockSize>
+void hash_text_blocks(std::string_view text, block_hash parent, std::size_t full,
+                      std::vector<block_hash>& hashes) {
+    static_assert(std::endian::native == std::endian::little, "the parent is copied as it lies");
+    std::array<unsigned char, parent_bytes + BlockSize> input;
+    for (std::size_t b = 1; b < full; ++b) {
+        std::memcpy(input.data(), &parent, parent_bytes);
+        std::memcpy(input.data() + parent_bytes, text.data() + b * BlockSize - 1, BlockSize);
+        parent = XXH3_64bits(input.data(), input.size());
+        hashes.push_back(parent);
+    }
+}
+
 } // namespace
 
 block_hash hash_block(block_hash parent, std::span<const token_id> tokens) {
@@ -78,6 +94,10 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
         first[i] = static_cast<unsigned char>(text[i - 1]);
     block_hash parent = hash_block(root_block_hash, first);
     hashes.push_back(parent);
+    if (block_size == default_block_size) {
+        hash_text_blocks<default_block_size>(text, parent, full, hashes);
+        return hashes;
+    }
     std::vector<unsigned char> input(parent_bytes + block_size);
     for (std::size_t b = 1; b < full; ++b) {
         put_le(input.data(), parent, parent_bytes);

@@ -59,7 +59,7 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
     std::optional<scored> best;
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
-        const std::size_t matched = index_.match(r.id, req.blocks);
+        const std::size_t matched = index_.match_at(i, req.blocks);
         const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
         const scored s{i, cost, matched};
         if (better(s, best))

@@ -44,7 +44,7 @@ decision prefix_policy::delegate(const route_request& req, const pool_snapshot& 
                                  const tried_set& tried, route_reason reason) {
     decision d = fallback_.pick(req, pool, tried);
     d.reason = reason;
-    d.matched_blocks = d.replica ? index_.match(pool.replicas[*d.replica].id, req.blocks) : 0;
+    d.matched_blocks = d.replica ? index_.match_at(*d.replica, req.blocks) : 0;
     return d;
 }
 
@@ -65,14 +65,14 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
     for (const std::size_t i : candidates) {
         const double li = load_score(pool.replicas[i], kv_weight_);
         const double lb = load_score(pool.replicas[best], kv_weight_);
-        const std::size_t si = index_.size(pool.replicas[i].id);
-        const std::size_t sb = index_.size(pool.replicas[best].id);
+        const std::size_t si = index_.size_at(i);
+        const std::size_t sb = index_.size_at(best);
         if (li < lb ||
             (li == lb && (si < sb || (si == sb && rendezvous_before(key, pool.replicas[i],
                                                                     pool.replicas[best])))))
             best = i;
     }
-    return {best, route_reason::prefix_miss, index_.match(pool.replicas[best].id, req.blocks)};
+    return {best, route_reason::prefix_miss, index_.match_at(best, req.blocks)};
 }
 
 decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
@@ -86,7 +86,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     if (req.blocks.empty())
         return delegate(req, pool, tried, route_reason::prefix_miss);
     if (std::all_of(candidates.begin(), candidates.end(),
-                    [&](std::size_t i) { return index_.size(pool.replicas[i].id) == 0; }))
+                    [&](std::size_t i) { return index_.size_at(i) == 0; }))
         return by_hash(req, pool, candidates);
 
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
@@ -105,7 +105,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     std::optional<candidate> best_within; // the best among replicas within the load cap
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
-        const candidate c{i, load_score(r, kv_weight_), index_.match(r.id, req.blocks)};
+        const candidate c{i, load_score(r, kv_weight_), index_.match_at(i, req.blocks)};
         if (better(c, best))
             best = c;
         if (within_cap(r, cap) && better(c, best_within))

@@ -4,58 +4,40 @@
 
 namespace lanes::router {
 
-void prefix_index::lru_set::touch(common::block_hash h) {
-    if (auto it = where.find(h); it != where.end()) {
-        order.splice(order.begin(), order, it->second);
-        return;
-    }
-    order.push_front(h);
-    where.emplace(h, order.begin());
-}
-
-void prefix_index::lru_set::shrink() {
-    while (order.size() > capacity) {
-        where.erase(order.back());
-        order.pop_back();
-    }
-}
-
-prefix_index::lru_set& prefix_index::replica_set(const std::string& replica) {
-    auto [it, inserted] = replicas_.try_emplace(replica);
-    if (inserted)
-        it->second.capacity = default_capacity_;
-    return it->second;
+block_lru& prefix_index::replica_set(const std::string& replica) {
+    return replicas_.try_emplace(replica, default_capacity_).first->second;
 }
 
 void prefix_index::insert(const std::string& replica, std::span<const common::block_hash> blocks) {
-    lru_set& set = replica_set(replica);
+    block_lru& set = replica_set(replica);
     // Only the leading `capacity` blocks can be kept; touching them last-to-first leaves the head
     // of the prefix most recently used.
-    const std::size_t n = std::min(blocks.size(), set.capacity);
+    const std::size_t n = std::min(blocks.size(), set.capacity());
     for (std::size_t i = n; i-- > 0;)
         set.touch(blocks[i]);
-    set.shrink();
 }
 
 std::size_t prefix_index::match(const std::string& replica,
                                 std::span<const common::block_hash> blocks) const {
     const auto it = replicas_.find(replica);
-    if (it == replicas_.end())
-        return 0;
+    return it == replicas_.end() ? 0 : longest_run(it->second, blocks);
+}
+
+std::size_t prefix_index::longest_run(const block_lru& set,
+                                      std::span<const common::block_hash> blocks) {
     // Blocks are chained, and insert() touches a request's blocks from its last to its first, so
     // in every chain a block is more recently used than all blocks after it: eviction takes a
     // chain's tail first and the held blocks form a prefix-closed set. The leading run held is
     // then found by binary search. Most replicas share not even the first block with a request,
     // and a full hit is common: each of those costs one or two lookups.
-    const auto& where = it->second.where;
-    if (blocks.empty() || !where.contains(blocks.front()))
+    if (blocks.empty() || !set.contains(blocks.front()))
         return 0;
     std::size_t lo = 1, hi = blocks.size(); // blocks[0, lo) held; blocks[hi] (if any) not held
-    if (where.contains(blocks.back()))
+    if (set.contains(blocks.back()))
         return hi;
     while (lo < hi) {
         const std::size_t mid = lo + (hi - lo) / 2;
-        if (where.contains(blocks[mid]))
+        if (set.contains(blocks[mid]))
             lo = mid + 1;
         else
             hi = mid;
@@ -64,38 +46,59 @@ std::size_t prefix_index::match(const std::string& replica,
 }
 
 void prefix_index::update_capacities(const pool_snapshot& pool) {
-    for (const replica_view& r : pool.replicas) {
+    const bool same =
+        bound_ids_.size() == pool.replicas.size() &&
+        std::equal(bound_ids_.begin(), bound_ids_.end(), pool.replicas.begin(),
+                   [](const std::string& id, const replica_view& r) { return id == r.id; });
+    if (!same) {
+        bound_ids_.clear();
+        bound_.clear();
+        for (const replica_view& r : pool.replicas) {
+            bound_ids_.push_back(r.id);
+            bound_.push_back(&replica_set(r.id));
+        }
+    }
+    for (std::size_t i = 0; i < pool.replicas.size(); ++i) {
+        const replica_view& r = pool.replicas[i];
         const std::size_t capacity = r.num_blocks && *r.num_blocks > 0
                                          ? static_cast<std::size_t>(*r.num_blocks)
                                          : default_capacity_;
-        lru_set& set = replica_set(r.id);
-        if (set.capacity != capacity) {
-            set.capacity = capacity;
-            set.shrink();
-        }
+        if (bound_[i]->capacity() != capacity)
+            bound_[i]->set_capacity(capacity);
     }
 }
 
+void prefix_index::unbind() {
+    bound_ids_.clear();
+    bound_.clear();
+}
+
 void prefix_index::retain(const pool_snapshot& pool) {
+    unbind();
     std::erase_if(replicas_, [&pool](const auto& kv) {
         return std::none_of(pool.replicas.begin(), pool.replicas.end(),
                             [&kv](const replica_view& r) { return r.id == kv.first; });
     });
 }
 
+void prefix_index::forget(const std::string& replica) {
+    unbind();
+    replicas_.erase(replica);
+}
+
 std::size_t prefix_index::size(const std::string& replica) const {
     const auto it = replicas_.find(replica);
-    return it == replicas_.end() ? 0 : it->second.order.size();
+    return it == replicas_.end() ? 0 : it->second.size();
 }
 
 std::size_t prefix_index::capacity(const std::string& replica) const {
     const auto it = replicas_.find(replica);
-    return it == replicas_.end() ? default_capacity_ : it->second.capacity;
+    return it == replicas_.end() ? default_capacity_ : it->second.capacity();
 }
 
 bool prefix_index::empty() const {
     return std::all_of(replicas_.begin(), replicas_.end(),
-                       [](const auto& kv) { return kv.second.order.empty(); });
+                       [](const auto& kv) { return kv.second.size() == 0; });
 }
 
 } // namespace lanes::router

@@ -9,13 +9,14 @@
 #pragma once
 
 #include "common/block_hash.hpp"
+#include "router/policies/block_lru.hpp"
 #include "router/policies/policy.hpp"
 
 #include <cstddef>
-#include <list>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace lanes::router {
 
@@ -30,11 +31,17 @@ public:
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
 
     // Sets every snapshot replica's capacity (num_blocks when known, else the default), evicting
-    // what no longer fits.
+    // what no longer fits, and binds the snapshot: match_at and size_at then take indices into
+    // pool.replicas without looking replicas up by id. A policy calls this once per decision;
+    // when the snapshot lists the same replicas as last time it costs a few compares.
     void update_capacities(const pool_snapshot& pool);
+    std::size_t match_at(std::size_t i, std::span<const common::block_hash> blocks) const {
+        return longest_run(*bound_[i], blocks);
+    }
+    std::size_t size_at(std::size_t i) const { return bound_[i]->size(); }
     // Forgets the replicas the snapshot lacks.
     void retain(const pool_snapshot& pool);
-    void forget(const std::string& replica) { replicas_.erase(replica); }
+    void forget(const std::string& replica);
 
     std::size_t size(const std::string& replica) const;
     std::size_t capacity(const std::string& replica) const;
@@ -42,19 +49,16 @@ public:
     bool empty() const;
 
 private:
-    struct lru_set {
-        std::size_t capacity = 0;
-        std::list<common::block_hash> order; // most recently used first
-        std::unordered_map<common::block_hash, std::list<common::block_hash>::iterator> where;
-
-        void touch(common::block_hash h);
-        void shrink();
-    };
-
-    lru_set& replica_set(const std::string& replica);
+    static std::size_t longest_run(const block_lru& set,
+                                   std::span<const common::block_hash> blocks);
+    block_lru& replica_set(const std::string& replica);
+    void unbind();
 
     std::size_t default_capacity_;
-    std::unordered_map<std::string, lru_set> replicas_;
+    std::unordered_map<std::string, block_lru> replicas_; // nodes: pointers stay valid
+    // The last snapshot bound by update_capacities: its replica ids and their sets.
+    std::vector<std::string> bound_ids_;
+    std::vector<block_lru*> bound_;
 };
 
 } // namespace lanes::router

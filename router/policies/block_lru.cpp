@@ -1,0 +1,139 @@
+#include "router/policies/block_lru.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <random>
+
+namespace lanes::router {
+
+namespace {
+
+// Block hashes come from clients' prompts; a per-process seed keeps anyone from choosing prompts
+// whose hashes pile into one probe run.
+const std::uint64_t table_seed = [] {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}();
+
+constexpr std::size_t min_table = 16;
+
+} // namespace
+
+std::size_t block_lru::home(common::block_hash h) const {
+    // Fibonacci hashing: the top bits of the product spread whatever bits differ in h.
+    return static_cast<std::size_t>(((h ^ table_seed) * 0x9E3779B97F4A7C15ULL) >> shift_);
+}
+
+std::size_t block_lru::find(common::block_hash h) const {
+    if (table_.empty())
+        return npos;
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t s = home(h);; s = (s + 1) & mask) {
+        const slot& x = table_[s];
+        if (x.entry == none)
+            return npos;
+        if (x.hash == h)
+            return s;
+    }
+}
+
+void block_lru::insert_slot(common::block_hash h, std::uint32_t e) {
+    const std::size_t mask = table_.size() - 1;
+    std::size_t s = home(h);
+    while (table_[s].entry != none)
+        s = (s + 1) & mask;
+    table_[s] = {h, e};
+}
+
+void block_lru::erase_slot(std::size_t s) {
+    // Backward-shift deletion: pull later members of the probe run into the hole when their home
+    // lies outside the cyclic range (hole, j], so every run stays unbroken.
+    const std::size_t mask = table_.size() - 1;
+    std::size_t hole = s;
+    for (std::size_t j = (s + 1) & mask; table_[j].entry != none; j = (j + 1) & mask) {
+        const std::size_t k = home(table_[j].hash);
+        const bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
+        if (!stays) {
+            table_[hole] = table_[j];
+            hole = j;
+        }
+    }
+    table_[hole].entry = none;
+}
+
+void block_lru::unlink(std::uint32_t e) {
+    entry& x = entries_[e];
+    (x.prev == none ? head_ : entries_[x.prev].next) = x.next;
+    (x.next == none ? tail_ : entries_[x.next].prev) = x.prev;
+}
+
+void block_lru::push_front(std::uint32_t e) {
+    entries_[e].prev = none;
+    entries_[e].next = head_;
+    (head_ == none ? tail_ : entries_[head_].prev) = e;
+    head_ = e;
+}
+
+void block_lru::grow_table() {
+    const std::size_t size = std::max(min_table, table_.size() * 2);
+    table_.assign(size, slot{});
+    shift_ = 64 - static_cast<std::size_t>(std::countr_zero(size));
+    for (std::uint32_t e = 0; e < entries_.size(); ++e)
+        insert_slot(entries_[e].hash, e);
+}
+
+void block_lru::touch(common::block_hash h) {
+    if (capacity_ == 0)
+        return;
+    if (const std::size_t s = find(h); s != npos) {
+        const std::uint32_t e = table_[s].entry;
+        if (e != head_) {
+            unlink(e);
+            push_front(e);
+        }
+        return;
+    }
+    std::uint32_t e;
+    if (entries_.size() >= capacity_) { // full: the least recently used entry takes `h`
+        e = tail_;
+        erase_slot(find(entries_[e].hash));
+        unlink(e);
+    } else {
+        if ((entries_.size() + 1) * 2 > table_.size())
+            grow_table();
+        e = static_cast<std::uint32_t>(entries_.size());
+        entries_.push_back({});
+    }
+    entries_[e].hash = h;
+    push_front(e);
+    insert_slot(h, e);
+}
+
+void block_lru::set_capacity(std::size_t capacity) {
+    if (capacity >= entries_.size()) {
+        capacity_ = capacity;
+        return;
+    }
+    std::vector<common::block_hash> keep = recency_order();
+    keep.resize(capacity);
+    entries_.clear();
+    table_.clear();
+    if (capacity == 0) {
+        entries_.shrink_to_fit();
+        table_.shrink_to_fit();
+    }
+    head_ = tail_ = none;
+    capacity_ = capacity;
+    for (auto it = keep.rbegin(); it != keep.rend(); ++it) // oldest first: the order survives
+        touch(*it);
+}
+
+std::vector<common::block_hash> block_lru::recency_order() const {
+    std::vector<common::block_hash> out;
+    out.reserve(entries_.size());
+    for (std::uint32_t e = head_; e != none; e = entries_[e].next)
+        out.push_back(entries_[e].hash);
+    return out;
+}
+
+} // namespace lanes::router

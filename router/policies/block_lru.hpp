@@ -1,0 +1,64 @@
+// block_lru: a bounded set of block hashes with least-recently-used eviction, laid out flat for the
+// routing hot path. Entries live in one vector, linked by index into a recency list; lookups go
+// through an open-addressing table (linear probing, backward-shift deletion, no tombstones) whose
+// slots carry the hash itself, so `contains` costs one cache line in the common case. A
+// list-and-node-map LRU costs two or three dependent cache misses per lookup instead, which is
+// what the router's decision-time tail was made of (docs/performance.md).
+#pragma once
+
+#include "common/block_hash.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lanes::router {
+
+class block_lru {
+public:
+    explicit block_lru(std::size_t capacity = 0)
+        : capacity_(capacity) {}
+
+    bool contains(common::block_hash h) const { return find(h) != npos; }
+    // Makes `h` the most recently used entry, adding it (and evicting the least recently used one
+    // when full) if absent. Does nothing with capacity 0.
+    void touch(common::block_hash h);
+    // Changes the capacity; a smaller one drops the least recently used entries.
+    void set_capacity(std::size_t capacity);
+
+    std::size_t size() const { return entries_.size(); }
+    std::size_t capacity() const { return capacity_; }
+    // Hashes from most to least recently used (for tests and diagnostics).
+    std::vector<common::block_hash> recency_order() const;
+
+private:
+    static constexpr std::uint32_t none = UINT32_MAX;
+    static constexpr std::size_t npos = SIZE_MAX;
+    struct entry {
+        common::block_hash hash;
+        std::uint32_t prev; // towards the most recently used
+        std::uint32_t next; // towards the least recently used
+    };
+    struct slot {
+        common::block_hash hash;
+        std::uint32_t entry = none; // none: empty
+    };
+
+    std::size_t home(common::block_hash h) const;
+    // The slot holding `h`, or npos.
+    std::size_t find(common::block_hash h) const;
+    void insert_slot(common::block_hash h, std::uint32_t e);
+    void erase_slot(std::size_t s);
+    void unlink(std::uint32_t e);
+    void push_front(std::uint32_t e);
+    void grow_table();
+
+    std::size_t capacity_;
+    std::vector<entry> entries_;
+    std::vector<slot> table_; // size a power of two, at most half full
+    std::size_t shift_ = 64;  // 64 - log2(table size)
+    std::uint32_t head_ = none;
+    std::uint32_t tail_ = none;
+};
+
+} // namespace lanes::router

@@ -1,0 +1,60 @@
+#include "router/policies/block_lru.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <list>
+#include <random>
+
+using lanes::common::block_hash;
+using lanes::router::block_lru;
+
+TEST_CASE("block_lru keeps the most recently used entries", "[policy][block_lru]") {
+    block_lru lru(3);
+    for (block_hash h : {1, 2, 3})
+        lru.touch(h);
+    CHECK(lru.recency_order() == std::vector<block_hash>{3, 2, 1});
+    lru.touch(1); // 1 is now the newest, 2 the oldest
+    lru.touch(4); // evicts 2
+    CHECK(lru.size() == 3);
+    CHECK(lru.contains(1));
+    CHECK_FALSE(lru.contains(2));
+    CHECK(lru.recency_order() == std::vector<block_hash>{4, 1, 3});
+    lru.set_capacity(1);
+    CHECK(lru.recency_order() == std::vector<block_hash>{4});
+    lru.set_capacity(0);
+    lru.touch(5);
+    CHECK(lru.size() == 0);
+    CHECK_FALSE(lru.contains(4));
+}
+
+// The table's deletion shifts probe runs back; a reference LRU (list) under random touches, with
+// hashes drawn so that many share home slots, checks that nothing is lost or left behind.
+TEST_CASE("block_lru agrees with a list LRU under random use", "[policy][block_lru]") {
+    std::mt19937_64 rng(11);
+    for (std::size_t capacity : {1, 7, 64, 500}) {
+        block_lru lru(capacity);
+        std::list<block_hash> reference; // most recent first
+        for (int step = 0; step < 20'000; ++step) {
+            // Few distinct values in the low and high bits: heavy collisions and long probe runs.
+            const block_hash h = (rng() % (3 * capacity + 5)) * 0x100000001ULL;
+            if (rng() % 50 == 0) {
+                const std::size_t new_capacity = 1 + rng() % (2 * capacity);
+                lru.set_capacity(new_capacity);
+                if (reference.size() > new_capacity)
+                    reference.resize(new_capacity);
+                capacity = new_capacity;
+            }
+            lru.touch(h);
+            reference.remove(h);
+            reference.push_front(h);
+            if (reference.size() > capacity)
+                reference.pop_back();
+            const block_hash probe = (rng() % (3 * capacity + 5)) * 0x100000001ULL;
+            REQUIRE(lru.contains(probe) ==
+                    (std::find(reference.begin(), reference.end(), probe) != reference.end()));
+            REQUIRE(lru.size() == reference.size());
+        }
+        CHECK(lru.recency_order() == std::vector<block_hash>(reference.begin(), reference.end()));
+    }
+}
