@@ -9,11 +9,9 @@
 #include <boost/beast/http.hpp>
 
 #include <array>
-#include <cerrno>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sys/socket.h>
 
 namespace lanes::common::http {
 
@@ -167,6 +165,7 @@ private:
     unsigned version_ = 11;
     std::function<void()> on_closed_;
     std::uint64_t watch_generation_ = 0;
+    char watch_byte_ = 0; // the client-closed watch peeks into it
 };
 
 asio::awaitable<void> session::run() {
@@ -365,35 +364,26 @@ void session::on_client_closed(std::function<void()> on_closed) {
     arm_watch(++watch_generation_);
 }
 
-// Waits for the socket to turn readable, then peeks: 0 bytes means the peer closed; data means a
-// pipelined request (stop watching); EAGAIN means a stale readiness edge from the reactor (the
-// request's own bytes), so wait again.
+// A receive with MSG_PEEK, pending while the handler works: it completes with 0 bytes (eof) when
+// the peer closes, with an error when it resets, and with data (left in the socket, not consumed)
+// when the client pipelines its next request, which means it is still there. Unlike async_wait,
+// a pending read op needs no epoll_ctl to arm: the socket is registered for input once.
 void session::arm_watch(std::uint64_t generation) {
-    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(),
-                                                         generation](boost::system::error_code ec) {
-        if (generation != self->watch_generation_ || !self->on_closed_ ||
-            ec == asio::error::operation_aborted)
-            return;
-        bool closed = static_cast<bool>(ec);
-        if (!closed) {
-            char byte;
-            const auto n =
-                ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n > 0) {
+    stream_.socket().async_receive(
+        asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
+        [self = shared_from_this(), generation](boost::system::error_code ec, std::size_t n) {
+            if (generation != self->watch_generation_ || !self->on_closed_ ||
+                ec == asio::error::operation_aborted)
+                return;
+            if (!ec && n > 0) {
                 self->on_closed_ = nullptr; // pipelined data: the client is still there
                 return;
             }
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-                self->arm_watch(generation);
-                return;
-            }
-            closed = true; // n == 0 (orderly close) or a socket error (reset)
-        }
-        auto callback = std::move(self->on_closed_);
-        self->on_closed_ = nullptr;
-        self->broken_ = true;
-        callback();
-    });
+            auto callback = std::move(self->on_closed_); // eof (orderly close) or a reset
+            self->on_closed_ = nullptr;
+            self->broken_ = true;
+            callback();
+        });
 }
 
 void session::stop_watching() {

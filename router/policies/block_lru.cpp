@@ -61,17 +61,19 @@ void block_lru::erase_slot(std::size_t s) {
     table_[hole].entry = none;
 }
 
-void block_lru::unlink(std::uint32_t e) {
-    entry& x = entries_[e];
-    (x.prev == none ? head_ : entries_[x.prev].next) = x.next;
-    (x.next == none ? tail_ : entries_[x.next].prev) = x.prev;
+void block_lru::unlink_run(std::uint32_t first, std::uint32_t last) {
+    const std::uint32_t before = entries_[first].prev;
+    const std::uint32_t after = entries_[last].next;
+    (before == none ? head_ : entries_[before].next) = after;
+    (after == none ? tail_ : entries_[after].prev) = before;
 }
 
-void block_lru::push_front(std::uint32_t e) {
-    entries_[e].prev = none;
-    entries_[e].next = head_;
-    (head_ == none ? tail_ : entries_[head_].prev) = e;
-    head_ = e;
+void block_lru::link_run_after(std::uint32_t first, std::uint32_t last, std::uint32_t at) {
+    const std::uint32_t next = at == none ? head_ : entries_[at].next;
+    entries_[first].prev = at;
+    entries_[last].next = next;
+    (at == none ? head_ : entries_[at].next) = first;
+    (next == none ? tail_ : entries_[next].prev) = last;
 }
 
 void block_lru::grow_table() {
@@ -82,22 +84,12 @@ void block_lru::grow_table() {
         insert_slot(entries_[e].hash, e);
 }
 
-void block_lru::touch(common::block_hash h) {
-    if (capacity_ == 0)
-        return;
-    if (const std::size_t s = find(h); s != npos) {
-        const std::uint32_t e = table_[s].entry;
-        if (e != head_) {
-            unlink(e);
-            push_front(e);
-        }
-        return;
-    }
+std::uint32_t block_lru::take_entry(common::block_hash h) {
     std::uint32_t e;
     if (entries_.size() >= capacity_) { // full: the least recently used entry takes `h`
         e = tail_;
         erase_slot(find(entries_[e].hash));
-        unlink(e);
+        unlink_run(e, e);
     } else {
         if ((entries_.size() + 1) * 2 > table_.size())
             grow_table();
@@ -105,8 +97,62 @@ void block_lru::touch(common::block_hash h) {
         entries_.push_back({});
     }
     entries_[e].hash = h;
-    push_front(e);
     insert_slot(h, e);
+    return e;
+}
+
+void block_lru::touch(common::block_hash h) {
+    if (capacity_ == 0)
+        return;
+    if (const std::size_t s = find(h); s != npos) {
+        const std::uint32_t e = table_[s].entry;
+        if (e != head_) {
+            unlink_run(e, e);
+            link_run_after(e, e, none);
+        }
+        return;
+    }
+    const std::uint32_t e = take_entry(h);
+    link_run_after(e, e, none);
+}
+
+void block_lru::touch_in_order(std::span<const common::block_hash> blocks) {
+    if (capacity_ == 0)
+        return;
+    blocks = blocks.first(std::min(blocks.size(), capacity_));
+    std::uint32_t placed = none; // the last entry put in order; none: nothing yet
+    std::size_t i = 0;
+    while (i < blocks.size()) {
+        const std::size_t s = find(blocks[i]);
+        if (s == npos) {
+            const std::uint32_t e = take_entry(blocks[i]);
+            link_run_after(e, e, placed);
+            placed = e;
+            ++i;
+            continue;
+        }
+        const std::uint32_t first = table_[s].entry;
+        if (first == placed) { // a repeated block: already in place
+            ++i;
+            continue;
+        }
+        // Extend the run while the list already holds the following blocks in order.
+        std::uint32_t last = first;
+        ++i;
+        while (i < blocks.size()) {
+            const std::uint32_t next = entries_[last].next;
+            if (next == none || next == placed || entries_[next].hash != blocks[i])
+                break;
+            last = next;
+            ++i;
+        }
+        const bool in_place = placed == none ? first == head_ : entries_[placed].next == first;
+        if (!in_place) {
+            unlink_run(first, last);
+            link_run_after(first, last, placed);
+        }
+        placed = last;
+    }
 }
 
 void block_lru::set_capacity(std::size_t capacity) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace lanes::router {
@@ -23,6 +24,11 @@ public:
     // Makes `h` the most recently used entry, adding it (and evicting the least recently used one
     // when full) if absent. Does nothing with capacity 0.
     void touch(common::block_hash h);
+    // Makes blocks[0] the most recently used entry, blocks[1] the next, and so on: the same as
+    // touching them from last to first, but a run of blocks already adjacent in that order (a
+    // prefix seen before) moves as one piece, found by following the list instead of the table.
+    // Takes at most capacity() blocks; they should be distinct (chained hashes are).
+    void touch_in_order(std::span<const common::block_hash> blocks);
     // Changes the capacity; a smaller one drops the least recently used entries.
     void set_capacity(std::size_t capacity);
 
@@ -49,8 +55,11 @@ private:
     std::size_t find(common::block_hash h) const;
     void insert_slot(common::block_hash h, std::uint32_t e);
     void erase_slot(std::size_t s);
-    void unlink(std::uint32_t e);
-    void push_front(std::uint32_t e);
+    // The recency list: a run is first..last linked in that order; `at` none means the head.
+    void unlink_run(std::uint32_t first, std::uint32_t last);
+    void link_run_after(std::uint32_t first, std::uint32_t last, std::uint32_t at);
+    // A fresh entry for `h` (absent): a new one, or the least recently used one when full.
+    std::uint32_t take_entry(common::block_hash h);
     void grow_table();
 
     std::size_t capacity_;

@@ -9,12 +9,9 @@ block_lru& prefix_index::replica_set(const std::string& replica) {
 }
 
 void prefix_index::insert(const std::string& replica, std::span<const common::block_hash> blocks) {
-    block_lru& set = replica_set(replica);
-    // Only the leading `capacity` blocks can be kept; touching them last-to-first leaves the head
-    // of the prefix most recently used.
-    const std::size_t n = std::min(blocks.size(), set.capacity());
-    for (std::size_t i = n; i-- > 0;)
-        set.touch(blocks[i]);
+    // Only the leading `capacity` blocks can be kept; the head of the prefix ends up the most
+    // recently used.
+    replica_set(replica).touch_in_order(blocks);
 }
 
 std::size_t prefix_index::match(const std::string& replica,

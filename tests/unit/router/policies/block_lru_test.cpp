@@ -45,10 +45,26 @@ TEST_CASE("block_lru agrees with a list LRU under random use", "[policy][block_l
                     reference.resize(new_capacity);
                 capacity = new_capacity;
             }
-            lru.touch(h);
-            reference.remove(h);
-            reference.push_front(h);
-            if (reference.size() > capacity)
+            if (rng() % 4 == 0) { // a chain of distinct blocks, as prefix_index inserts them
+                std::vector<block_hash> chain;
+                for (std::size_t n = 1 + rng() % (capacity + 3); chain.size() < n;) {
+                    const block_hash c = (rng() % (3 * capacity + 5)) * 0x100000001ULL;
+                    if (std::find(chain.begin(), chain.end(), c) == chain.end())
+                        chain.push_back(c);
+                }
+                lru.touch_in_order(chain);
+                if (chain.size() > capacity)
+                    chain.resize(capacity);
+                for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+                    reference.remove(*it);
+                    reference.push_front(*it);
+                }
+            } else {
+                lru.touch(h);
+                reference.remove(h);
+                reference.push_front(h);
+            }
+            while (reference.size() > capacity)
                 reference.pop_back();
             const block_hash probe = (rng() % (3 * capacity + 5)) * 0x100000001ULL;
             REQUIRE(lru.contains(probe) ==
