@@ -1,5 +1,6 @@
 #include "common/http_server.hpp"
 
+#include "common/allocator.hpp"
 #include "common/log.hpp"
 #include "common/openai.hpp"
 
@@ -455,7 +456,9 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
     st.acceptor->listen(asio::socket_base::max_listen_connections);
     const unsigned short bound = st.acceptor->local_endpoint().port();
     const std::string shown = ep.address().is_v6() ? "[" + host + "]" : host;
-    LANES_LOG(info, "http", st.name << " listening on http://" << shown << ":" << bound);
+    LANES_LOG(info, "http",
+              st.name << " listening on http://" << shown << ":" << bound << " ("
+                      << allocator_name() << ")");
     asio::co_spawn(st.accept_strand, accept_loop(state_), asio::detached);
     return bound;
 }

@@ -10,6 +10,7 @@ packages=(
     catch2                                     # v2, header catch2/catch.hpp
     clang-format                               # the format check in the test suite
     prometheus                                 # promtool, to lint /metrics in the tests
+    libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
 )
 
 missing=()

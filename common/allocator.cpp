@@ -1,0 +1,21 @@
+#include "common/allocator.hpp"
+
+#ifdef LANES_MIMALLOC
+#include <mimalloc.h>
+#endif
+
+namespace lanes::common {
+
+std::string allocator_name() {
+#ifdef LANES_MIMALLOC
+    // Calling into the library also keeps the linker from dropping it as unused: its malloc and
+    // free replace glibc's for the whole process only while it is loaded.
+    const int v = mi_version();
+    return "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." +
+           std::to_string(v % 10);
+#else
+    return "glibc malloc";
+#endif
+}
+
+} // namespace lanes::common
