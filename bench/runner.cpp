@@ -168,8 +168,9 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
         conn.close();
 }
 
-asio::awaitable<void> run_stream(run_state& st, std::size_t s) {
-    http::client_connection conn(co_await asio::this_coro::executor);
+// Runs stream `s` (its turns in order) on `conn`, a keep-alive connection that may already be
+// open from an earlier stream.
+asio::awaitable<void> run_stream(run_state& st, std::size_t s, http::client_connection& conn) {
     const auto& turns = st.workload[s];
     for (std::size_t t = 0; t < turns.size(); ++t) {
         request_record& rec = st.records[st.first_index[s] + t];
@@ -182,9 +183,19 @@ asio::awaitable<void> run_stream(run_state& st, std::size_t s) {
     }
 }
 
+// One of --concurrency workers: takes the next stream until none are left, keeping its
+// connection open from one stream to the next (as HTTP clients with a connection pool do).
 asio::awaitable<void> closed_loop_worker(run_state& st) {
-    while (st.next_stream < st.workload.size())
-        co_await run_stream(st, st.next_stream++);
+    http::client_connection conn(co_await asio::this_coro::executor);
+    while (st.next_stream < st.workload.size()) {
+        const std::size_t s = st.next_stream++;
+        co_await run_stream(st, s, conn);
+    }
+}
+
+asio::awaitable<void> open_loop_stream(run_state& st, std::size_t s) {
+    http::client_connection conn(co_await asio::this_coro::executor);
+    co_await run_stream(st, s, conn);
 }
 
 // Streams start at their arrival times (Poisson or the trace's), each on its own connection.
@@ -199,7 +210,7 @@ asio::awaitable<void> open_loop(run_state& st) {
         timer.expires_at(st.start + std::chrono::duration_cast<clock_type::duration>(
                                         std::chrono::duration<double>(at)));
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        asio::co_spawn(ex, run_stream(st, s), asio::detached);
+        asio::co_spawn(ex, open_loop_stream(st, s), asio::detached);
     }
 }
 
