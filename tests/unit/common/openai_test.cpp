@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -383,4 +384,44 @@ TEST_CASE("sse framing", "[openai]") {
     CHECK(sse_event("{\"a\":1}") == "data: {\"a\":1}\n\n");
     CHECK(sse_event("") == "data: \n\n");
     CHECK(sse_done == "data: [DONE]\n\n");
+}
+
+// delta_chunk writes its JSON by hand; it must equal, byte for byte, dumping the same object
+// built as a JSON tree, for any text: plain, escaped, control bytes, invalid UTF-8.
+TEST_CASE("delta_chunk equals the JSON library's serialization", "[openai]") {
+    using ojson = nlohmann::ordered_json;
+    const auto reference = [](endpoint kind, const response_meta& m, std::string_view text,
+                              std::string_view finish) {
+        const bool completions = kind == endpoint::completions;
+        ojson j = {{"id", m.id},
+                   {"object", completions ? "text_completion" : "chat.completion.chunk"},
+                   {"created", m.created},
+                   {"model", m.model}};
+        ojson c = {{"index", 0}};
+        if (completions)
+            c["text"] = text;
+        else
+            c["delta"] = {{"content", text}};
+        c["logprobs"] = nullptr;
+        c["finish_reason"] = finish.empty() ? ojson(nullptr) : ojson(finish);
+        if (completions)
+            c["stop_reason"] = nullptr;
+        j["choices"] = ojson::array({c});
+        if (completions)
+            j["usage"] = nullptr;
+        return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    };
+    std::mt19937 rng(5);
+    response_meta m{"cmpl-1f\"x", 1700000000, "lanes/tiny-\\model"};
+    for (int i = 0; i < 2000; ++i) {
+        std::string text(rng() % 12, ' ');
+        const bool ascii = i % 2 == 0;
+        for (auto& ch : text)
+            ch = static_cast<char>(ascii ? 0x20 + rng() % 0x5f : rng() % 256);
+        const std::string_view finish = i % 7 == 0 ? "stop" : "";
+        for (endpoint kind : {endpoint::completions, endpoint::chat_completions})
+            REQUIRE(delta_chunk(kind, m, text, finish) == reference(kind, m, text, finish));
+    }
+    CHECK(delta_chunk(endpoint::completions, meta(), "plain") ==
+          reference(endpoint::completions, meta(), "plain", ""));
 }
