@@ -1,5 +1,7 @@
 #include "common/http_client.hpp"
 
+#include "common/chunked.hpp"
+
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/beast/core.hpp>
@@ -144,6 +146,7 @@ asio::awaitable<error_code> client_connection::write(request& req, duration time
 asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
                                                          std::string_view body, duration timeout) {
     parser_.reset();
+    framed_done_ = false;
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     stream_->expires_after(timeout);
     auto [ec, n] = co_await asio::async_write(*stream_, wire, use_tuple);
@@ -191,7 +194,45 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
 }
 
 bool client_connection::done() const {
-    return parser_ && parser_->is_done();
+    return parser_ && (parser_->is_done() || framed_done_);
+}
+
+bool client_connection::chunked() const {
+    return parser_ && parser_->is_header_done() && parser_->chunked();
+}
+
+asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& out,
+                                                                  duration idle_timeout,
+                                                                  std::size_t max_buffered) {
+    out.clear();
+    // Beast's parser has read the header; the body's bytes are taken from the buffer here.
+    for (;;) {
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        const chunk_scan s = scan_chunks(data);
+        if (s.error) {
+            open_ = false;
+            co_return beast_http::error::bad_chunk;
+        }
+        if (s.complete > 0 || s.last) {
+            out.assign(data.substr(0, s.complete));
+            buffer_.consume(s.consumed);
+            framed_done_ = s.last;
+            co_return error_code{};
+        }
+        if (buffer_.size() >= max_buffered) {
+            open_ = false;
+            co_return beast_http::error::buffer_overflow;
+        }
+        stream_->expires_after(idle_timeout);
+        auto [ec, n] = co_await stream_->async_read_some(
+            buffer_.prepare(std::min(chunk_buffer_size, max_buffered - buffer_.size())), use_tuple);
+        if (ec) {
+            open_ = false;
+            co_return ec == asio::error::eof ? beast_http::error::partial_message : ec;
+        }
+        buffer_.commit(n);
+    }
 }
 
 bool client_connection::reusable() const {

@@ -60,6 +60,15 @@ public:
     // True when the response completed and the server allows another request on this connection.
     bool reusable() const;
 
+    // True when the response body uses chunked transfer coding (after read_header).
+    bool chunked() const;
+    // For a chunked body, instead of read_chunk: the next whole chunks exactly as they arrived
+    // (size lines, data, CRLFs), for a relay to forward without decoding and re-encoding; `out`
+    // is empty and done() true once the last chunk and trailers have been read. A chunk that
+    // would need more than `max_buffered` bytes buffered is an error, as is broken framing.
+    boost::asio::awaitable<boost::system::error_code>
+    read_framed_chunks(std::string& out, duration idle_timeout, std::size_t max_buffered);
+
 private:
     std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
     boost::beast::flat_buffer buffer_;
@@ -67,6 +76,7 @@ private:
     std::vector<char> chunk_;
     url target_;
     bool open_ = false;
+    bool framed_done_ = false; // read_framed_chunks reached the end of the body
 };
 
 struct fetch_result {

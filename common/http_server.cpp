@@ -146,6 +146,7 @@ public:
     asio::awaitable<bool> begin_stream(beast_http::status status, std::string_view content_type,
                                        const header_list& headers) override;
     asio::awaitable<bool> write_chunk(std::string_view data) override;
+    asio::awaitable<bool> write_framed(std::string_view chunks) override;
     asio::awaitable<bool> end_stream() override;
     void on_client_closed(std::function<void()> on_closed) override;
     bool started() const override { return started_; }
@@ -348,6 +349,19 @@ asio::awaitable<bool> session::write_chunk(std::string_view data) {
     stream_.expires_after(st_->cfg.write_timeout);
     auto [ec, n] = co_await asio::async_write(
         stream_, beast_http::make_chunk(asio::buffer(data.data(), data.size())), use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::write_framed(std::string_view chunks) {
+    if (broken_)
+        co_return false;
+    if (chunks.empty())
+        co_return true;
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] =
+        co_await asio::async_write(stream_, asio::buffer(chunks.data(), chunks.size()), use_tuple);
     if (ec)
         broken_ = true;
     co_return !ec;

@@ -59,6 +59,9 @@ public:
                                                       std::string_view content_type,
                                                       const header_list& headers = {}) = 0;
     virtual boost::asio::awaitable<bool> write_chunk(std::string_view data) = 0;
+    // Writes bytes that are already whole chunks in chunked framing (size line, data, CRLF; not
+    // the last chunk), as a relay receives them from upstream: no decoding, no re-framing.
+    virtual boost::asio::awaitable<bool> write_framed(std::string_view chunks) = 0;
     virtual boost::asio::awaitable<bool> end_stream() = 0;
     // Calls `on_closed` (on the session's executor) if the client closes its side of the
     // connection while the handler is still running, so work for a vanished client can be

@@ -38,7 +38,8 @@ common::flag_set make_flags(router_config& cfg) {
           "Retry-After (whole seconds) of a 503 when no replica is routable");
     f.add("max-idle-connections", cfg.max_idle_connections,
           "idle keep-alive connections per replica");
-    f.add("upstream-body-limit", cfg.upstream_body_limit, "largest non-streamed upstream body");
+    f.add("upstream-body-limit", cfg.upstream_body_limit,
+          "largest non-streamed upstream body, and largest single chunk of a stream");
     f.add("replica-dns", cfg.replica_dns,
           "host:port resolved periodically; every address becomes a replica (repeatable)");
     f.add("stale-after", cfg.stale_after, "ignore scraped replica metrics older than this");

@@ -35,7 +35,7 @@ struct router_config {
     std::int64_t max_retries = 2;              // extra attempts on other replicas before any byte
     common::http::duration retry_after{1'000}; // Retry-After of a 503 when no replica is routable
     std::int64_t max_idle_connections = 64;    // kept per replica
-    std::size_t upstream_body_limit = 16 * 1024 * 1024; // non-streamed upstream bodies
+    std::size_t upstream_body_limit = 16 * 1024 * 1024; // a non-streamed body; one streamed chunk
 
     // Replica state.
     common::http::duration stale_after{2'000}; // scraped values older than this are ignored

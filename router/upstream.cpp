@@ -195,8 +195,17 @@ asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
     }
     bool first = true;
     std::string piece;
+    // A chunked upstream body (every lanes, vLLM and SGLang stream) is relayed as whole chunks,
+    // byte for byte; anything else is read decoded and sent as chunks of our own.
+    const bool framed = link.conn->chunked();
     while (!link.conn->done()) {
-        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
+        error_code ec;
+        if (framed)
+            ec = co_await link.conn->read_framed_chunks(piece, cfg_.stream_idle_timeout,
+                                                        cfg_.upstream_body_limit);
+        else
+            ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout);
+        if (ec) {
             metrics_.errors.with({"stream_broken"}).inc();
             const auto e =
                 make_error(502, "BadGatewayError", "the replica's stream broke: " + ec.message());
@@ -211,7 +220,12 @@ asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
             metrics_.first_byte.observe(seconds_since(r.start));
             first = false;
         }
-        if (!co_await out.write_chunk(piece)) {
+        bool written = false;
+        if (framed)
+            written = co_await out.write_framed(piece);
+        else
+            written = co_await out.write_chunk(piece);
+        if (!written) {
             link.conn->close(); // the client is gone: the replica sees the close and aborts
             result.failure = "client closed";
             co_return;

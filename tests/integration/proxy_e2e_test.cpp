@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 using namespace lanes;
 using namespace std::chrono_literals;
@@ -139,6 +140,30 @@ TEST_CASE("both servers' /metrics pass promtool", "[e2e][metrics]") {
     for (std::string line; std::getline(lines, line);)
         if (!line.empty())
             CHECK(line.find("should not contain ':'") != std::string::npos);
+}
+
+// The router relays a chunked stream chunk by chunk as received. When the replica dies in the
+// middle, what already reached the client stays well-formed and the stream ends with an SSE
+// error event, [DONE] and the last chunk: no hang, no broken framing.
+TEST_CASE("a stream whose replica dies ends with an error event and [DONE]", "[e2e][failover]") {
+    test::fleet f(1, {"--backend", "sim", "--sim-speedup", "0.25"}, {"--policy", "round_robin"});
+    std::thread killer([&] {
+        std::this_thread::sleep_for(600ms); // a few tokens in (a decode step is ~25 ms here)
+        f.replicas[0]->signal(SIGKILL);
+    });
+    const auto r = test::post_json(f.router->port(), "/v1/completions",
+                                   R"({"prompt":"a slow one","max_tokens":2000,"stream":true})");
+    killer.join();
+    REQUIRE(r.error.empty()); // the chunked body was complete and well-formed
+    REQUIRE(r.status == 200);
+    const auto events = sse_events(r.body);
+    REQUIRE(events.size() >= 3);
+    CHECK(events.back() == "[DONE]");
+    const auto error = nlohmann::json::parse(events[events.size() - 2]);
+    CHECK(error["error"]["code"] == 502);
+    CHECK(error["error"]["message"].get<std::string>().find("stream broke") != std::string::npos);
+    // Tokens streamed before the failure arrived whole.
+    CHECK(nlohmann::json::parse(events[0])["object"] == "text_completion");
 }
 
 TEST_CASE("bad input gets OpenAI error JSON and the servers keep serving", "[e2e][errors]") {

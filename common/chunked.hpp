@@ -1,0 +1,22 @@
+// HTTP/1.1 chunked framing, scanned without decoding, so a relay can forward whole chunks exactly
+// as they arrived (size line, data, CRLF) instead of decoding the body and encoding it again.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace lanes::common::http {
+
+struct chunk_scan {
+    std::size_t complete = 0; // bytes at the front that are whole data chunks
+    bool last = false;        // the last chunk (size 0) and the trailer section end in the input
+    std::size_t consumed = 0; // `complete`, plus the last chunk and trailers when `last`
+    bool error = false;       // not chunked framing (or a size or line over the limits)
+};
+
+// Scans `data`, which starts at a chunk boundary. A chunk cut off by the end of `data` is left
+// for a later call with more bytes. Size lines (with any chunk extensions) and trailer lines
+// longer than `max_line` are errors.
+chunk_scan scan_chunks(std::string_view data, std::size_t max_line = 4096);
+
+} // namespace lanes::common::http
