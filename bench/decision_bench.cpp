@@ -81,11 +81,12 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
         const auto start = clock_type::now();
         const auto parsed = router::extract_request(kind, body); // the router's fast path
         const auto parsed_at = clock_type::now();
-        const auto blocks = common::hash_prompt_blocks(parsed->prompt, common::default_block_size);
+        const auto blocks =
+            common::hash_prompt_blocks(parsed->prompt(), common::default_block_size);
         const auto hashed_at = clock_type::now();
         router::route_request rr;
         rr.blocks = blocks;
-        rr.prompt_tokens = parsed->prompt.size() + 1;
+        rr.prompt_tokens = parsed->prompt().size() + 1;
         const auto d = policy->pick(rr, pool, {});
         const auto end = clock_type::now();
         const auto elapsed = end - start;

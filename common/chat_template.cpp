@@ -8,7 +8,7 @@ constexpr std::string_view generation_prompt = "<|assistant|>\n";
 
 } // namespace
 
-std::string render_chat(const std::vector<chat_message>& messages) {
+std::string render_chat(std::span<const chat_message_view> messages) {
     std::size_t size = generation_prompt.size();
     for (const auto& m : messages) {
         size += m.role.size() + m.content.size() + 6;
@@ -24,6 +24,14 @@ std::string render_chat(const std::vector<chat_message>& messages) {
     }
     out += generation_prompt;
     return out;
+}
+
+std::string render_chat(const std::vector<chat_message>& messages) {
+    std::vector<chat_message_view> views;
+    views.reserve(messages.size());
+    for (const auto& m : messages)
+        views.push_back({m.role, m.content});
+    return render_chat(views);
 }
 
 } // namespace lanes::common

@@ -7,7 +7,9 @@
 // of the rendering of any continuation of it, which is what multi-turn prefix caching relies on.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lanes::common {
@@ -17,6 +19,13 @@ struct chat_message {
     std::string content;
 };
 
+// A message whose text lies elsewhere (the router renders straight from the request body).
+struct chat_message_view {
+    std::string_view role;
+    std::string_view content;
+};
+
+std::string render_chat(std::span<const chat_message_view> messages);
 std::string render_chat(const std::vector<chat_message>& messages);
 
 } // namespace lanes::common

@@ -163,6 +163,8 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     auto [ec, n] = co_await beast_http::async_read_header(*stream_, buffer_, *parser_, use_tuple);
     if (ec)
         open_ = false;
+    else
+        keep_alive_ = parser_->get().keep_alive(); // parses Connection: once, not per question
     co_return ec;
 }
 
@@ -236,7 +238,7 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
 }
 
 bool client_connection::reusable() const {
-    return is_open() && done() && parser_->get().keep_alive();
+    return is_open() && done() && keep_alive_;
 }
 
 asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, const url& target,

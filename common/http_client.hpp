@@ -77,6 +77,7 @@ private:
     url target_;
     bool open_ = false;
     bool framed_done_ = false; // read_framed_chunks reached the end of the body
+    bool keep_alive_ = false;  // the response header allows another request
 };
 
 struct fetch_result {

@@ -390,14 +390,15 @@ parse_outcome parse_generation_request(endpoint kind, std::string_view body) {
 std::string make_id(std::string_view prefix) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     constexpr std::string_view digits = "0123456789abcdef";
-    std::string id(prefix);
-    id.reserve(prefix.size() + 32);
-    for (int word = 0; word < 2; ++word) {
-        std::uint64_t bits = rng();
-        for (int i = 0; i < 16; ++i) {
-            id.push_back(digits[(bits >> (60 - 4 * i)) & 0xf]);
-        }
+    std::array<char, 32> hex;
+    for (std::size_t word = 0; word < 2; ++word) {
+        const std::uint64_t bits = rng();
+        for (std::size_t i = 0; i < 16; ++i)
+            hex[16 * word + i] = digits[(bits >> (60 - 4 * i)) & 0xf];
     }
+    std::string id;
+    id.reserve(prefix.size() + hex.size());
+    id.append(prefix).append(hex.data(), hex.size());
     return id;
 }
 

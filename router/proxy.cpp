@@ -112,7 +112,11 @@ std::optional<openai::api_error> proxy::route_for(const http::request& req, bool
         if (parsed.error)
             return parsed.error;
         auto& g = *parsed.request;
-        view = request_view{std::move(g.prompt), std::move(g.prompt_token_ids), g.model, g.user,
+        view = request_view{std::move(g.prompt),
+                            std::nullopt,
+                            std::move(g.prompt_token_ids),
+                            g.model,
+                            g.user,
                             g.stream};
     }
     // Token-id prompts get the BOS the replica adds, so the hashes match what it will cache.
@@ -120,10 +124,10 @@ std::optional<openai::api_error> proxy::route_for(const http::request& req, bool
     if (!ids.empty() && ids.front() != common::bos_token)
         ids.insert(ids.begin(), common::bos_token);
     const auto block_size = static_cast<std::size_t>(cfg_.block_size);
-    blocks = ids.empty() ? common::hash_prompt_blocks(view->prompt, block_size)
+    blocks = ids.empty() ? common::hash_prompt_blocks(view->prompt(), block_size)
                          : common::hash_blocks(ids, block_size);
     rr.blocks = blocks;
-    rr.prompt_tokens = ids.empty() ? view->prompt.size() + 1 : ids.size();
+    rr.prompt_tokens = ids.empty() ? view->prompt().size() + 1 : ids.size();
     rr.session_key = session_key(req, view->user);
     if (view->model) {
         model = std::move(*view->model);

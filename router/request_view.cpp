@@ -27,15 +27,32 @@ bool read_string(od::value v, std::optional<std::string>& out) {
     return true;
 }
 
-bool read_prompt(od::value v, request_view& view) {
+// Where a string value lies in the body, when it has no escapes (then its JSON text is the
+// string itself); nullopt otherwise. `padded` is the copy simdjson parses, `body` the original.
+std::optional<std::string_view> unescaped_in_body(od::value& v, std::string_view padded,
+                                                  std::string_view body) {
+    std::string_view raw = v.raw_json_token(); // with its quotes and any whitespace after it
+    while (!raw.empty() &&
+           (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r'))
+        raw.remove_suffix(1);
+    if (raw.size() < 2 || raw.front() != '"' || raw.back() != '"' ||
+        raw.find('\\') != std::string_view::npos)
+        return std::nullopt;
+    const auto offset = static_cast<std::size_t>(raw.data() - padded.data()) + 1;
+    return body.substr(offset, raw.size() - 2);
+}
+
+bool read_prompt(od::value v, request_view& view, std::string_view padded, std::string_view body) {
     std::string_view text;
     od::json_type type;
     if (v.type().get(type))
         return false;
     if (type == od::json_type::string) {
+        if ((view.borrowed = unescaped_in_body(v, padded, body)))
+            return true;
         if (v.get_string().get(text))
             return false;
-        view.prompt = std::string(text);
+        view.owned = std::string(text);
         return true;
     }
     od::array items;
@@ -52,7 +69,7 @@ bool read_prompt(od::value v, request_view& view) {
         if (item_type == od::json_type::string) {
             if (iv.get_string().get(text) || ++strings > 1)
                 return false; // batched prompts: let the full parser explain
-            view.prompt = std::string(text);
+            view.owned = std::string(text);
         } else {
             std::uint64_t id = 0;
             if (iv.get_uint64().get(id) || id >= lanes::common::vocab_size)
@@ -63,29 +80,33 @@ bool read_prompt(od::value v, request_view& view) {
     return (strings == 1) != !view.prompt_token_ids.empty();
 }
 
-bool read_messages(od::value v, request_view& view) {
+bool read_messages(od::value v, request_view& view, std::string_view padded,
+                   std::string_view body) {
     od::array items;
     if (v.get_array().get(items))
         return false;
-    std::vector<common::chat_message> messages;
+    // Views into the body (content without escapes) or into the parser's string buffer, which
+    // both outlive the rendering below.
+    std::vector<common::chat_message_view> messages;
     for (auto item : items) {
         od::object msg;
         if (item.get_object().get(msg))
             return false;
-        common::chat_message m;
-        std::string_view role, content;
-        if (msg["role"].get_string().get(role))
+        common::chat_message_view m;
+        if (msg["role"].get_string().get(m.role))
             return false;
-        auto c = msg["content"];
-        if (c.get_string().get(content))
+        od::value c;
+        if (msg["content"].get(c))
+            return false;
+        if (auto in_body = unescaped_in_body(c, padded, body))
+            m.content = *in_body;
+        else if (c.get_string().get(m.content))
             return false; // null or content parts: the full parser handles them
-        m.role = std::string(role);
-        m.content = std::string(content);
-        messages.push_back(std::move(m));
+        messages.push_back(m);
     }
     if (messages.empty())
         return false;
-    view.prompt = common::render_chat(messages);
+    view.owned = common::render_chat(messages);
     return true;
 }
 
@@ -119,9 +140,9 @@ std::optional<request_view> extract_request(common::openai::endpoint kind, std::
         } else if (key == "stream") {
             ok = is_null(v) || !v.get_bool().get(view.stream);
         } else if (key == "prompt" && kind == common::openai::endpoint::completions) {
-            ok = have_input = read_prompt(v, view);
+            ok = have_input = read_prompt(v, view, padded, body);
         } else if (key == "messages" && kind == common::openai::endpoint::chat_completions) {
-            ok = have_input = read_messages(v, view);
+            ok = have_input = read_messages(v, view, padded, body);
         }
         if (!ok)
             return std::nullopt;

@@ -16,7 +16,13 @@
 namespace lanes::router {
 
 struct request_view {
-    std::string prompt;                          // completions prompt, or the rendered chat
+    // The completions prompt, or the rendered chat. A prompt string without escapes is not
+    // copied: it is viewed where it lies in the body passed to extract_request, which must then
+    // outlive this view.
+    std::string_view prompt() const { return borrowed ? *borrowed : std::string_view(owned); }
+
+    std::string owned;                           // the prompt, when it could not be borrowed
+    std::optional<std::string_view> borrowed;    // the prompt, in the request body
     std::vector<std::uint32_t> prompt_token_ids; // completions prompt given as token ids
     std::optional<std::string> model;
     std::optional<std::string> user;

@@ -5,7 +5,7 @@
 using namespace lanes::common;
 
 TEST_CASE("render_chat of no messages is the generation prompt", "[chat_template]") {
-    REQUIRE(render_chat({}) == "<|assistant|>\n");
+    REQUIRE(render_chat(std::vector<chat_message>{}) == "<|assistant|>\n");
 }
 
 TEST_CASE("render_chat renders each turn and appends the generation prompt", "[chat_template]") {

@@ -19,12 +19,28 @@ TEST_CASE("the fast path agrees with the full parser on ordinary bodies", "[requ
         const auto full = common::openai::parse_generation_request(kind, body);
         REQUIRE(fast);
         REQUIRE(full.request);
-        CHECK(fast->prompt == full.request->prompt);
+        CHECK(fast->prompt() == full.request->prompt);
         CHECK(fast->prompt_token_ids == full.request->prompt_token_ids);
         CHECK(fast->model == full.request->model);
         CHECK(fast->user == full.request->user);
         CHECK(fast->stream == full.request->stream);
     }
+}
+
+TEST_CASE("a prompt without escapes is read where it lies in the body", "[request_view]") {
+    const std::string body = R"({"prompt" : "plain text, no escapes"  , "model":"m"})";
+    const auto view = router::extract_request(endpoint::completions, body);
+    REQUIRE(view);
+    CHECK(view->prompt() == "plain text, no escapes");
+    CHECK(view->prompt().data() >= body.data());
+    CHECK(view->prompt().data() < body.data() + body.size());
+    CHECK(view->model == "m");
+    // With an escape it is unescaped into a string of its own.
+    const std::string escaped = R"({"prompt":"tab\there"})";
+    const auto owned = router::extract_request(endpoint::completions, escaped);
+    REQUIRE(owned);
+    CHECK(owned->prompt() == "tab\there");
+    CHECK(!owned->borrowed);
 }
 
 TEST_CASE("the fast path declines what the full parser must judge", "[request_view]") {
