@@ -143,6 +143,9 @@ public:
     }
 
     asio::awaitable<bool> send(response res) override;
+    asio::awaitable<bool> send(beast_http::status status, std::string_view content_type,
+                               std::span<const header_view> headers,
+                               std::string_view body) override;
     asio::awaitable<bool> begin_stream(beast_http::status status, std::string_view content_type,
                                        const header_list& headers) override;
     asio::awaitable<bool> write_chunk(std::string_view data) override;
@@ -309,6 +312,50 @@ asio::awaitable<bool> session::send(response res) {
     const std::string head = serialize_header(res);
     // A HEAD answer has the GET answer's header (Content-Length included) and no body.
     const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::send(beast_http::status status, std::string_view content_type,
+                                    std::span<const header_view> headers, std::string_view body) {
+    if (broken_)
+        co_return false;
+    started_ = true;
+    if (st_->stopping.load())
+        keep_alive_ = false;
+    std::string head;
+    head.reserve(256);
+    head += version_text(version_);
+    head += ' ';
+    head += std::to_string(static_cast<unsigned>(status));
+    head += ' ';
+    head += beast_http::obsolete_reason(status);
+    head += "\r\nServer: ";
+    head += server_header;
+    head += "\r\nContent-Type: ";
+    head += content_type;
+    head += "\r\n";
+    for (const auto& [name, value] : headers) {
+        head += name;
+        head += ": ";
+        head += value;
+        head += "\r\n";
+    }
+    head += "Content-Length: ";
+    head += std::to_string(body.size());
+    head += "\r\n";
+    // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
+    if (!keep_alive_ && version_ >= 11)
+        head += "Connection: close\r\n";
+    else if (keep_alive_ && version_ < 11)
+        head += "Connection: keep-alive\r\n";
+    head += "\r\n";
+    if (head_request_)
+        body = {};
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     stream_.expires_after(st_->cfg.write_timeout);
     auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,7 @@ namespace beast_http = boost::beast::http;
 using request = beast_http::request<beast_http::string_body>;
 using response = beast_http::response<beast_http::string_body>;
 using header_list = std::vector<std::pair<std::string, std::string>>;
+using header_view = std::pair<std::string_view, std::string_view>;
 using duration = std::chrono::milliseconds;
 
 // The start line and header fields of a message, ending with the blank line: what goes on the
@@ -55,6 +57,13 @@ class response_writer {
 public:
     virtual ~response_writer() = default;
     virtual boost::asio::awaitable<bool> send(response res) = 0;
+    // The same from its parts, without building a message: Server, Content-Type, `headers` in
+    // order, Content-Length, and Connection as the request's keep-alive decides. `headers` and
+    // `body` must outlive the call. (A proxy relays every whole answer through this.)
+    virtual boost::asio::awaitable<bool> send(beast_http::status status,
+                                              std::string_view content_type,
+                                              std::span<const header_view> headers,
+                                              std::string_view body) = 0;
     virtual boost::asio::awaitable<bool> begin_stream(beast_http::status status,
                                                       std::string_view content_type,
                                                       const header_list& headers = {}) = 0;

@@ -98,7 +98,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     if (content_type.starts_with("text/event-stream") && result.status < 500)
         co_await relay_stream(out, r, *link, content_type, result);
     else
-        co_await relay_whole(req, out, r, *link, content_type, result);
+        co_await relay_whole(out, r, *link, content_type, result);
     result.client_gone = link->client_gone;
     co_return result;
 }
@@ -149,9 +149,8 @@ http::header_list proxy::route_headers(const routed& r) const {
 
 // A non-streamed answer (or a 5xx): read whole, bounded, then sent in one piece — so a failure
 // while reading it is still retryable.
-asio::awaitable<void> proxy::relay_whole(http::request& req, http::response_writer& out, routed& r,
-                                         upstream_link& link, const std::string& content_type,
-                                         attempt_result& result) {
+asio::awaitable<void> proxy::relay_whole(http::response_writer& out, routed& r, upstream_link& link,
+                                         const std::string& content_type, attempt_result& result) {
     std::string body, piece;
     while (!link.conn->done()) {
         if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
@@ -172,13 +171,12 @@ asio::awaitable<void> proxy::relay_whole(http::request& req, http::response_writ
         result.failed_content_type = content_type;
         co_return;
     }
-    http::response res = http::make_response(req, static_cast<bhttp::status>(result.status),
-                                             std::move(body), content_type);
-    res.set(header_replica, r.target->id());
-    res.set(header_reason, to_string(r.choice.reason));
-    res.set(header_request_id, r.request_id);
+    const std::array<http::header_view, 3> headers{{{header_replica, r.target->id()},
+                                                    {header_reason, to_string(r.choice.reason)},
+                                                    {header_request_id, r.request_id}}};
     result.sent_any = true;
-    result.answered = co_await out.send(std::move(res));
+    result.answered =
+        co_await out.send(static_cast<bhttp::status>(result.status), content_type, headers, body);
 }
 
 // SSE: each upstream piece is relayed as soon as it arrives. After the first byte a retry is

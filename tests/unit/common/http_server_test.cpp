@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -38,6 +39,11 @@ struct test_server {
                   }
                   if (req.target() == "/throw")
                       throw std::runtime_error("boom");
+                  if (req.target() == "/parts") { // the send overload that takes parts
+                      const std::array<http::header_view, 2> h{{{"x-a", "1"}, {"x-b", "two"}}};
+                      co_await out.send(bhttp::status::created, "application/json", h, req.body());
+                      co_return;
+                  }
                   co_await out.send(
                       http::make_response(req, bhttp::status::ok, req.body(), "text/plain"));
               },
@@ -115,6 +121,30 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
         CHECK(first.find("Content-Length: 3\r\n") != std::string::npos);
         CHECK(first.ends_with("\r\n\r\n")); // the header alone
         CHECK(out.ends_with("\r\n\r\nhi"));
+    }
+    SECTION("a response sent from parts: exact header, keep-alive, HEAD") {
+        const std::string first = "POST /parts HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+        const std::string head = "HEAD /parts HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+        const std::string last =
+            "POST /parts HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 1\r\n\r\nz";
+        const std::string out = raw_exchange(ts.port, first + head + last);
+        const std::string expect_first =
+            "HTTP/1.1 201 Created\r\nServer: lanes\r\nContent-Type: application/json\r\n"
+            "x-a: 1\r\nx-b: two\r\nContent-Length: 2\r\n\r\n{}";
+        const std::string expect_head =
+            "HTTP/1.1 201 Created\r\nServer: lanes\r\nContent-Type: application/json\r\n"
+            "x-a: 1\r\nx-b: two\r\nContent-Length: 2\r\n\r\n";
+        const std::string expect_last =
+            "HTTP/1.1 201 Created\r\nServer: lanes\r\nContent-Type: application/json\r\n"
+            "x-a: 1\r\nx-b: two\r\nContent-Length: 1\r\nConnection: close\r\n\r\nz";
+        CHECK(out == expect_first + expect_head + expect_last);
+        // HTTP/1.0 closes unless asked to keep the connection.
+        const std::string v10 = raw_exchange(
+            ts.port, "POST /parts HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"
+                     "POST /parts HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+        CHECK(v10.starts_with("HTTP/1.0 201 Created\r\n"));
+        CHECK(v10.find("Connection: keep-alive\r\n") != std::string::npos);
+        CHECK(v10.find("HTTP/1.0 201", 1) != std::string::npos); // the second was answered
     }
     SECTION("chunked stream arrives chunk by chunk through the client") {
         asio::io_context io;
