@@ -159,6 +159,8 @@ private:
     // Reads one request; nullopt when the connection should close (after answering any error).
     asio::awaitable<std::optional<request>> read_request();
     asio::awaitable<void> refuse(int status, std::string message);
+    bool parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
+                        boost::system::error_code& ec);
     asio::awaitable<void> serve(request& req);
     void stop_watching();
     void arm_watch(std::uint64_t generation);
@@ -210,7 +212,11 @@ asio::awaitable<std::optional<request>> session::read_request() {
     parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
     parser.body_limit(cfg.body_limit);
     stream_.expires_after(cfg.header_read_timeout);
-    auto [hec, hn] = co_await beast_http::async_read_header(stream_, buffer_, parser, use_tuple);
+    boost::system::error_code hec;
+    if (!parse_buffered(parser, hec)) {
+        auto [ec, n] = co_await beast_http::async_read_header(stream_, buffer_, parser, use_tuple);
+        hec = ec;
+    }
     if (hec == beast_http::error::header_limit) {
         co_await refuse(431, "request header fields too large");
         co_return std::nullopt;
@@ -237,7 +243,11 @@ asio::awaitable<std::optional<request>> session::read_request() {
             co_return std::nullopt;
     }
     stream_.expires_after(cfg.body_read_timeout);
-    auto [bec, bn] = co_await beast_http::async_read(stream_, buffer_, parser, use_tuple);
+    boost::system::error_code bec;
+    if (!parser.is_done() && !parse_buffered(parser, bec)) {
+        auto [ec, n] = co_await beast_http::async_read(stream_, buffer_, parser, use_tuple);
+        bec = ec;
+    }
     if (bec == beast_http::error::body_limit) {
         co_await refuse(413,
                         "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
@@ -250,6 +260,27 @@ asio::awaitable<std::optional<request>> session::read_request() {
         co_return std::nullopt;
     }
     co_return parser.release();
+}
+
+// Feeds what is already buffered to the parser, with no I/O and no asynchronous operation: a
+// small request usually arrives whole in the first read. True when that settled the step (its
+// header, or its whole body) or failed it (`ec`); false when more bytes must be read.
+bool session::parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
+                             boost::system::error_code& ec) {
+    const bool header = !parser.is_header_done();
+    while (buffer_.size() > 0) {
+        const std::size_t used = parser.put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == beast_http::error::need_more) {
+            ec = {};
+            return false;
+        }
+        if (ec || parser.is_done() || (header && parser.is_header_done()))
+            return true;
+        if (used == 0)
+            return false;
+    }
+    return false;
 }
 
 asio::awaitable<void> session::refuse(int status, std::string message) {
