@@ -155,17 +155,38 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
     co_return ec;
 }
 
+// Both readers parse what is already buffered with the parser's put and read from the socket only
+// when that is not enough: a small response usually arrives whole in one read, and Beast's
+// composed read operations cost more than the parsing itself.
 asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     parser_.emplace();
     parser_->header_limit(response_header_limit);
     parser_->body_limit(boost::none); // streamed through, never held whole
-    stream_->expires_after(timeout);
-    auto [ec, n] = co_await beast_http::async_read_header(*stream_, buffer_, *parser_, use_tuple);
-    if (ec)
-        open_ = false;
-    else
-        keep_alive_ = parser_->get().keep_alive(); // parses Connection: once, not per question
-    co_return ec;
+    stream_->expires_after(timeout);  // one deadline for the whole header
+    for (;;) {
+        if (buffer_.size() > 0) {
+            error_code ec;
+            buffer_.consume(parser_->put(buffer_.data(), ec));
+            if (!ec) {
+                keep_alive_ = parser_->get().keep_alive(); // parsed once, not per question
+                co_return error_code{};
+            }
+            if (ec != beast_http::error::need_more) {
+                open_ = false;
+                co_return ec;
+            }
+        }
+        auto [ec, n] =
+            co_await stream_->async_read_some(buffer_.prepare(chunk_buffer_size), use_tuple);
+        if (ec) {
+            open_ = false;
+            if (ec == asio::error::eof)
+                co_return buffer_.size() == 0 ? beast_http::error::end_of_stream
+                                              : beast_http::error::partial_message;
+            co_return ec;
+        }
+        buffer_.commit(n);
+    }
 }
 
 const beast_http::response_header<>& client_connection::header() const {
@@ -178,19 +199,40 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
         auto& body = parser_->get().body();
         body.data = chunk_.data();
         body.size = chunk_.size();
+        if (buffer_.size() > 0) {
+            error_code ec;
+            const std::size_t used = parser_->put(buffer_.data(), ec);
+            buffer_.consume(used);
+            if (ec == beast_http::error::need_buffer || ec == beast_http::error::need_more)
+                ec = {};
+            if (ec) {
+                open_ = false;
+                co_return ec;
+            }
+            const std::size_t got = chunk_.size() - parser_->get().body().size;
+            if (got > 0) {
+                out.assign(chunk_.data(), got);
+                co_return error_code{};
+            }
+            if (used > 0)
+                continue; // framing only (a chunk's size line): parse on
+        }
         stream_->expires_after(idle_timeout);
-        auto [ec, n] = co_await beast_http::async_read_some(*stream_, buffer_, *parser_, use_tuple);
-        if (ec == beast_http::error::need_buffer)
-            ec = {};
+        auto [ec, n] =
+            co_await stream_->async_read_some(buffer_.prepare(chunk_buffer_size), use_tuple);
+        if (ec == asio::error::eof) { // the end of a body that runs to the close, or a cut
+            open_ = false;
+            error_code eof_ec;
+            parser_->put_eof(eof_ec);
+            if (eof_ec)
+                co_return eof_ec;
+            continue;
+        }
         if (ec) {
             open_ = false;
             co_return ec;
         }
-        const std::size_t got = chunk_.size() - parser_->get().body().size;
-        if (got > 0) {
-            out.assign(chunk_.data(), got);
-            co_return error_code{};
-        }
+        buffer_.commit(n);
     }
     co_return error_code{};
 }

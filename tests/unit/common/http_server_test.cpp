@@ -290,6 +290,52 @@ TEST_CASE("server closes connections that stall in the header", "[http]") {
     CHECK(waited < 1900ms); // closed by the server's deadline, not by our 2 s read timeout
 }
 
+// A one-shot server that answers any request with `reply` and closes: responses the lanes server
+// never sends, for the client's reading paths.
+struct canned_server {
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    std::thread thread;
+    explicit canned_server(std::string reply) {
+        thread = std::thread([this, reply] {
+            asio::ip::tcp::socket s(io);
+            acceptor.accept(s);
+            char buf[4096];
+            boost::system::error_code ec;
+            s.read_some(asio::buffer(buf), ec); // the request (small: one read)
+            asio::write(s, asio::buffer(reply), ec);
+            s.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        });
+    }
+    unsigned short port() const { return acceptor.local_endpoint().port(); }
+    ~canned_server() { thread.join(); }
+};
+
+TEST_CASE("client reads a body that runs to the close, and reports cut ones", "[http]") {
+    SECTION("no Content-Length, no chunking: the body ends at the close") {
+        canned_server cs("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(!r.ec);
+        CHECK(r.status == 200);
+        CHECK(r.body == "to the end");
+    }
+    SECTION("a Content-Length body cut short is an error") {
+        canned_server cs("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(r.ec == bhttp::error::partial_message);
+    }
+    SECTION("a close before any byte of the answer") {
+        canned_server cs("");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(r.ec == bhttp::error::end_of_stream);
+    }
+    SECTION("a header cut short") {
+        canned_server cs("HTTP/1.1 200 OK\r\nContent-Le");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(r.ec == bhttp::error::partial_message);
+    }
+}
+
 TEST_CASE("parse_url accepts base URLs and rejects others", "[http]") {
     auto u = http::parse_url("http://127.0.0.1:8001");
     REQUIRE(u);
