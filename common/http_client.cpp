@@ -86,8 +86,7 @@ std::optional<url> parse_url(std::string_view text, std::string* error) {
 }
 
 client_connection::client_connection(asio::any_io_executor ex)
-    : stream_(std::in_place, std::move(ex))
-    , chunk_(chunk_buffer_size) {}
+    : stream_(std::in_place, std::move(ex)) {}
 
 asio::awaitable<error_code> client_connection::connect(const url& target, duration timeout) {
     target_ = target;
@@ -197,8 +196,10 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
     out.clear();
     while (!parser_->is_done()) {
         auto& body = parser_->get().body();
-        body.data = chunk_.data();
-        body.size = chunk_.size();
+        if (!chunk_) // taken on first use, uninitialised: most connections never need it
+            chunk_ = std::make_unique_for_overwrite<char[]>(chunk_buffer_size);
+        body.data = chunk_.get();
+        body.size = chunk_buffer_size;
         if (buffer_.size() > 0) {
             error_code ec;
             const std::size_t used = parser_->put(buffer_.data(), ec);
@@ -209,9 +210,9 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
                 open_ = false;
                 co_return ec;
             }
-            const std::size_t got = chunk_.size() - parser_->get().body().size;
+            const std::size_t got = chunk_buffer_size - parser_->get().body().size;
             if (got > 0) {
-                out.assign(chunk_.data(), got);
+                out.assign(chunk_.get(), got);
                 co_return error_code{};
             }
             if (used > 0)

@@ -11,6 +11,7 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,7 +74,7 @@ private:
     std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
     boost::beast::flat_buffer buffer_;
     std::optional<beast_http::response_parser<beast_http::buffer_body>> parser_;
-    std::vector<char> chunk_;
+    std::unique_ptr<char[]> chunk_; // read_chunk's landing buffer
     url target_;
     bool open_ = false;
     bool framed_done_ = false; // read_framed_chunks reached the end of the body

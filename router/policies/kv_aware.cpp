@@ -38,6 +38,7 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
         return {std::nullopt, route_reason::kv_cost, 0};
     index_.update_capacities(pool);
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    const rendezvous_order order(key, pool, candidates);
     const std::size_t n = req.blocks.size();
 
     struct scored {
@@ -54,7 +55,7 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
         const replica_view& rb = pool.replicas[b->index];
         if (ra.inflight != rb.inflight)
             return ra.inflight < rb.inflight;
-        return rendezvous_before(key, ra, rb);
+        return order.before(a.index, b->index);
     };
     std::optional<scored> best;
     for (const std::size_t i : candidates) {

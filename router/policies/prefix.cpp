@@ -61,15 +61,14 @@ decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& p
 decision prefix_policy::least_cached(const route_request& req, const pool_snapshot& pool,
                                      const std::vector<std::size_t>& candidates) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    const rendezvous_order order(key, pool, candidates);
     std::size_t best = candidates.front();
     for (const std::size_t i : candidates) {
         const double li = load_score(pool.replicas[i], kv_weight_);
         const double lb = load_score(pool.replicas[best], kv_weight_);
         const std::size_t si = index_.size_at(i);
         const std::size_t sb = index_.size_at(best);
-        if (li < lb ||
-            (li == lb && (si < sb || (si == sb && rendezvous_before(key, pool.replicas[i],
-                                                                    pool.replicas[best])))))
+        if (li < lb || (li == lb && (si < sb || (si == sb && order.before(i, best)))))
             best = i;
     }
     return {best, route_reason::prefix_miss, index_.match_at(best, req.blocks)};
@@ -90,6 +89,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
         return by_hash(req, pool, candidates);
 
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    const rendezvous_order order(key, pool, candidates);
     // Longer match first, then lower load, then rendezvous order.
     const auto better = [&](const candidate& a, const std::optional<candidate>& b) {
         if (!b)
@@ -98,7 +98,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
             return a.matched > b->matched;
         if (a.load != b->load)
             return a.load < b->load;
-        return rendezvous_before(key, pool.replicas[a.index], pool.replicas[b->index]);
+        return order.before(a.index, b->index);
     };
     const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
     std::optional<candidate> best;

@@ -3,13 +3,24 @@
 #include "router/policies/load.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <xxhash.h>
 
 namespace lanes::router {
 
 std::uint64_t rendezvous_weight(std::string_view key, std::string_view replica_id) {
+    // Key and id side by side on the stack when they fit (keys are 8 bytes, ids URLs): a policy
+    // weighs every replica, sometimes twice, on each decision.
+    std::array<char, 256> stack;
+    const std::size_t n = key.size() + replica_id.size();
+    if (n <= stack.size()) {
+        std::memcpy(stack.data(), key.data(), key.size());
+        std::memcpy(stack.data() + key.size(), replica_id.data(), replica_id.size());
+        return XXH3_64bits(stack.data(), n);
+    }
     std::string bytes;
-    bytes.reserve(key.size() + replica_id.size());
+    bytes.reserve(n);
     bytes.append(key);
     bytes.append(replica_id);
     return XXH3_64bits(bytes.data(), bytes.size());
@@ -19,6 +30,14 @@ bool rendezvous_before(std::string_view key, const replica_view& a, const replic
     const std::uint64_t wa = rendezvous_weight(key, a.id);
     const std::uint64_t wb = rendezvous_weight(key, b.id);
     return wa != wb ? wa > wb : a.id < b.id;
+}
+
+rendezvous_order::rendezvous_order(std::string_view key, const pool_snapshot& pool,
+                                   std::span<const std::size_t> candidates)
+    : pool_(pool)
+    , weight_(pool.replicas.size()) {
+    for (const std::size_t i : candidates)
+        weight_[i] = rendezvous_weight(key, pool.replicas[i].id);
 }
 
 std::string prefix_key(std::span<const common::block_hash> blocks, std::size_t prefix_blocks) {

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lanes::router {
 
@@ -21,6 +22,22 @@ std::uint64_t rendezvous_weight(std::string_view key, std::string_view replica_i
 
 // True when replica `a` ranks above replica `b` for `key` (weight, then id, so ties are stable).
 bool rendezvous_before(std::string_view key, const replica_view& a, const replica_view& b);
+
+// rendezvous_before over many comparisons with one key: each candidate's weight is computed once.
+class rendezvous_order {
+public:
+    rendezvous_order(std::string_view key, const pool_snapshot& pool,
+                     std::span<const std::size_t> candidates);
+    // rendezvous_before(key, pool.replicas[a], pool.replicas[b]) for two of the candidates.
+    bool before(std::size_t a, std::size_t b) const {
+        return weight_[a] != weight_[b] ? weight_[a] > weight_[b]
+                                        : pool_.replicas[a].id < pool_.replicas[b].id;
+    }
+
+private:
+    const pool_snapshot& pool_;
+    std::vector<std::uint64_t> weight_; // by index into pool.replicas
+};
 
 // The rendezvous key of a request's prefix: the 8 little-endian bytes of block
 // min(prefix_blocks, blocks.size()) - 1, whose chained hash covers the whole prefix up to it.
