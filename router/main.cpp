@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
         const int code = common::http::run_until_signal(io, workers, cfg.http.shutdown_grace,
                                                         on_signal, drained);
         // Pooled upstream sockets belong to the io_contexts: close them before those go.
+        front.release_snapshot();
         for (const auto& r : pool.all())
             r->drop_idle();
         worker_owners.clear();

@@ -87,16 +87,25 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
     }
 }
 
-decision proxy::pick(const route_request& rr, const tried_set& tried,
-                     std::vector<std::shared_ptr<replica>>& replicas) {
-    const auto version = pool_.version();
-    pool_snapshot snap = pool_.snapshot(replicas, clock_type::now(), cfg_.stale_after);
+void proxy::release_snapshot() {
     std::lock_guard lock(policy_mutex_);
-    if (version != seen_version_) {
-        policy_->on_replicas_changed(snap);
-        seen_version_ = version;
+    snap_replicas_.clear();
+    snap_.replicas.clear();
+    snap_version_ = UINT64_MAX;
+}
+
+decision proxy::pick(const route_request& rr, const tried_set& tried,
+                     std::shared_ptr<replica>& chosen) {
+    std::lock_guard lock(policy_mutex_);
+    pool_.refresh(snap_, snap_replicas_, snap_version_, clock_type::now(), cfg_.stale_after);
+    if (snap_version_ != seen_version_) {
+        policy_->on_replicas_changed(snap_);
+        seen_version_ = snap_version_;
     }
-    return policy_->pick(rr, snap, tried);
+    const decision d = policy_->pick(rr, snap_, tried);
+    if (d.replica)
+        chosen = snap_replicas_[*d.replica];
+    return d;
 }
 
 // Parses the body (the fast path, else the full parser, which names any problem) and fills the
@@ -173,12 +182,12 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     attempt_result last;
     for (std::int64_t attempt = 0; attempt <= cfg_.max_retries; ++attempt) {
         const auto decide_start = clock_type::now();
-        std::vector<std::shared_ptr<replica>> replicas;
-        const decision d = pick(rr, tried, replicas);
+        std::shared_ptr<replica> chosen;
+        const decision d = pick(rr, tried, chosen);
         metrics_.decision.observe(seconds_since(decide_start));
         if (!d.replica)
             break;
-        routed r{replicas[*d.replica], d, request_id, start};
+        routed r{std::move(chosen), d, request_id, start};
         tried.push_back(r.target->id());
         if (attempt > 0)
             metrics_.retries.inc();

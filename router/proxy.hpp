@@ -28,6 +28,10 @@ public:
     boost::asio::awaitable<void> handle(common::http::request& req,
                                         common::http::response_writer& out);
 
+    // Lets go of the replicas the last decision saw, removed ones included. Call at shutdown
+    // before the io_contexts go: a replica holds pooled connections bound to them.
+    void release_snapshot();
+
 private:
     struct routed;
     struct attempt_result;
@@ -56,17 +60,21 @@ private:
     common::http::response failure_response(const common::http::request& req,
                                             const attempt_result& last, bool tried_any);
     common::http::header_list route_headers(const routed& r) const;
+    // Refreshes the snapshot, asks the policy; `chosen` is the picked replica.
     decision pick(const route_request& rr, const tried_set& tried,
-                  std::vector<std::shared_ptr<replica>>& replicas);
+                  std::shared_ptr<replica>& chosen);
 
     const router_config& cfg_;
     replica_pool& pool_;
     router_metrics& metrics_;
     replica_monitor& monitor_;
     admin admin_;
-    std::mutex policy_mutex_; // guards policy_ and seen_version_: policies are single-threaded
+    std::mutex policy_mutex_; // guards policy_ and everything below: policies are single-threaded
     std::unique_ptr<policy> policy_;
     std::uint64_t seen_version_ = 0;
+    pool_snapshot snap_; // the policy's view, refreshed in place on every decision
+    std::vector<std::shared_ptr<replica>> snap_replicas_; // lines up with snap_.replicas
+    std::uint64_t snap_version_ = UINT64_MAX;
 };
 
 } // namespace lanes::router

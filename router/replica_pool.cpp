@@ -80,24 +80,38 @@ std::vector<std::shared_ptr<replica>> replica_pool::all() const {
 pool_snapshot replica_pool::snapshot(std::vector<std::shared_ptr<replica>>& replicas,
                                      std::chrono::steady_clock::time_point now,
                                      std::chrono::milliseconds stale_after) const {
-    replicas = all();
     pool_snapshot snap;
-    snap.replicas.reserve(replicas.size());
-    for (const auto& r : replicas) {
-        replica_view v;
-        v.id = r->id();
-        v.routable = r->health.routable(now) && !r->draining.load();
-        v.inflight = r->inflight.load();
-        const scraped_stats s = r->stats();
-        v.num_blocks = s.num_blocks;
-        if (s.at != std::chrono::steady_clock::time_point{} && now - s.at <= stale_after) {
-            v.kv_usage = s.kv_usage;
-            v.waiting = s.waiting;
-            v.running = s.running;
-        }
-        snap.replicas.push_back(std::move(v));
-    }
+    std::uint64_t seen = UINT64_MAX;
+    refresh(snap, replicas, seen, now, stale_after);
     return snap;
+}
+
+void replica_pool::refresh(pool_snapshot& snap, std::vector<std::shared_ptr<replica>>& replicas,
+                           std::uint64_t& seen_version, std::chrono::steady_clock::time_point now,
+                           std::chrono::milliseconds stale_after) const {
+    // The version is read before the list: a change in between shows as a newer version next
+    // time, and the list is copied again then.
+    const std::uint64_t v = version();
+    if (v != seen_version || replicas.size() != snap.replicas.size()) {
+        replicas = all();
+        snap.replicas.assign(replicas.size(), replica_view{});
+        for (std::size_t i = 0; i < replicas.size(); ++i)
+            snap.replicas[i].id = replicas[i]->id();
+        seen_version = v;
+    }
+    for (std::size_t i = 0; i < replicas.size(); ++i) {
+        replica& r = *replicas[i];
+        replica_view& view = snap.replicas[i];
+        view.routable = r.health.routable(now) && !r.draining.load();
+        view.inflight = r.inflight.load();
+        const scraped_stats s = r.stats();
+        view.num_blocks = s.num_blocks;
+        const bool fresh =
+            s.at != std::chrono::steady_clock::time_point{} && now - s.at <= stale_after;
+        view.kv_usage = fresh ? s.kv_usage : std::nullopt;
+        view.waiting = fresh ? s.waiting : std::nullopt;
+        view.running = fresh ? s.running : std::nullopt;
+    }
 }
 
 } // namespace lanes::router
