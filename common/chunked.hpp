@@ -14,9 +14,12 @@ struct chunk_scan {
     bool error = false;       // not chunked framing (or a size or line over the limits)
 };
 
+// The longest size line (with any chunk extensions) or trailer line accepted, bytes.
+inline constexpr std::size_t chunk_line_limit = 4096;
+
 // Scans `data`, which starts at a chunk boundary. A chunk cut off by the end of `data` is left
-// for a later call with more bytes. Size lines (with any chunk extensions) and trailer lines
-// longer than `max_line` are errors.
-chunk_scan scan_chunks(std::string_view data, std::size_t max_line = 4096);
+// for a later call with more bytes. Size lines and trailer lines longer than `max_line` are
+// errors.
+chunk_scan scan_chunks(std::string_view data, std::size_t max_line = chunk_line_limit);
 
 } // namespace lanes::common::http

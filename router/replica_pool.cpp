@@ -77,15 +77,6 @@ std::vector<std::shared_ptr<replica>> replica_pool::all() const {
     return replicas_;
 }
 
-pool_snapshot replica_pool::snapshot(std::vector<std::shared_ptr<replica>>& replicas,
-                                     std::chrono::steady_clock::time_point now,
-                                     std::chrono::milliseconds stale_after) const {
-    pool_snapshot snap;
-    std::uint64_t seen = UINT64_MAX;
-    refresh(snap, replicas, seen, now, stale_after);
-    return snap;
-}
-
 void replica_pool::refresh(pool_snapshot& snap, std::vector<std::shared_ptr<replica>>& replicas,
                            std::uint64_t& seen_version, std::chrono::steady_clock::time_point now,
                            std::chrono::milliseconds stale_after) const {
