@@ -211,18 +211,7 @@ int main(int argc, char** argv) {
     cfg.backend = "cpu";
     bench_options o;
     common::flag_set f("lanes-engine-bench", "Decode throughput and TTFT of the replica engine.");
-    f.add("backend", cfg.backend, "cpu, cuda, sim or auto");
-    f.add("preset", cfg.preset, "model preset");
-    f.add("kv-blocks", cfg.kv_blocks, "KV blocks (0: from --kv-cache-mb, or GPU memory for cuda)");
-    f.add("kv-cache-mb", cfg.kv_cache_mb, "KV budget in MiB");
-    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks, "cap on budget-derived KV blocks");
-    f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
-          "cuda: fraction of free memory for the KV cache");
-    f.add("cuda-dtype", cfg.cuda_dtype, "cuda: bf16 or fp32 storage");
-    f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
-    f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads");
-    f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "tokens per step");
-    f.add("max-num-seqs", cfg.max_num_seqs, "sequences per step");
+    replica::add_engine_flags(f, cfg); // the replica's own engine flags (backend defaults to cpu)
     f.add("batches", o.batches, "comma-separated decode batch sizes");
     f.add("decode-tokens", o.decode_tokens, "tokens generated per request in decode runs");
     f.add("decode-prompt-len", o.decode_prompt_len, "prompt bytes per request in decode runs");

@@ -4,14 +4,9 @@
 
 namespace lanes::replica {
 
-common::flag_set make_flags(replica_config& cfg) {
-    common::flag_set f("lanes-replica",
-                       "A small OpenAI-compatible inference server with vLLM-compatible metrics.");
-    f.add("host", cfg.host, "address to listen on");
-    f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
+void add_engine_flags(common::flag_set& f, replica_config& cfg) {
     f.add("backend", cfg.backend, "model backend: auto, cuda, cpu or sim");
     f.add("preset", cfg.preset, "model size: tiny, small, base or 1b");
-    f.add("model-name", cfg.model_name, "model name served and reported in metrics");
     f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
     f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget in MiB when --kv-blocks is 0");
     f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks,
@@ -33,6 +28,15 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("max-model-len", cfg.max_model_len, "longest prompt + output, in tokens");
     f.add("max-num-seqs", cfg.max_num_seqs, "most requests running in one step");
     f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "most tokens computed per step");
+}
+
+common::flag_set make_flags(replica_config& cfg) {
+    common::flag_set f("lanes-replica",
+                       "A small OpenAI-compatible inference server with vLLM-compatible metrics.");
+    f.add("host", cfg.host, "address to listen on");
+    f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
+    f.add("model-name", cfg.model_name, "model name served and reported in metrics");
+    add_engine_flags(f, cfg);
     f.add("max-waiting", cfg.max_waiting, "most queued requests; more are refused with 503");
     f.add("default-max-tokens", cfg.default_max_tokens,
           "max_tokens for requests that do not set it");

@@ -40,6 +40,9 @@ struct replica_config {
     sim_cost_model sim;
 };
 
+// Declares the flags that configure the engine (backend, model, KV cache, scheduler limits)
+// against the fields of `cfg`: the server's and the engine bench's.
+void add_engine_flags(common::flag_set& f, replica_config& cfg);
 // Declares every flag against the fields of `cfg`.
 common::flag_set make_flags(replica_config& cfg);
 // Every problem with a parsed config (empty when valid).
