@@ -1,0 +1,338 @@
+// One client connection of the HTTP server: read requests (keep-alive, limits, deadlines), hand
+// each to the handler, write whole or streamed responses, and watch for a client that leaves.
+#include "common/http_session.hpp"
+
+#include "common/log.hpp"
+#include "common/openai.hpp"
+
+#include <array>
+
+namespace lanes::common::http {
+
+namespace {
+
+constexpr std::size_t first_read_size = 4096;
+
+std::string limit_error(int status, std::string message) {
+    openai::api_error e;
+    e.status = status;
+    e.message = std::move(message);
+    return openai::error_json(e);
+}
+
+} // namespace
+
+asio::awaitable<void> session::run() {
+    while (!st_->stopping.load()) {
+        std::optional<request> req = co_await read_request();
+        if (!req)
+            break;
+        co_await serve(*req);
+        if (broken_ || !keep_alive_)
+            break;
+    }
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+}
+
+asio::awaitable<std::optional<request>> session::read_request() {
+    const auto& cfg = st_->cfg;
+    idle_ = true;
+    if (buffer_.size() == 0) {
+        stream_.expires_after(cfg.idle_timeout);
+        auto [ec, n] =
+            co_await stream_.async_read_some(buffer_.prepare(first_read_size), use_tuple);
+        if (ec) {
+            LANES_LOG(debug, "http", "connection from " << remote_ << " closed: " << ec.message());
+            co_return std::nullopt; // idle timeout, client closed, or shutdown
+        }
+        buffer_.commit(n);
+    }
+    idle_ = false;
+    beast_http::request_parser<beast_http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
+    parser.body_limit(cfg.body_limit);
+    stream_.expires_after(cfg.header_read_timeout);
+    boost::system::error_code hec;
+    if (!parse_buffered(parser, hec)) {
+        auto [ec, n] = co_await beast_http::async_read_header(stream_, buffer_, parser, use_tuple);
+        hec = ec;
+    }
+    if (hec == beast_http::error::header_limit) {
+        co_await refuse(431, "request header fields too large");
+        co_return std::nullopt;
+    }
+    if (hec == beast_http::error::body_limit) { // a Content-Length over the limit
+        co_await refuse(413,
+                        "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
+        co_return std::nullopt;
+    }
+    if (hec == beast::error::timeout || hec == beast_http::error::end_of_stream) {
+        LANES_LOG(debug, "http", "header from " << remote_ << " not read: " << hec.message());
+        co_return std::nullopt;
+    }
+    if (hec) {
+        co_await refuse(400, "malformed HTTP request: " + hec.message());
+        co_return std::nullopt;
+    }
+    version_ = parser.get().version();
+    if (beast::iequals(parser.get()[beast_http::field::expect], "100-continue")) {
+        beast_http::response<beast_http::empty_body> cont{beast_http::status::continue_, 11};
+        stream_.expires_after(cfg.write_timeout);
+        auto [cec, cn] = co_await beast_http::async_write(stream_, cont, use_tuple);
+        if (cec)
+            co_return std::nullopt;
+    }
+    stream_.expires_after(cfg.body_read_timeout);
+    boost::system::error_code bec;
+    if (!parser.is_done() && !parse_buffered(parser, bec)) {
+        auto [ec, n] = co_await beast_http::async_read(stream_, buffer_, parser, use_tuple);
+        bec = ec;
+    }
+    if (bec == beast_http::error::body_limit) {
+        co_await refuse(413,
+                        "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
+        co_return std::nullopt;
+    }
+    if (bec) {
+        if (bec != beast::error::timeout && bec != beast_http::error::end_of_stream &&
+            bec != beast_http::error::partial_message)
+            co_await refuse(400, "malformed HTTP request body: " + bec.message());
+        co_return std::nullopt;
+    }
+    co_return parser.release();
+}
+
+// Feeds what is already buffered to the parser, with no I/O and no asynchronous operation: a
+// small request usually arrives whole in the first read. True when that settled the step (its
+// header, or its whole body) or failed it (`ec`); false when more bytes must be read.
+bool session::parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
+                             boost::system::error_code& ec) {
+    const bool header = !parser.is_header_done();
+    while (buffer_.size() > 0) {
+        const std::size_t used = parser.put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == beast_http::error::need_more) {
+            ec = {};
+            return false;
+        }
+        if (ec || parser.is_done() || (header && parser.is_header_done()))
+            return true;
+        if (used == 0)
+            return false;
+    }
+    return false;
+}
+
+asio::awaitable<void> session::refuse(int status, std::string message) {
+    response res{static_cast<beast_http::status>(status), version_};
+    res.set(beast_http::field::server, server_header);
+    res.set(beast_http::field::content_type, "application/json");
+    res.keep_alive(false);
+    res.body() = limit_error(status, std::move(message));
+    res.prepare_payload();
+    keep_alive_ = false;
+    head_request_ = false; // refused before any request was taken up
+    co_await send(std::move(res));
+}
+
+asio::awaitable<void> session::serve(request& req) {
+    started_ = false;
+    keep_alive_ = req.keep_alive();
+    head_request_ = req.method() == beast_http::verb::head;
+    st_->active.fetch_add(1);
+    std::string failure;
+    LANES_LOG(debug, "http",
+              "request from " << remote_ << ": " << req.method_string() << " " << req.target());
+    try {
+        co_await st_->h(req, *this);
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    stop_watching();
+    LANES_LOG(debug, "http",
+              "handled request from " << remote_ << (started_ ? "" : " (no answer)")
+                                      << (broken_ ? " (connection broken)" : ""));
+    st_->active.fetch_sub(1);
+    if (!failure.empty()) {
+        LANES_LOG(error, "http", st_->name << ": handler failed: " << failure);
+        if (started_) {
+            broken_ = true; // a half-written response cannot be repaired: close
+            co_return;
+        }
+    }
+    if (!started_) {
+        response res = make_response(
+            req, beast_http::status::internal_server_error,
+            limit_error(500, failure.empty() ? "no response produced" : "internal error"));
+        co_await send(std::move(res));
+    }
+    if (st_->stopping.load())
+        keep_alive_ = false;
+}
+
+asio::awaitable<bool> session::send(response res) {
+    if (broken_)
+        co_return false;
+    started_ = true;
+    if (!keep_alive_ || st_->stopping.load())
+        res.keep_alive(false);
+    keep_alive_ = res.keep_alive();
+    if (res.find(beast_http::field::server) == res.end())
+        res.set(beast_http::field::server, server_header);
+    res.prepare_payload();
+    const std::string head = serialize_header(res);
+    // A HEAD answer has the GET answer's header (Content-Length included) and no body.
+    const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::send(beast_http::status status, std::string_view content_type,
+                                    std::span<const header_view> headers, std::string_view body) {
+    if (broken_)
+        co_return false;
+    started_ = true;
+    if (st_->stopping.load())
+        keep_alive_ = false;
+    std::string head;
+    head.reserve(256);
+    head += version_text(version_);
+    head += ' ';
+    head += std::to_string(static_cast<unsigned>(status));
+    head += ' ';
+    head += beast_http::obsolete_reason(status);
+    head += "\r\nServer: ";
+    head += server_header;
+    head += "\r\nContent-Type: ";
+    head += content_type;
+    head += "\r\n";
+    for (const auto& [name, value] : headers) {
+        head += name;
+        head += ": ";
+        head += value;
+        head += "\r\n";
+    }
+    head += "Content-Length: ";
+    head += std::to_string(body.size());
+    head += "\r\n";
+    // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
+    if (!keep_alive_ && version_ >= 11)
+        head += "Connection: close\r\n";
+    else if (keep_alive_ && version_ < 11)
+        head += "Connection: keep-alive\r\n";
+    head += "\r\n";
+    if (head_request_)
+        body = {};
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::begin_stream(beast_http::status status,
+                                            std::string_view content_type,
+                                            const header_list& headers) {
+    if (broken_)
+        co_return false;
+    started_ = true;
+    beast_http::response<beast_http::empty_body> res{status, version_};
+    res.set(beast_http::field::server, server_header);
+    res.set(beast_http::field::content_type, content_type);
+    res.set(beast_http::field::cache_control, "no-cache");
+    for (const auto& [name, value] : headers)
+        res.set(name, value);
+    if (st_->stopping.load())
+        keep_alive_ = false;
+    res.keep_alive(keep_alive_);
+    res.chunked(true);
+    beast_http::response_serializer<beast_http::empty_body> sr{res};
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await beast_http::async_write_header(stream_, sr, use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::write_chunk(std::string_view data) {
+    if (broken_)
+        co_return false;
+    if (data.empty())
+        co_return true; // an empty chunk would end the body
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(
+        stream_, beast_http::make_chunk(asio::buffer(data.data(), data.size())), use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::write_framed(std::string_view chunks) {
+    if (broken_)
+        co_return false;
+    if (chunks.empty())
+        co_return true;
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] =
+        co_await asio::async_write(stream_, asio::buffer(chunks.data(), chunks.size()), use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> session::end_stream() {
+    if (broken_)
+        co_return false;
+    stream_.expires_after(st_->cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream_, beast_http::make_chunk_last(), use_tuple);
+    if (ec)
+        broken_ = true;
+    co_return !ec;
+}
+
+void session::on_client_closed(std::function<void()> on_closed) {
+    if (buffer_.size() > 0 || broken_)
+        return; // the client already sent more bytes: it is still there
+    on_closed_ = std::move(on_closed);
+    arm_watch(++watch_generation_);
+}
+
+// A receive with MSG_PEEK, pending while the handler works: it completes with 0 bytes (eof) when
+// the peer closes, with an error when it resets, and with data (left in the socket, not consumed)
+// when the client pipelines its next request, which means it is still there. Unlike async_wait,
+// a pending read op needs no epoll_ctl to arm: the socket is registered for input once.
+void session::arm_watch(std::uint64_t generation) {
+    stream_.socket().async_receive(
+        asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
+        [self = shared_from_this(), generation](boost::system::error_code ec, std::size_t n) {
+            if (generation != self->watch_generation_ || !self->on_closed_ ||
+                ec == asio::error::operation_aborted)
+                return;
+            if (!ec && n > 0) {
+                self->on_closed_ = nullptr; // pipelined data: the client is still there
+                return;
+            }
+            auto callback = std::move(self->on_closed_); // eof (orderly close) or a reset
+            self->on_closed_ = nullptr;
+            self->broken_ = true;
+            callback();
+        });
+}
+
+void session::stop_watching() {
+    if (!on_closed_)
+        return;
+    on_closed_ = nullptr;
+    ++watch_generation_;
+    boost::system::error_code ec;
+    stream_.socket().cancel(ec); // only the watch is pending here
+}
+
+} // namespace lanes::common::http
