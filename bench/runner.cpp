@@ -132,13 +132,12 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
         rec.error = "transport: " + ec.message();
         co_return;
     }
-    rec.status = static_cast<int>(conn.header().result_int());
-    rec.replica = std::string(conn.header()["x-lanes-replica"]);
+    rec.status = conn.head().status();
+    rec.replica = std::string(conn.head().field("x-lanes-replica"));
     common::sse_parser sse;
     std::string piece, plain;
     auto last = start;
-    const bool event_stream =
-        conn.header()[bhttp::field::content_type].starts_with("text/event-stream");
+    const bool event_stream = conn.head().field("content-type").starts_with("text/event-stream");
     while (!conn.done()) {
         if ((ec = co_await conn.read_chunk(piece, timeout))) {
             rec.error = "transport: " + ec.message();

@@ -1,5 +1,6 @@
 #include "common/chunked.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace lanes::common::http {
@@ -29,6 +30,21 @@ line_result find_line(std::string_view data, std::size_t pos, std::size_t max_li
     return end - pos > max_line ? line_result::error : line_result::ok;
 }
 
+// A size line without its CRLF: hex digits, then nothing or chunk extensions.
+bool parse_size_line(std::string_view line, std::size_t& size) {
+    size = 0;
+    std::size_t i = 0;
+    for (; i < line.size(); ++i) {
+        const int v = hex_value(line[i]);
+        if (v < 0)
+            break;
+        if (size > (std::numeric_limits<std::size_t>::max() >> 4))
+            return false;
+        size = size << 4 | static_cast<std::size_t>(v);
+    }
+    return i > 0 && (i == line.size() || line[i] == ';' || line[i] == ' ' || line[i] == '\t');
+}
+
 } // namespace
 
 chunk_scan scan_chunks(std::string_view data, std::size_t max_line) {
@@ -45,19 +61,8 @@ chunk_scan scan_chunks(std::string_view data, std::size_t max_line) {
         case line_result::ok:
             break;
         }
-        // chunk-size [; extensions]
-        std::size_t size = 0, digits = 0, i = pos;
-        for (; i < eol; ++i, ++digits) {
-            const int v = hex_value(data[i]);
-            if (v < 0)
-                break;
-            if (size > (std::numeric_limits<std::size_t>::max() >> 4)) {
-                out.error = true;
-                return out;
-            }
-            size = size << 4 | static_cast<std::size_t>(v);
-        }
-        if (digits == 0 || (i < eol && data[i] != ';' && data[i] != ' ' && data[i] != '\t')) {
+        std::size_t size = 0;
+        if (!parse_size_line(data.substr(pos, eol - pos), size)) {
             out.error = true;
             return out;
         }
@@ -92,6 +97,62 @@ chunk_scan scan_chunks(std::string_view data, std::size_t max_line) {
         out.complete = out.consumed = pos;
     }
     return out;
+}
+
+std::size_t chunk_decoder::decode(std::string_view in, std::string& out, bool& error,
+                                  std::size_t max_line) {
+    error = false;
+    std::size_t pos = 0;
+    while (pos < in.size() && state_ != state::done) {
+        switch (state_) {
+        case state::size_line:
+        case state::trailers: {
+            std::size_t eol = 0;
+            const line_result r = find_line(in, pos, max_line, eol);
+            if (r == line_result::error) {
+                error = true;
+                return pos;
+            }
+            if (r == line_result::need_more)
+                return pos;
+            const std::string_view line = in.substr(pos, eol - pos);
+            pos = eol + crlf.size();
+            if (state_ == state::trailers) {
+                if (line.empty())
+                    state_ = state::done; // a trailer field is skipped
+                break;
+            }
+            if (!parse_size_line(line, left_)) {
+                error = true;
+                return pos;
+            }
+            state_ = left_ == 0 ? state::trailers : state::data;
+            break;
+        }
+        case state::data: {
+            const std::size_t n = std::min(left_, in.size() - pos);
+            out.append(in.substr(pos, n));
+            pos += n;
+            left_ -= n;
+            if (left_ == 0)
+                state_ = state::data_end;
+            break;
+        }
+        case state::data_end:
+            if (in.size() - pos < crlf.size())
+                return pos;
+            if (in.substr(pos, crlf.size()) != crlf) {
+                error = true;
+                return pos;
+            }
+            pos += crlf.size();
+            state_ = state::size_line;
+            break;
+        case state::done:
+            break;
+        }
+    }
+    return pos;
 }
 
 } // namespace lanes::common::http

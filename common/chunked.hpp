@@ -1,5 +1,6 @@
-// HTTP/1.1 chunked framing, scanned without decoding, so a relay can forward whole chunks exactly
-// as they arrived (size line, data, CRLF) instead of decoding the body and encoding it again.
+// HTTP/1.1 chunked framing: scanned without decoding, so a relay can forward whole chunks exactly
+// as they arrived (size line, data, CRLF) instead of decoding the body and encoding it again; or
+// decoded, for a client that wants the body itself.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +22,23 @@ inline constexpr std::size_t chunk_line_limit = 4096;
 // for a later call with more bytes. Size lines and trailer lines longer than `max_line` are
 // errors.
 chunk_scan scan_chunks(std::string_view data, std::size_t max_line = chunk_line_limit);
+
+// Decodes a chunked body as its bytes arrive: the chunks' data out, the framing (size lines,
+// CRLFs, the last chunk and trailers) dropped.
+class chunk_decoder {
+public:
+    // Takes what it can from `in` and appends the data it holds to `out`; returns the bytes
+    // taken (a size line, trailer line or CRLF cut off by the end of `in` is left for the next
+    // call). Sets `error` on broken framing or a line over `max_line`.
+    std::size_t decode(std::string_view in, std::string& out, bool& error,
+                       std::size_t max_line = chunk_line_limit);
+    // The last chunk and the trailer section have been read.
+    bool done() const { return state_ == state::done; }
+
+private:
+    enum class state { size_line, data, data_end, trailers, done };
+    state state_ = state::size_line;
+    std::size_t left_ = 0; // data bytes of the current chunk still to come
+};
 
 } // namespace lanes::common::http

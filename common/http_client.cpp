@@ -144,8 +144,9 @@ asio::awaitable<error_code> client_connection::write(request& req, duration time
 
 asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
                                                          std::string_view body, duration timeout) {
-    parser_.reset();
-    framed_done_ = false;
+    header_read_ = false;
+    body_done_ = false;
+    head_request_ = head.starts_with("HEAD ");
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     stream_->expires_after(timeout);
     auto [ec, n] = co_await asio::async_write(*stream_, wire, use_tuple);
@@ -154,25 +155,31 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
     co_return ec;
 }
 
-// Both readers parse what is already buffered with the parser's put and read from the socket only
-// when that is not enough: a small response usually arrives whole in one read, and Beast's
-// composed read operations cost more than the parsing itself.
+// Both readers work on what is already buffered and read from the socket only when that is not
+// enough: a small response usually arrives whole in one read.
 asio::awaitable<error_code> client_connection::read_header(duration timeout) {
-    parser_.emplace();
-    parser_->header_limit(response_header_limit);
-    parser_->body_limit(boost::none); // streamed through, never held whole
-    stream_->expires_after(timeout);  // one deadline for the whole header
+    stream_->expires_after(timeout); // one deadline for the whole header
     for (;;) {
         if (buffer_.size() > 0) {
             error_code ec;
-            buffer_.consume(parser_->put(buffer_.data(), ec));
-            if (!ec) {
-                keep_alive_ = parser_->get().keep_alive(); // parsed once, not per question
-                co_return error_code{};
-            }
-            if (ec != beast_http::error::need_more) {
+            const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                        buffer_.size());
+            const std::size_t used = head_.parse(data, head_request_, response_header_limit, ec);
+            if (ec) {
                 open_ = false;
                 co_return ec;
+            }
+            if (used > 0) {
+                buffer_.consume(used);
+                if (head_.status() < 200 && head_.status() != 101)
+                    continue; // an interim answer (100 Continue, 103): the real one follows
+                header_read_ = true;
+                keep_alive_ = head_.keep_alive();
+                left_ = head_.content_length();
+                decoder_ = chunk_decoder{};
+                body_done_ = head_.framing() == body_framing::none ||
+                             (head_.framing() == body_framing::length && left_ == 0);
+                co_return error_code{};
             }
         }
         auto [ec, n] =
@@ -188,46 +195,54 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     }
 }
 
-const beast_http::response_header<>& client_connection::header() const {
-    return parser_->get().base();
-}
-
 asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
     out.clear();
-    while (!parser_->is_done()) {
-        auto& body = parser_->get().body();
-        if (!chunk_) // taken on first use, uninitialised: most connections never need it
-            chunk_ = std::make_unique_for_overwrite<char[]>(chunk_buffer_size);
-        body.data = chunk_.get();
-        body.size = chunk_buffer_size;
+    while (!body_done_) {
         if (buffer_.size() > 0) {
-            error_code ec;
-            const std::size_t used = parser_->put(buffer_.data(), ec);
-            buffer_.consume(used);
-            if (ec == beast_http::error::need_buffer || ec == beast_http::error::need_more)
-                ec = {};
-            if (ec) {
-                open_ = false;
-                co_return ec;
-            }
-            const std::size_t got = chunk_buffer_size - parser_->get().body().size;
-            if (got > 0) {
-                out.assign(chunk_.get(), got);
+            const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                        buffer_.size());
+            switch (head_.framing()) {
+            case body_framing::length: {
+                const auto n =
+                    static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), left_));
+                out.assign(data.substr(0, n));
+                buffer_.consume(n);
+                left_ -= n;
+                body_done_ = left_ == 0;
                 co_return error_code{};
             }
-            if (used > 0)
-                continue; // framing only (a chunk's size line): parse on
+            case body_framing::until_close:
+                out.assign(data);
+                buffer_.consume(data.size());
+                co_return error_code{};
+            case body_framing::chunked: {
+                bool bad = false;
+                const std::size_t used = decoder_.decode(data, out, bad);
+                buffer_.consume(used);
+                if (bad) {
+                    open_ = false;
+                    co_return beast_http::error::bad_chunk;
+                }
+                body_done_ = decoder_.done();
+                if (!out.empty() || body_done_)
+                    co_return error_code{};
+                if (used > 0 && buffer_.size() > 0)
+                    continue; // framing only so far: decode on
+                break;
+            }
+            case body_framing::none:
+                break;
+            }
         }
         stream_->expires_after(idle_timeout);
         auto [ec, n] =
             co_await stream_->async_read_some(buffer_.prepare(chunk_buffer_size), use_tuple);
         if (ec == asio::error::eof) { // the end of a body that runs to the close, or a cut
             open_ = false;
-            error_code eof_ec;
-            parser_->put_eof(eof_ec);
-            if (eof_ec)
-                co_return eof_ec;
-            continue;
+            if (head_.framing() != body_framing::until_close)
+                co_return beast_http::error::partial_message;
+            body_done_ = true;
+            co_return error_code{};
         }
         if (ec) {
             open_ = false;
@@ -239,18 +254,17 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
 }
 
 bool client_connection::done() const {
-    return parser_ && (parser_->is_done() || framed_done_);
+    return header_read_ && body_done_;
 }
 
 bool client_connection::chunked() const {
-    return parser_ && parser_->is_header_done() && parser_->chunked();
+    return header_read_ && head_.framing() == body_framing::chunked;
 }
 
 asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& out,
                                                                   duration idle_timeout,
                                                                   std::size_t max_buffered) {
     out.clear();
-    // Beast's parser has read the header; the body's bytes are taken from the buffer here.
     for (;;) {
         const std::string_view data(static_cast<const char*>(buffer_.data().data()),
                                     buffer_.size());
@@ -262,7 +276,7 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
         if (s.complete > 0 || s.last) {
             out.assign(data.substr(0, s.complete));
             buffer_.consume(s.consumed);
-            framed_done_ = s.last;
+            body_done_ = s.last;
             co_return error_code{};
         }
         if (buffer_.size() >= max_buffered) {
@@ -310,10 +324,11 @@ asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, const url& target,
         co_return result;
     if ((result.ec = co_await conn.read_header(left())))
         co_return result;
-    result.status = static_cast<int>(conn.header().result_int());
-    result.content_type = std::string(conn.header()[beast_http::field::content_type]);
-    for (const auto& field : conn.header())
-        result.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    const response_head& head = conn.head();
+    result.status = head.status();
+    result.content_type = std::string(head.field("content-type"));
+    for (std::size_t i = 0; i < head.field_count(); ++i)
+        result.headers.emplace_back(std::string(head.name(i)), std::string(head.value(i)));
     std::string piece;
     while (!conn.done()) {
         if ((result.ec = co_await conn.read_chunk(piece, left())))

@@ -3,13 +3,13 @@
 // without buffering); plus a one-shot `fetch` for small bodies (health checks, metric scrapes).
 #pragma once
 
+#include "common/chunked.hpp"
 #include "common/http_server.hpp"
+#include "common/response_head.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include <memory>
 #include <optional>
@@ -50,9 +50,9 @@ public:
     // serialize_header makes) then `body`, in one gathered write. Both must outlive the call.
     boost::asio::awaitable<boost::system::error_code>
     write_raw(std::string_view head, std::string_view body, duration timeout);
-    // Reads the response status line and headers.
+    // Reads the response status line and headers (interim 1xx answers are skipped).
     boost::asio::awaitable<boost::system::error_code> read_header(duration timeout);
-    const beast_http::response_header<>& header() const;
+    const response_head& head() const { return head_; }
     // Next piece of the body as it arrives; `out` is empty and done() true at the end. Each call
     // waits at most `idle_timeout` for bytes.
     boost::asio::awaitable<boost::system::error_code> read_chunk(std::string& out,
@@ -73,12 +73,15 @@ public:
 private:
     std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
     boost::beast::flat_buffer buffer_;
-    std::optional<beast_http::response_parser<beast_http::buffer_body>> parser_;
-    std::unique_ptr<char[]> chunk_; // read_chunk's landing buffer
+    response_head head_;
+    chunk_decoder decoder_;  // read_chunk on a chunked body
+    std::uint64_t left_ = 0; // body bytes still to come, for a Content-Length body
     url target_;
     bool open_ = false;
-    bool framed_done_ = false; // read_framed_chunks reached the end of the body
-    bool keep_alive_ = false;  // the response header allows another request
+    bool head_request_ = false; // the request sent was a HEAD: its answer has no body
+    bool header_read_ = false;  // read_header succeeded for the request sent last
+    bool body_done_ = false;    // the whole body of that answer has been read
+    bool keep_alive_ = false;   // the response header allows another request
 };
 
 struct fetch_result {

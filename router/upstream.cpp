@@ -92,9 +92,9 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
             monitor_.report(r.target, false);
         co_return result;
     }
-    result.status = static_cast<int>(link->conn->header().result_int());
+    result.status = link->conn->head().status();
     monitor_.report(r.target, result.status < 500);
-    const std::string content_type(link->conn->header()[bhttp::field::content_type]);
+    const std::string content_type(link->conn->head().field("content-type"));
     if (content_type.starts_with("text/event-stream") && result.status < 500)
         co_await relay_stream(out, r, *link, content_type, result);
     else

@@ -48,3 +48,51 @@ TEST_CASE("scan_chunks rejects what is not chunked framing", "[chunked]") {
     CHECK(scan_chunks("0\r\n" + std::string(5000, 'a')).error); // a trailer line too long
     CHECK_FALSE(scan_chunks(std::string(100, '1')).error);      // may still end in time
 }
+
+TEST_CASE("chunk_decoder gives the data however the bytes are split", "[chunked]") {
+    using lanes::common::http::chunk_decoder;
+    const std::string body = "5\r\nhello\r\n1a;name=v\r\nabcdefghijklmnopqrstuvwxyz\r\n"
+                             "0\r\nx-trailer: 1\r\n\r\n";
+    const std::string data = "helloabcdefghijklmnopqrstuvwxyz";
+
+    // Every split point, and byte by byte: a caller keeps what a call did not take.
+    for (std::size_t step = 1; step <= body.size(); ++step) {
+        INFO("step " << step);
+        chunk_decoder d;
+        std::string out, pending;
+        for (std::size_t pos = 0; pos < body.size(); pos += step) {
+            pending += body.substr(pos, step);
+            bool error = false;
+            const std::size_t used = d.decode(pending, out, error);
+            REQUIRE_FALSE(error);
+            pending.erase(0, used);
+        }
+        CHECK(d.done());
+        CHECK(pending.empty());
+        CHECK(out == data);
+    }
+
+    SECTION("broken framing is an error") {
+        for (const std::string bad :
+             {"x\r\n", "5\r\nhelloXX", "5z\r\nhello\r\n", "fffffffffffffffff\r\n"}) {
+            INFO(bad);
+            chunk_decoder d;
+            std::string out;
+            bool error = false;
+            d.decode(bad, out, error);
+            CHECK(error);
+        }
+        chunk_decoder d;
+        std::string out;
+        bool error = false;
+        d.decode(std::string(5000, '1'), out, error); // a size line with no end, too long
+        CHECK(error);
+    }
+    SECTION("nothing is taken after the end") {
+        chunk_decoder d;
+        std::string out;
+        bool error = false;
+        CHECK(d.decode("0\r\n\r\nHTTP/1.1 200", out, error) == 5);
+        CHECK(d.done());
+    }
+}

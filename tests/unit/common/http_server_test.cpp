@@ -334,6 +334,33 @@ TEST_CASE("client reads a body that runs to the close, and reports cut ones", "[
         const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
         CHECK(r.ec == bhttp::error::partial_message);
     }
+    SECTION("a chunked body is decoded, trailers dropped") {
+        canned_server cs("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nx-t: 1\r\n\r\n");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(!r.ec);
+        CHECK(r.body == "abcde");
+    }
+    SECTION("a chunked body cut short is an error") {
+        canned_server cs("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(r.ec == bhttp::error::partial_message);
+    }
+    SECTION("an interim 100 Continue is skipped") {
+        canned_server cs("HTTP/1.1 100 Continue\r\n\r\n"
+                         "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(!r.ec);
+        CHECK(r.status == 201);
+        CHECK(r.body == "ok");
+        REQUIRE(r.headers.size() == 2);
+        CHECK(r.headers[1] == std::pair<std::string, std::string>{"X-A", "b"});
+    }
+    SECTION("a malformed header is an error") {
+        canned_server cs("HTTP/1.1 200 OK\r\nbad field\r\n\r\n");
+        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        CHECK(r.ec == bhttp::error::bad_field);
+    }
 }
 
 TEST_CASE("parse_url accepts base URLs and rejects others", "[http]") {

@@ -1,0 +1,213 @@
+#include "common/response_head.hpp"
+
+#include <boost/beast/http/error.hpp>
+
+#include <array>
+#include <limits>
+
+namespace lanes::common::http {
+
+namespace {
+
+namespace errc = boost::beast::http;
+constexpr std::string_view crlf = "\r\n";
+
+constexpr char lower(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// `a` (any case) equals `lower_b`, which is in lower case.
+bool iequals(std::string_view a, std::string_view lower_b) {
+    if (a.size() != lower_b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != lower_b[i])
+            return false;
+    return true;
+}
+
+bool iequals_any(std::string_view a, std::string_view b) {
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    return true;
+}
+
+bool digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+// RFC 9110 tchar: the bytes a field name may hold.
+enum : unsigned char { tchar = 1 };
+constexpr std::array<unsigned char, 256> byte_class = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+        const bool alnum =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (alnum || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
+                         std::string_view::npos)
+            t[c] |= tchar;
+    }
+    return t;
+}();
+
+// Without early exits, so the loops stay branch-free (and the second one vectorizes).
+bool all_tchar(std::string_view s) {
+    unsigned char all = tchar;
+    for (const char c : s)
+        all &= byte_class[static_cast<unsigned char>(c)];
+    return all & tchar;
+}
+
+bool clean_value(std::string_view s) {
+    bool bad = false;
+    for (const char c : s)
+        bad |= (c == '\r') | (c == '\n') | (c == '\0');
+    return !bad;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// Calls f on each element of a comma-separated list (trimmed, empty ones skipped).
+template <typename F>
+void for_each_item(std::string_view list, F&& f) {
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        const std::string_view item = trim(list.substr(0, comma));
+        if (!item.empty())
+            f(item);
+        if (comma == std::string_view::npos)
+            break;
+        list.remove_prefix(comma + 1);
+    }
+}
+
+} // namespace
+
+std::string_view response_head::field(std::string_view wanted) const {
+    for (const auto& f : fields_)
+        if (iequals_any(slice(f.name), wanted))
+            return slice(f.value);
+    return {};
+}
+
+std::size_t response_head::parse(std::string_view data, bool head_request, std::size_t limit,
+                                 boost::system::error_code& ec) {
+    ec = {};
+    const auto blank = data.find("\r\n\r\n");
+    if (blank == std::string_view::npos) {
+        if (data.size() > limit)
+            ec = errc::error::header_limit;
+        return 0;
+    }
+    const std::size_t total = blank + 2 * crlf.size();
+    if (total > limit || total > std::numeric_limits<std::uint32_t>::max()) {
+        ec = errc::error::header_limit;
+        return 0;
+    }
+    bytes_.assign(data.data(), total);
+    fields_.clear();
+    const std::string_view h = bytes_;
+
+    // Status line: HTTP/1.x SP 3DIGIT [SP reason]
+    const auto eol = h.find(crlf);
+    const std::string_view line = h.substr(0, eol);
+    if (line.size() < 12 || !line.starts_with("HTTP/1.") || (line[7] != '0' && line[7] != '1') ||
+        line[8] != ' ') {
+        ec = errc::error::bad_version;
+        return 0;
+    }
+    version_ = line[7] == '1' ? 11 : 10;
+    if (!digit(line[9]) || !digit(line[10]) || !digit(line[11]) ||
+        (line.size() > 12 && line[12] != ' ') || line[9] == '0') {
+        ec = errc::error::bad_status;
+        return 0;
+    }
+    status_ = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+
+    bool close = false, keep = false, has_length = false, has_te = false, chunked_last = false;
+    std::uint64_t length = 0;
+    for (std::size_t pos = eol + crlf.size();;) {
+        const auto end = h.find(crlf, pos);
+        if (end == pos)
+            break; // the blank line
+        const std::string_view text = h.substr(pos, end - pos);
+        const auto colon = text.find(':');
+        if (colon == 0 || colon == std::string_view::npos) {
+            ec = errc::error::bad_field;
+            return 0;
+        }
+        const std::string_view name = text.substr(0, colon);
+        if (!all_tchar(name)) { // also refuses obsolete line folding (a leading space)
+            ec = errc::error::bad_field;
+            return 0;
+        }
+        const std::string_view value = trim(text.substr(colon + 1));
+        if (!clean_value(value)) {
+            ec = errc::error::bad_value;
+            return 0;
+        }
+        const auto offset = [&](std::string_view part) {
+            return static_cast<std::uint32_t>(part.data() - h.data());
+        };
+        fields_.push_back({{offset(name), static_cast<std::uint32_t>(name.size())},
+                           {offset(value), static_cast<std::uint32_t>(value.size())}});
+        // The three fields that frame the body (names of different lengths: cheap to tell apart).
+        if (name.size() == 14 && iequals(name, "content-length")) {
+            std::uint64_t n = 0;
+            if (value.empty()) {
+                ec = errc::error::bad_content_length;
+                return 0;
+            }
+            for (const char c : value) {
+                if (!digit(c) || n > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) {
+                    ec = errc::error::bad_content_length;
+                    return 0;
+                }
+                n = n * 10 + static_cast<std::uint64_t>(c - '0');
+            }
+            if (has_length && n != length) { // two different lengths: no telling which is true
+                ec = errc::error::bad_content_length;
+                return 0;
+            }
+            has_length = true;
+            length = n;
+        } else if (name.size() == 17 && iequals(name, "transfer-encoding")) {
+            has_te = true;
+            for_each_item(
+                value, [&](std::string_view coding) { chunked_last = iequals(coding, "chunked"); });
+        } else if (name.size() == 10 && iequals(name, "connection")) {
+            for_each_item(value, [&](std::string_view option) {
+                close = close || iequals(option, "close");
+                keep = keep || iequals(option, "keep-alive");
+            });
+        }
+        pos = end + crlf.size();
+    }
+
+    keep_alive_ = version_ == 11 ? !close : keep && !close;
+    content_length_ = 0;
+    if (head_request || status_ < 200 || status_ == 204 || status_ == 304) {
+        framing_ = body_framing::none;
+    } else if (has_te) { // Transfer-Encoding overrides Content-Length (RFC 9112, 6.3)
+        framing_ = chunked_last ? body_framing::chunked : body_framing::until_close;
+    } else if (has_length) {
+        framing_ = body_framing::length;
+        content_length_ = length;
+    } else {
+        framing_ = body_framing::until_close;
+    }
+    if (framing_ == body_framing::until_close)
+        keep_alive_ = false;
+    return total;
+}
+
+} // namespace lanes::common::http

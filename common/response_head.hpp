@@ -1,0 +1,65 @@
+// An HTTP/1.x response header, parsed by hand for the upstream client: the status, the fields
+// as they came (kept in one string, located by offsets) and what frames the body. The router reads
+// one of these per proxied request, and a general parser that builds a field container cost more
+// than everything else the client does.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lanes::common::http {
+
+enum class body_framing {
+    none,        // HEAD answers, 1xx, 204 and 304: no body
+    length,      // Content-Length bytes
+    chunked,     // chunked transfer coding
+    until_close, // neither: the body runs until the server closes
+};
+
+class response_head {
+public:
+    int status() const { return status_; }
+    unsigned version() const { return version_; } // 10 or 11
+    bool keep_alive() const { return keep_alive_; }
+    body_framing framing() const { return framing_; }
+    std::uint64_t content_length() const { return content_length_; }
+
+    std::size_t field_count() const { return fields_.size(); }
+    std::string_view name(std::size_t i) const { return slice(fields_[i].name); }
+    std::string_view value(std::size_t i) const { return slice(fields_[i].value); }
+    // The first field called `name` (compared without case), or "" when there is none.
+    std::string_view field(std::string_view name) const;
+
+    // Parses the header at the front of `data`. Returns the bytes it takes (status line to the
+    // blank line) when the whole header is there; 0 when it is not yet (`ec` clear) or when it is
+    // malformed or longer than `limit` (`ec` set, as Beast's parser would name it). A response to
+    // a HEAD request (`head_request`) has no body whatever its fields say.
+    std::size_t parse(std::string_view data, bool head_request, std::size_t limit,
+                      boost::system::error_code& ec);
+
+private:
+    struct span {
+        std::uint32_t offset = 0, size = 0;
+    };
+    struct field_spans {
+        span name, value;
+    };
+    std::string_view slice(span s) const {
+        return std::string_view(bytes_).substr(s.offset, s.size);
+    }
+
+    std::string bytes_; // the header as received
+    std::vector<field_spans> fields_;
+    int status_ = 0;
+    unsigned version_ = 11;
+    bool keep_alive_ = false;
+    body_framing framing_ = body_framing::none;
+    std::uint64_t content_length_ = 0;
+};
+
+} // namespace lanes::common::http

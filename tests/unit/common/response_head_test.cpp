@@ -1,0 +1,121 @@
+#include "common/response_head.hpp"
+
+#include <boost/beast/http/error.hpp>
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using lanes::common::http::body_framing;
+using lanes::common::http::response_head;
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+struct parsed {
+    response_head head;
+    std::size_t used = 0;
+    boost::system::error_code ec;
+};
+
+parsed parse(const std::string& text, bool head_request = false, std::size_t limit = 65536) {
+    parsed p;
+    p.used = p.head.parse(text, head_request, limit, p.ec);
+    return p;
+}
+
+} // namespace
+
+TEST_CASE("response_head reads the status, fields and body framing", "[http]") {
+    const std::string header =
+        "HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Type:  application/json "
+        "\r\nContent-Length: 42\r\nx-lanes-replica: r1\r\n\r\n";
+    const auto p = parse(header + "{\"body\":1}");
+    REQUIRE_FALSE(p.ec);
+    CHECK(p.used == header.size());
+    CHECK(p.head.status() == 200);
+    CHECK(p.head.version() == 11);
+    CHECK(p.head.keep_alive());
+    CHECK(p.head.framing() == body_framing::length);
+    CHECK(p.head.content_length() == 42);
+    CHECK(p.head.field("content-type") == "application/json"); // any case, spaces trimmed
+    CHECK(p.head.field("X-LANES-REPLICA") == "r1");
+    CHECK(p.head.field("absent").empty());
+    REQUIRE(p.head.field_count() == 4);
+    CHECK(p.head.name(0) == "Server");
+    CHECK(p.head.value(3) == "r1");
+
+    // A copy keeps its own fields (they are offsets into its own bytes).
+    response_head copy = p.head;
+    CHECK(copy.field("server") == "nginx");
+}
+
+TEST_CASE("response_head decides framing and keep-alive as HTTP/1.1 says", "[http]") {
+    SECTION("chunked, also when a Content-Length is there too") {
+        const auto p = parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                             "Transfer-Encoding: gzip, chunked\r\n\r\n");
+        REQUIRE_FALSE(p.ec);
+        CHECK(p.head.framing() == body_framing::chunked);
+        CHECK(p.head.keep_alive());
+    }
+    SECTION("a transfer coding that is not chunked last runs to the close") {
+        const auto p = parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n");
+        CHECK(p.head.framing() == body_framing::until_close);
+        CHECK_FALSE(p.head.keep_alive());
+    }
+    SECTION("no length at all: the body runs to the close") {
+        const auto p = parse("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
+        CHECK(p.head.framing() == body_framing::until_close);
+        CHECK_FALSE(p.head.keep_alive());
+    }
+    SECTION("no body for HEAD, 204 and 304, and for 1xx") {
+        CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true).head.framing() ==
+              body_framing::none);
+        CHECK(parse("HTTP/1.1 204 No Content\r\n\r\n").head.framing() == body_framing::none);
+        CHECK(parse("HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n").head.framing() ==
+              body_framing::none);
+        const auto cont = parse("HTTP/1.1 100 Continue\r\n\r\n");
+        CHECK(cont.head.status() == 100);
+        CHECK(cont.head.framing() == body_framing::none);
+    }
+    SECTION("Connection options") {
+        CHECK_FALSE(parse("HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n")
+                        .head.keep_alive());
+        CHECK_FALSE(parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n").head.keep_alive());
+        const auto v10 =
+            parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
+        CHECK(v10.head.version() == 10);
+        CHECK(v10.head.keep_alive());
+    }
+    SECTION("a status line without a reason") {
+        const auto p = parse("HTTP/1.1 503\r\nContent-Length: 0\r\n\r\n");
+        REQUIRE_FALSE(p.ec);
+        CHECK(p.head.status() == 503);
+    }
+}
+
+TEST_CASE("response_head waits for the whole header and names what is wrong", "[http]") {
+    const std::string whole = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n";
+    for (std::size_t cut = 0; cut < whole.size(); ++cut) {
+        INFO("cut at " << cut);
+        const auto p = parse(whole.substr(0, cut));
+        REQUIRE_FALSE(p.ec);
+        REQUIRE(p.used == 0);
+    }
+    CHECK(parse("HTTP/2 200 OK\r\n\r\n").ec == bhttp::error::bad_version);
+    CHECK(parse("HTTP/1.1 2x0 OK\r\n\r\n").ec == bhttp::error::bad_status);
+    CHECK(parse("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n").ec == bhttp::error::bad_field);
+    CHECK(parse("HTTP/1.1 200 OK\r\nbad name: 1\r\n\r\n").ec == bhttp::error::bad_field);
+    CHECK(parse("HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n").ec == bhttp::error::bad_field);
+    CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n").ec ==
+          bhttp::error::bad_content_length);
+    CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n").ec ==
+          bhttp::error::bad_content_length);
+    CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n").ec ==
+          bhttp::error::bad_content_length);
+    CHECK(parse("HTTP/1.1 200 OK\r\nx: " + std::string(200, 'a'), false, 100).ec ==
+          bhttp::error::header_limit);
+    CHECK(parse("HTTP/1.1 200 OK\r\nx: " + std::string(200, 'a') + "\r\n\r\n", false, 100).ec ==
+          bhttp::error::header_limit);
+    // The same length twice is allowed.
+    CHECK_FALSE(parse("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n").ec);
+}
