@@ -1,6 +1,7 @@
 #include "common/http_client.hpp"
 
 #include "common/chunked.hpp"
+#include "common/socket_write.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -100,6 +101,7 @@ asio::awaitable<error_code> client_connection::connect(const url& target, durati
     if (ec)
         co_return ec;
     stream_->socket().set_option(tcp::no_delay(true));
+    prepare_for_write_all(*stream_);
     open_ = true;
     buffer_.clear();
     co_return error_code{};
@@ -125,6 +127,7 @@ void client_connection::rebind(asio::any_io_executor ex) {
         return;
     }
     stream_.emplace(tcp::socket(std::move(ex), protocol, native));
+    prepare_for_write_all(*stream_);
 }
 
 void client_connection::close() {
@@ -148,8 +151,7 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    stream_->expires_after(timeout);
-    auto [ec, n] = co_await asio::async_write(*stream_, wire, use_tuple);
+    const auto ec = co_await write_all(*stream_, wire.data(), wire.size(), timeout);
     if (ec)
         open_ = false;
     co_return ec;

@@ -4,8 +4,10 @@
 
 #include "common/log.hpp"
 #include "common/openai.hpp"
+#include "common/socket_write.hpp"
 
 #include <array>
+#include <charconv>
 
 namespace lanes::common::http {
 
@@ -186,8 +188,7 @@ asio::awaitable<bool> session::send(response res) {
     // A HEAD answer has the GET answer's header (Content-Length included) and no body.
     const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);
+    const auto ec = co_await write_all(stream_, wire.data(), wire.size(), st_->cfg.write_timeout);
     if (ec)
         broken_ = true;
     co_return !ec;
@@ -230,8 +231,7 @@ asio::awaitable<bool> session::send(beast_http::status status, std::string_view 
     if (head_request_)
         body = {};
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] = co_await asio::async_write(stream_, wire, use_tuple);
+    const auto ec = co_await write_all(stream_, wire.data(), wire.size(), st_->cfg.write_timeout);
     if (ec)
         broken_ = true;
     co_return !ec;
@@ -266,9 +266,15 @@ asio::awaitable<bool> session::write_chunk(std::string_view data) {
         co_return false;
     if (data.empty())
         co_return true; // an empty chunk would end the body
-    stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] = co_await asio::async_write(
-        stream_, beast_http::make_chunk(asio::buffer(data.data(), data.size())), use_tuple);
+    // The chunk: its size in hex and CRLF, the data, CRLF.
+    std::array<char, 20> size_line{};
+    char* end = std::to_chars(size_line.data(), size_line.data() + 16, data.size(), 16).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    const std::array<asio::const_buffer, 3> wire{
+        asio::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data())),
+        asio::buffer(data.data(), data.size()), asio::buffer("\r\n", 2)};
+    const auto ec = co_await write_all(stream_, wire.data(), wire.size(), st_->cfg.write_timeout);
     if (ec)
         broken_ = true;
     co_return !ec;
@@ -279,9 +285,8 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
         co_return false;
     if (chunks.empty())
         co_return true;
-    stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] =
-        co_await asio::async_write(stream_, asio::buffer(chunks.data(), chunks.size()), use_tuple);
+    const asio::const_buffer wire = asio::buffer(chunks.data(), chunks.size());
+    const auto ec = co_await write_all(stream_, &wire, 1, st_->cfg.write_timeout);
     if (ec)
         broken_ = true;
     co_return !ec;
@@ -290,8 +295,8 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
 asio::awaitable<bool> session::end_stream() {
     if (broken_)
         co_return false;
-    stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] = co_await asio::async_write(stream_, beast_http::make_chunk_last(), use_tuple);
+    const asio::const_buffer wire = asio::buffer("0\r\n\r\n", 5); // the last chunk, no trailers
+    const auto ec = co_await write_all(stream_, &wire, 1, st_->cfg.write_timeout);
     if (ec)
         broken_ = true;
     co_return !ec;

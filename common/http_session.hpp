@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/http_server.hpp"
+#include "common/socket_write.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -70,6 +71,7 @@ public:
         // before, which added tens of milliseconds to time to first token (as nginx, whose
         // tcp_nodelay is on by default for keep-alive connections).
         stream_.socket().set_option(tcp::no_delay(true), ec);
+        prepare_for_write_all(stream_);
     }
 
     asio::awaitable<void> run();
