@@ -37,6 +37,13 @@ struct test_server {
                       co_await out.end_stream();
                       co_return;
                   }
+                  if (req.target() == "/bigstream") { // chunks larger than a socket buffer
+                      co_await out.begin_stream(bhttp::status::ok, "application/octet-stream");
+                      for (char c = 'a'; c < 'i'; ++c)
+                          co_await out.write_chunk(std::string(1 << 20, c));
+                      co_await out.end_stream();
+                      co_return;
+                  }
                   if (req.target() == "/throw")
                       throw std::runtime_error("boom");
                   if (req.target() == "/parts") { // the send overload that takes parts
@@ -98,6 +105,29 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
         REQUIRE(!r.ec);
         CHECK(r.status == 200);
         CHECK(r.body == "hello");
+    }
+    SECTION("bodies larger than the socket buffers arrive whole, both ways") {
+        // Neither the request nor the answer fits a socket's send buffer, so each write has a
+        // part the socket takes at once and a rest that waits for the reader.
+        http::fetch_options o;
+        o.body.resize(6 << 20);
+        for (std::size_t i = 0; i < o.body.size(); ++i)
+            o.body[i] = static_cast<char>('a' + (i * 7919 + i / 4096) % 26);
+        o.body_limit = 8 << 20;
+        const auto r = fetch_sync(ts.port, bhttp::verb::post, "/echo", o);
+        REQUIRE(!r.ec);
+        CHECK(r.status == 200);
+        CHECK(r.body.size() == o.body.size());
+        CHECK(r.body == o.body);
+        http::fetch_options big;
+        big.body_limit = 16 << 20;
+        const auto s = fetch_sync(ts.port, bhttp::verb::get, "/bigstream", big);
+        REQUIRE(!s.ec);
+        std::string expect;
+        for (char c = 'a'; c < 'i'; ++c)
+            expect += std::string(1 << 20, c);
+        CHECK(s.body.size() == expect.size());
+        CHECK(s.body == expect);
     }
     SECTION("two requests on one keep-alive connection") {
         const std::string req = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
