@@ -4,8 +4,8 @@
 #pragma once
 
 #include "common/chunked.hpp"
+#include "common/http_parse.hpp"
 #include "common/http_server.hpp"
-#include "common/response_head.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/core/flat_buffer.hpp>

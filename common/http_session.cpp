@@ -2,6 +2,7 @@
 // each to the handler, write whole or streamed responses, and watch for a client that leaves.
 #include "common/http_session.hpp"
 
+#include "common/http_parse.hpp"
 #include "common/log.hpp"
 #include "common/openai.hpp"
 #include "common/socket_write.hpp"
@@ -52,6 +53,17 @@ asio::awaitable<std::optional<request>> session::read_request() {
         buffer_.commit(n);
     }
     idle_ = false;
+    { // The common case, a plain request that arrived whole, without Beast's parser.
+        request req;
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        if (const std::size_t used =
+                parse_plain_request(data, cfg.header_limit, cfg.body_limit, req)) {
+            buffer_.consume(used);
+            version_ = req.version();
+            co_return req;
+        }
+    }
     beast_http::request_parser<beast_http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
     parser.body_limit(cfg.body_limit);

@@ -1,6 +1,7 @@
-#include "common/response_head.hpp"
+#include "common/http_parse.hpp"
 
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/verb.hpp>
 
 #include <array>
 #include <limits>
@@ -65,6 +66,27 @@ bool clean_value(std::string_view s) {
     bool bad = false;
     for (const char c : s)
         bad |= (c == '\r') | (c == '\n') | (c == '\0');
+    return !bad;
+}
+
+// Stricter, for the request fast path: printable ASCII, obs-text and tabs only (anything else
+// goes to Beast's parser to judge).
+bool plain_value(std::string_view s) {
+    bool bad = false;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        bad |= (u < 0x20 && u != '\t') | (u == 0x7f);
+    }
+    return !bad;
+}
+
+// A request target: visible ASCII only.
+bool plain_target(std::string_view s) {
+    bool bad = false;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        bad |= (u <= 0x20) | (u >= 0x7f);
+    }
     return !bad;
 }
 
@@ -208,6 +230,81 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
     if (framing_ == body_framing::until_close)
         keep_alive_ = false;
     return total;
+}
+
+std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
+                                std::size_t body_limit, request& out) {
+    const auto blank = data.find("\r\n\r\n");
+    if (blank == std::string_view::npos)
+        return 0;
+    const std::size_t header_size = blank + 2 * crlf.size();
+    if (header_size > header_limit)
+        return 0;
+
+    // Request line: method SP target SP HTTP/1.x
+    const auto eol = data.find(crlf);
+    const std::string_view line = data.substr(0, eol);
+    const auto sp1 = line.find(' ');
+    const auto sp2 = line.rfind(' ');
+    if (sp1 == std::string_view::npos || sp2 <= sp1 + 1)
+        return 0;
+    const std::string_view method = line.substr(0, sp1);
+    const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    const std::string_view version = line.substr(sp2 + 1);
+    const beast_http::verb verb = beast_http::string_to_verb(method);
+    if (verb == beast_http::verb::unknown || !plain_target(target) || version.size() != 8 ||
+        !version.starts_with("HTTP/1.") || (version[7] != '0' && version[7] != '1'))
+        return 0;
+    out = request{};
+    out.method(verb);
+    out.target(target);
+    out.version(version[7] == '1' ? 11 : 10);
+
+    bool has_length = false;
+    std::uint64_t length = 0;
+    for (std::size_t pos = eol + crlf.size();;) {
+        const auto end = data.find(crlf, pos);
+        if (end == pos)
+            break;
+        const std::string_view text = data.substr(pos, end - pos);
+        const auto colon = text.find(':');
+        if (colon == 0 || colon == std::string_view::npos)
+            return 0;
+        const std::string_view name = text.substr(0, colon);
+        const std::string_view value = trim(text.substr(colon + 1));
+        if (!all_tchar(name) || !plain_value(value))
+            return 0;
+        switch (name.size()) {
+        case 6: // Expect: 100-continue needs an interim answer
+            if (iequals(name, "expect"))
+                return 0;
+            break;
+        case 14:
+            if (iequals(name, "content-length")) {
+                if (has_length || value.empty() || value.size() > 18)
+                    return 0;
+                for (const char c : value) {
+                    if (!digit(c))
+                        return 0;
+                    length = length * 10 + static_cast<std::uint64_t>(c - '0');
+                }
+                has_length = true;
+            }
+            break;
+        case 17: // a chunked body, or a coding the server must refuse
+            if (iequals(name, "transfer-encoding"))
+                return 0;
+            break;
+        default:
+            break;
+        }
+        out.insert(name, value);
+        pos = end + crlf.size();
+    }
+    if (length > body_limit || data.size() - header_size < length)
+        return 0; // over the limit (Beast answers 413), or the body is not all here yet
+    out.body().assign(data.substr(header_size, static_cast<std::size_t>(length)));
+    return header_size + static_cast<std::size_t>(length);
 }
 
 } // namespace lanes::common::http

@@ -1,4 +1,4 @@
-#include "common/response_head.hpp"
+#include "common/http_parse.hpp"
 
 #include <boost/beast/http/error.hpp>
 #include <catch2/catch.hpp>
@@ -118,4 +118,46 @@ TEST_CASE("response_head waits for the whole header and names what is wrong", "[
           bhttp::error::header_limit);
     // The same length twice is allowed.
     CHECK_FALSE(parse("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n").ec);
+}
+
+TEST_CASE("parse_plain_request reads plain requests and leaves the rest to Beast", "[http]") {
+    using lanes::common::http::parse_plain_request;
+    using lanes::common::http::request;
+    const std::string plain = "POST /v1/completions?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+                              "Content-Type: application/json\r\nx-session-id:  abc \r\n"
+                              "Content-Length: 7\r\n\r\n{\"a\":1}";
+    request req;
+    REQUIRE(parse_plain_request(plain + "GET / HTTP/1.1\r\n", 16384, 1024, req) == plain.size());
+    CHECK(req.method() == bhttp::verb::post);
+    CHECK(req.target() == "/v1/completions?x=1");
+    CHECK(req.version() == 11);
+    CHECK(req.keep_alive());
+    CHECK(req[bhttp::field::content_type] == "application/json");
+    CHECK(req["X-Session-Id"] == "abc");
+    CHECK(req.body() == "{\"a\":1}");
+
+    const std::string get = "GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+    REQUIRE(parse_plain_request(get, 16384, 1024, req) == get.size());
+    CHECK(req.method() == bhttp::verb::get);
+    CHECK(req.version() == 10);
+    CHECK(req.keep_alive());
+    CHECK(req.body().empty());
+
+    // Everything here is for Beast's parser: unusual, incomplete, over a limit or malformed.
+    const std::string head = "POST / HTTP/1.1\r\nHost: x\r\n";
+    for (const std::string& other :
+         {head + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+          head + "Expect: 100-continue\r\nContent-Length: 2\r\n\r\nhi",
+          head + "Content-Length: 5\r\n\r\nhel",                          // body not all here
+          head + "Content-Length: 2\r\nContent-Length: 2\r\n\r\nhi",      // twice
+          head + "Content-Length: 2000\r\n\r\n" + std::string(2000, 'a'), // over body_limit
+          head + "Content-Length: -1\r\n\r\n", head + "A: 1\r\n folded\r\n\r\n",
+          head + "Bad Name: 1\r\n\r\n", head + "A: b\x01c\r\n\r\n",
+          head + "x: " + std::string(20000, 'a') + "\r\n\r\n", // over header_limit
+          std::string("BREW / HTTP/1.1\r\n\r\n"), std::string("GET / HTTP/2.0\r\n\r\n"),
+          std::string("GET /a b HTTP/1.1\r\n\r\n"), std::string("\r\nGET / HTTP/1.1\r\n\r\n"),
+          head}) { // header not complete
+        INFO(other.substr(0, 80));
+        CHECK(parse_plain_request(other, 16384, 1024, req) == 0);
+    }
 }

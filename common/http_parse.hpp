@@ -1,8 +1,10 @@
-// An HTTP/1.x response header, parsed by hand for the upstream client: the status, the fields
-// as they came (kept in one string, located by offsets) and what frames the body. The router reads
-// one of these per proxied request, and a general parser that builds a field container cost more
-// than everything else the client does.
+// HTTP/1.x parsing by hand where Beast's general parser cost more than everything else done with
+// the message: the upstream client's response headers (response_head: the status, the fields as
+// they came, kept in one string and located by offsets, and what frames the body), and the
+// server's plain requests (parse_plain_request: a fast path; anything unusual goes to Beast).
 #pragma once
+
+#include "common/http_server.hpp"
 
 #include <boost/system/error_code.hpp>
 
@@ -61,5 +63,13 @@ private:
     body_framing framing_ = body_framing::none;
     std::uint64_t content_length_ = 0;
 };
+
+// A request whose header and whole body are in `data`, with at most a Content-Length to frame the
+// body and nothing that needs more care (no Transfer-Encoding, no Expect, no obsolete line
+// folding, one Content-Length, a known method, within `header_limit` and `body_limit`): fills
+// `out` and returns the bytes it takes. Returns 0, leaving `out` in an unspecified state, for
+// anything else, which Beast's parser then reads and judges (errors included).
+std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
+                                std::size_t body_limit, request& out);
 
 } // namespace lanes::common::http
