@@ -101,7 +101,7 @@ asio::awaitable<error_code> client_connection::connect(const url& target, durati
     if (ec)
         co_return ec;
     stream_->socket().set_option(tcp::no_delay(true));
-    prepare_for_write_all(*stream_);
+    prepare_for_write_now(*stream_);
     open_ = true;
     buffer_.clear();
     co_return error_code{};
@@ -127,7 +127,7 @@ void client_connection::rebind(asio::any_io_executor ex) {
         return;
     }
     stream_.emplace(tcp::socket(std::move(ex), protocol, native));
-    prepare_for_write_all(*stream_);
+    prepare_for_write_now(*stream_);
 }
 
 void client_connection::close() {
@@ -151,10 +151,12 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    const auto ec = co_await write_all(*stream_, wire.data(), wire.size(), timeout);
-    if (ec)
+    auto w = write_now(*stream_, wire.data(), wire.size());
+    if (!w.done)
+        w.ec = co_await write_rest(*stream_, wire.data(), wire.size(), w.written, timeout);
+    if (w.ec)
         open_ = false;
-    co_return ec;
+    co_return w.ec;
 }
 
 // Both readers work on what is already buffered and read from the socket only when that is not

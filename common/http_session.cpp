@@ -200,10 +200,13 @@ asio::awaitable<bool> session::send(response res) {
     // A HEAD answer has the GET answer's header (Content-Length included) and no body.
     const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    const auto ec = co_await write_all(stream_, wire.data(), wire.size(), st_->cfg.write_timeout);
-    if (ec)
+    auto w = write_now(stream_, wire.data(), wire.size());
+    if (!w.done)
+        w.ec = co_await write_rest(stream_, wire.data(), wire.size(), w.written,
+                                   st_->cfg.write_timeout);
+    if (w.ec)
         broken_ = true;
-    co_return !ec;
+    co_return !w.ec;
 }
 
 asio::awaitable<bool> session::send(beast_http::status status, std::string_view content_type,
@@ -243,10 +246,13 @@ asio::awaitable<bool> session::send(beast_http::status status, std::string_view 
     if (head_request_)
         body = {};
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    const auto ec = co_await write_all(stream_, wire.data(), wire.size(), st_->cfg.write_timeout);
-    if (ec)
+    auto w = write_now(stream_, wire.data(), wire.size());
+    if (!w.done)
+        w.ec = co_await write_rest(stream_, wire.data(), wire.size(), w.written,
+                                   st_->cfg.write_timeout);
+    if (w.ec)
         broken_ = true;
-    co_return !ec;
+    co_return !w.ec;
 }
 
 asio::awaitable<bool> session::begin_stream(beast_http::status status,
@@ -286,10 +292,13 @@ asio::awaitable<bool> session::write_chunk(std::string_view data) {
     const std::array<asio::const_buffer, 3> wire{
         asio::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data())),
         asio::buffer(data.data(), data.size()), asio::buffer("\r\n", 2)};
-    const auto ec = co_await write_all(stream_, wire.data(), wire.size(), st_->cfg.write_timeout);
-    if (ec)
+    auto w = write_now(stream_, wire.data(), wire.size());
+    if (!w.done)
+        w.ec = co_await write_rest(stream_, wire.data(), wire.size(), w.written,
+                                   st_->cfg.write_timeout);
+    if (w.ec)
         broken_ = true;
-    co_return !ec;
+    co_return !w.ec;
 }
 
 asio::awaitable<bool> session::write_framed(std::string_view chunks) {
@@ -298,20 +307,24 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
     if (chunks.empty())
         co_return true;
     const asio::const_buffer wire = asio::buffer(chunks.data(), chunks.size());
-    const auto ec = co_await write_all(stream_, &wire, 1, st_->cfg.write_timeout);
-    if (ec)
+    auto w = write_now(stream_, &wire, 1);
+    if (!w.done)
+        w.ec = co_await write_rest(stream_, &wire, 1, w.written, st_->cfg.write_timeout);
+    if (w.ec)
         broken_ = true;
-    co_return !ec;
+    co_return !w.ec;
 }
 
 asio::awaitable<bool> session::end_stream() {
     if (broken_)
         co_return false;
     const asio::const_buffer wire = asio::buffer("0\r\n\r\n", 5); // the last chunk, no trailers
-    const auto ec = co_await write_all(stream_, &wire, 1, st_->cfg.write_timeout);
-    if (ec)
+    auto w = write_now(stream_, &wire, 1);
+    if (!w.done)
+        w.ec = co_await write_rest(stream_, &wire, 1, w.written, st_->cfg.write_timeout);
+    if (w.ec)
         broken_ = true;
-    co_return !ec;
+    co_return !w.ec;
 }
 
 void session::on_client_closed(std::function<void()> on_closed) {

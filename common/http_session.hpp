@@ -71,7 +71,7 @@ public:
         // before, which added tens of milliseconds to time to first token (as nginx, whose
         // tcp_nodelay is on by default for keep-alive connections).
         stream_.socket().set_option(tcp::no_delay(true), ec);
-        prepare_for_write_all(stream_);
+        prepare_for_write_now(stream_);
     }
 
     asio::awaitable<void> run();

@@ -12,28 +12,30 @@ namespace lanes::common::http {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-void prepare_for_write_all(boost::beast::tcp_stream& stream) {
+void prepare_for_write_now(boost::beast::tcp_stream& stream) {
     error_code ec;
     stream.socket().non_blocking(true, ec);
 }
 
-asio::awaitable<error_code> write_all(boost::beast::tcp_stream& stream,
-                                      const asio::const_buffer* buffers, std::size_t count,
-                                      duration timeout) {
+write_attempt write_now(boost::beast::tcp_stream& stream, const asio::const_buffer* buffers,
+                        std::size_t count) {
     const std::span<const asio::const_buffer> all(buffers, count);
-    error_code ec;
-    std::size_t written = 0;
-    if (stream.socket().non_blocking())
-        written = stream.socket().write_some(all, ec);
-    else
-        ec = asio::error::would_block; // not prepared: the asynchronous path does it all
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again)
-        co_return ec;
-    if (!ec && written == asio::buffer_size(all))
-        co_return error_code{};
-    // The rest: the buffers past the first `written` bytes.
+    write_attempt w;
+    if (!stream.socket().non_blocking())
+        return w; // not prepared: the asynchronous path does it all
+    w.written = stream.socket().write_some(all, w.ec);
+    if (w.ec == asio::error::would_block || w.ec == asio::error::try_again)
+        w.ec = {};
+    w.done = w.ec || w.written == asio::buffer_size(all);
+    return w;
+}
+
+asio::awaitable<error_code> write_rest(boost::beast::tcp_stream& stream,
+                                       const asio::const_buffer* buffers, std::size_t count,
+                                       std::size_t written, duration timeout) {
+    // The buffers past the first `written` bytes.
     std::vector<asio::const_buffer> rest;
-    for (const auto& b : all) {
+    for (const auto& b : std::span<const asio::const_buffer>(buffers, count)) {
         if (written >= b.size()) {
             written -= b.size();
             continue;
@@ -42,8 +44,8 @@ asio::awaitable<error_code> write_all(boost::beast::tcp_stream& stream,
         written = 0;
     }
     stream.expires_after(timeout);
-    auto [wec, n] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
-    co_return wec;
+    auto [ec, n] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
+    co_return ec;
 }
 
 } // namespace lanes::common::http

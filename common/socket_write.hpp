@@ -12,13 +12,24 @@
 
 namespace lanes::common::http {
 
-// Puts the socket in non-blocking mode, which write_all's first attempt needs; call it on every
-// socket write_all is used with (a socket re-created from a native handle loses the setting).
-void prepare_for_write_all(boost::beast::tcp_stream& stream);
+// Puts the socket in non-blocking mode, which write_now needs; call it on every socket written
+// this way (a socket re-created from a native handle loses the setting).
+void prepare_for_write_now(boost::beast::tcp_stream& stream);
 
-// Writes `count` buffers in full. `buffers` must outlive the call (a named array of the caller's).
+// A write in two steps, so that the common case costs no coroutine frame either:
+//     auto w = write_now(stream, buffers, count);
+//     if (!w.done)
+//         w.ec = co_await write_rest(stream, buffers, count, w.written, timeout);
+// `buffers` must outlive both (a named array of the caller's).
+struct write_attempt {
+    bool done = false;       // all written, or failed (ec): nothing for write_rest
+    std::size_t written = 0; // bytes the socket took
+    boost::system::error_code ec;
+};
+write_attempt write_now(boost::beast::tcp_stream& stream, const boost::asio::const_buffer* buffers,
+                        std::size_t count);
 boost::asio::awaitable<boost::system::error_code>
-write_all(boost::beast::tcp_stream& stream, const boost::asio::const_buffer* buffers,
-          std::size_t count, duration timeout);
+write_rest(boost::beast::tcp_stream& stream, const boost::asio::const_buffer* buffers,
+           std::size_t count, std::size_t written, duration timeout);
 
 } // namespace lanes::common::http
