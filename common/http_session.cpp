@@ -64,6 +64,14 @@ asio::awaitable<std::optional<request>> session::read_request() {
             co_return req;
         }
     }
+    co_return co_await read_with_parser();
+}
+
+// Beast's parser for everything parse_plain_request leaves: a request still arriving, chunked,
+// with Expect, over a limit, or malformed. A coroutine of its own, so that the parser's space is
+// not part of every request's coroutine frame.
+asio::awaitable<std::optional<request>> session::read_with_parser() {
+    const auto& cfg = st_->cfg;
     beast_http::request_parser<beast_http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
     parser.body_limit(cfg.body_limit);

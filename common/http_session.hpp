@@ -100,6 +100,7 @@ public:
 private:
     // Reads one request; nullopt when the connection should close (after answering any error).
     asio::awaitable<std::optional<request>> read_request();
+    asio::awaitable<std::optional<request>> read_with_parser();
     asio::awaitable<void> refuse(int status, std::string message);
     bool parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
                         boost::system::error_code& ec);
