@@ -224,33 +224,29 @@ asio::awaitable<bool> session::send(beast_http::status status, std::string_view 
     started_ = true;
     if (st_->stopping.load())
         keep_alive_ = false;
+    using namespace std::string_view_literals;
+    std::array<char, 24> number{};
     std::string head;
     head.reserve(256);
-    head += version_text(version_);
-    head += ' ';
-    head += std::to_string(static_cast<unsigned>(status));
-    head += ' ';
-    head += beast_http::obsolete_reason(status);
-    head += "\r\nServer: ";
-    head += server_header;
-    head += "\r\nContent-Type: ";
-    head += content_type;
-    head += "\r\n";
-    for (const auto& [name, value] : headers) {
-        head += name;
-        head += ": ";
-        head += value;
-        head += "\r\n";
-    }
-    head += "Content-Length: ";
-    head += std::to_string(body.size());
-    head += "\r\n";
+    head.append(version_text(version_)).append(" "sv);
+    head.append(number.data(), std::to_chars(number.data(), number.data() + number.size(),
+                                             static_cast<unsigned>(status))
+                                   .ptr);
+    head.append(" "sv).append(beast_http::obsolete_reason(status));
+    head.append("\r\nServer: "sv).append(server_header);
+    head.append("\r\nContent-Type: "sv).append(content_type).append("\r\n"sv);
+    for (const auto& [name, value] : headers)
+        head.append(name).append(": "sv).append(value).append("\r\n"sv);
+    head.append("Content-Length: "sv);
+    head.append(number.data(),
+                std::to_chars(number.data(), number.data() + number.size(), body.size()).ptr);
+    head.append("\r\n"sv);
     // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
     if (!keep_alive_ && version_ >= 11)
-        head += "Connection: close\r\n";
+        head.append("Connection: close\r\n"sv);
     else if (keep_alive_ && version_ < 11)
-        head += "Connection: keep-alive\r\n";
-    head += "\r\n";
+        head.append("Connection: keep-alive\r\n"sv);
+    head.append("\r\n"sv);
     if (head_request_)
         body = {};
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};

@@ -220,16 +220,33 @@ T& family<T>::with(const label_values& values) {
                                     std::to_string(label_names_.size()) + " label values, got " +
                                     std::to_string(values.size()));
     std::lock_guard lock(mutex_);
-    auto it = children_.find(values);
-    if (it == children_.end()) {
-        std::unique_ptr<T> child;
-        if constexpr (std::is_same_v<T, histogram>)
-            child = std::make_unique<T>(buckets_);
-        else
-            child = std::make_unique<T>();
-        it = children_.emplace(values, std::move(child)).first;
-    }
-    return *it->second;
+    if (auto it = children_.find(values); it != children_.end())
+        return *it->second;
+    return add_child(values);
+}
+
+template <class T>
+T& family<T>::with(std::initializer_list<std::string_view> values) {
+    if (values.size() != label_names_.size())
+        throw std::invalid_argument("metric " + name_ + ": expected " +
+                                    std::to_string(label_names_.size()) + " label values, got " +
+                                    std::to_string(values.size()));
+    const std::span<const std::string_view> key(values.begin(), values.size());
+    std::lock_guard lock(mutex_);
+    if (auto it = children_.find(key); it != children_.end())
+        return *it->second;
+    return add_child(label_values(values.begin(), values.end()));
+}
+
+// Called with the mutex held.
+template <class T>
+T& family<T>::add_child(label_values values) {
+    std::unique_ptr<T> child;
+    if constexpr (std::is_same_v<T, histogram>)
+        child = std::make_unique<T>(buckets_);
+    else
+        child = std::make_unique<T>();
+    return *children_.emplace(std::move(values), std::move(child)).first->second;
 }
 
 template class family<counter>;

@@ -3,11 +3,14 @@
 // live as long as the registry, so references returned by `with()` stay valid.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +68,9 @@ public:
     // Child for these label values (created on first use). Throws std::invalid_argument when the
     // number of values differs from the number of label names.
     T& with(const label_values& values);
+    // The same without building a vector of strings: on the request path the child usually
+    // exists, and the lookup compares the views with the stored values.
+    T& with(std::initializer_list<std::string_view> values);
     const std::string& name() const { return name_; }
     const std::string& help() const { return help_; }
     const std::vector<std::string>& label_names() const { return label_names_; }
@@ -82,7 +88,19 @@ private:
     std::vector<std::string> label_names_;
     std::vector<double> buckets_;
     mutable std::mutex mutex_;
-    std::map<label_values, std::unique_ptr<T>> children_;
+    // Label values in order; comparable with a list of views, so lookups need no copies.
+    struct values_less {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A& a, const B& b) const {
+            return std::lexicographical_compare(
+                a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+                    return std::string_view(x) < std::string_view(y);
+                });
+        }
+    };
+    T& add_child(label_values values);
+    std::map<label_values, std::unique_ptr<T>, values_less> children_;
 };
 
 // Owns families and writes them in registration order. Names are validated at registration

@@ -199,7 +199,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         }
         const std::string code = std::to_string(last.status ? last.status : 502);
         if (last.answered || last.sent_any) {
-            metrics_.requests.with({r.target->id(), code, std::string(to_string(d.reason))}).inc();
+            metrics_.requests.with({r.target->id(), code, to_string(d.reason)}).inc();
             metrics_.duration.observe(seconds_since(start));
             if (cfg_.access_log)
                 LANES_LOG(info, "access",
@@ -215,7 +215,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             LANES_LOG(debug, "proxy",
                       request_id << " client went away while " << r.target->id()
                                  << " worked on it");
-            metrics_.requests.with({r.target->id(), "499", std::string(to_string(d.reason))}).inc();
+            metrics_.requests.with({r.target->id(), "499", to_string(d.reason)}).inc();
             metrics_.duration.observe(seconds_since(start));
             co_return;
         }

@@ -7,6 +7,7 @@ namespace lanes::router {
 replica::replica(common::http::url u, health_config health_cfg)
     : health(health_cfg)
     , url_(std::move(u))
+    , authority_(url_.authority())
     , id_(url_.str()) {}
 
 scraped_stats replica::stats() const {

@@ -37,6 +37,7 @@ public:
 
     const std::string& id() const { return id_; }
     const common::http::url& address() const { return url_; }
+    const std::string& authority() const { return authority_; } // host:port, for Host
 
     std::atomic<std::int64_t> inflight{0};
     std::atomic<std::int64_t> requests_total{0};
@@ -59,6 +60,7 @@ public:
 
 private:
     common::http::url url_;
+    std::string authority_;
     std::string id_;
     mutable std::mutex mutex_;
     scraped_stats stats_;

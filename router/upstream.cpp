@@ -7,6 +7,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
+#include <charconv>
+
 namespace lanes::router {
 
 namespace asio = boost::asio;
@@ -39,32 +42,25 @@ bool hop_by_hop(bhttp::field f) {
 
 } // namespace
 
-std::string proxy_detail::upstream_head(const http::request& req, const http::url& address,
-                                        std::string_view request_id) {
+std::string proxy_detail::upstream_head(const http::request& req, std::string_view base_path,
+                                        std::string_view authority, std::string_view request_id) {
+    using namespace std::string_view_literals;
+    std::array<char, 24> length{};
+    const auto length_end =
+        std::to_chars(length.data(), length.data() + length.size(), req.body().size()).ptr;
     std::string head;
     head.reserve(256 + req.target().size());
-    head += req.method_string();
-    head += ' ';
-    head += address.base_path;
-    head += req.target();
-    head += " HTTP/1.1\r\nHost: ";
-    head += address.authority();
-    head += "\r\n";
+    head.append(req.method_string()).append(" "sv).append(base_path).append(req.target());
+    head.append(" HTTP/1.1\r\nHost: "sv).append(authority).append("\r\n"sv);
     for (const auto& field : req) {
         if (hop_by_hop(field.name()) ||
             boost::beast::iequals(field.name_string(), header_request_id))
             continue;
-        head += field.name_string();
-        head += ": ";
-        head += field.value();
-        head += "\r\n";
+        head.append(field.name_string()).append(": "sv).append(field.value()).append("\r\n"sv);
     }
-    head += header_request_id;
-    head += ": ";
-    head += request_id;
-    head += "\r\nContent-Length: ";
-    head += std::to_string(req.body().size());
-    head += "\r\n\r\n";
+    head.append(header_request_id).append(": "sv).append(request_id);
+    head.append("\r\nContent-Length: "sv).append(length.data(), length_end - length.data());
+    head.append("\r\n\r\n"sv);
     return head;
 }
 
@@ -109,7 +105,8 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
 asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
                                                  upstream_link& link) {
     auto executor = co_await asio::this_coro::executor;
-    const std::string head = upstream_head(req, r.target->address(), r.request_id);
+    const std::string head =
+        upstream_head(req, r.target->address().base_path, r.target->authority(), r.request_id);
     error_code ec;
     for (int attempt = 0; attempt < 2; ++attempt) {
         link.conn = r.target->take_idle();
