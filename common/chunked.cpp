@@ -42,7 +42,16 @@ bool parse_size_line(std::string_view line, std::size_t& size) {
             return false;
         size = size << 4 | static_cast<std::size_t>(v);
     }
-    return i > 0 && (i == line.size() || line[i] == ';' || line[i] == ' ' || line[i] == '\t');
+    if (i == 0 || (i < line.size() && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))
+        return false;
+    // Chunk extensions: no control bytes but tabs. A bare LF or CR in them would let a peer that
+    // takes a bare LF as a line end frame the body differently from us.
+    for (; i < line.size(); ++i) {
+        const auto u = static_cast<unsigned char>(line[i]);
+        if ((u < 0x20 && u != '\t') || u == 0x7f)
+            return false;
+    }
+    return true;
 }
 
 } // namespace

@@ -62,15 +62,8 @@ bool all_tchar(std::string_view s) {
     return all & tchar;
 }
 
-bool clean_value(std::string_view s) {
-    bool bad = false;
-    for (const char c : s)
-        bad |= (c == '\r') | (c == '\n') | (c == '\0');
-    return !bad;
-}
-
-// Stricter, for the request fast path: printable ASCII, obs-text and tabs only (anything else
-// goes to Beast's parser to judge).
+// Field values (and the reason phrase): printable ASCII, obs-text and tabs only, as Beast's
+// parser requires; the request fast path leaves anything else to Beast to judge.
 bool plain_value(std::string_view s) {
     bool bad = false;
     for (const char c : s) {
@@ -154,6 +147,12 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
         return 0;
     }
     status_ = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    // 101: we never ask to switch protocols, and what follows would not be HTTP. The reason
+    // phrase: no control bytes but tabs (a bare CR or LF in it is malformed).
+    if (status_ == 101 || !plain_value(line.substr(std::min<std::size_t>(line.size(), 13)))) {
+        ec = errc::error::bad_status;
+        return 0;
+    }
 
     bool close = false, keep = false, has_length = false, has_te = false, chunked_last = false;
     std::uint64_t length = 0;
@@ -173,7 +172,7 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
             return 0;
         }
         const std::string_view value = trim(text.substr(colon + 1));
-        if (!clean_value(value)) {
+        if (!plain_value(value)) {
             ec = errc::error::bad_value;
             return 0;
         }
@@ -216,6 +215,10 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
     }
 
     keep_alive_ = version_ == 11 ? !close : keep && !close;
+    // Transfer-Encoding with a Content-Length, or in an HTTP/1.0 answer: framing a peer may read
+    // differently, so the connection is not used again (RFC 9112, 6.1 and 6.3).
+    if (has_te && (has_length || version_ == 10))
+        keep_alive_ = false;
     content_length_ = 0;
     if (head_request || status_ < 200 || status_ == 204 || status_ == 304) {
         framing_ = body_framing::none;

@@ -43,6 +43,8 @@ TEST_CASE("scan_chunks rejects what is not chunked framing", "[chunked]") {
     CHECK(scan_chunks("\r\nhello\r\n").error);                  // no digits
     CHECK(scan_chunks("5\r\nhelloXX").error);                   // data not followed by CRLF
     CHECK(scan_chunks("5z\r\nhello\r\n").error);                // junk after the size
+    CHECK(scan_chunks("1;x\n0\r\na\r\n").error);                // a bare LF in an extension
+    CHECK_FALSE(scan_chunks("1; name=\"v\"\r\na\r\n").error);   // a proper extension
     CHECK(scan_chunks("fffffffffffffffff\r\n").error);          // over 64 bits
     CHECK(scan_chunks(std::string(5000, '1')).error);           // a size line with no end, too long
     CHECK(scan_chunks("0\r\n" + std::string(5000, 'a')).error); // a trailer line too long

@@ -55,7 +55,13 @@ TEST_CASE("response_head decides framing and keep-alive as HTTP/1.1 says", "[htt
                              "Transfer-Encoding: gzip, chunked\r\n\r\n");
         REQUIRE_FALSE(p.ec);
         CHECK(p.head.framing() == body_framing::chunked);
-        CHECK(p.head.keep_alive());
+        CHECK_FALSE(p.head.keep_alive()); // framing a peer may read differently: not reused
+        const auto only_te = parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        CHECK(only_te.head.framing() == body_framing::chunked);
+        CHECK(only_te.head.keep_alive());
+        const auto v10 = parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
+                               "Transfer-Encoding: chunked\r\n\r\n");
+        CHECK_FALSE(v10.head.keep_alive());
     }
     SECTION("a transfer coding that is not chunked last runs to the close") {
         const auto p = parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n");
@@ -106,6 +112,10 @@ TEST_CASE("response_head waits for the whole header and names what is wrong", "[
     CHECK(parse("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n").ec == bhttp::error::bad_field);
     CHECK(parse("HTTP/1.1 200 OK\r\nbad name: 1\r\n\r\n").ec == bhttp::error::bad_field);
     CHECK(parse("HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n").ec == bhttp::error::bad_field);
+    CHECK(parse("HTTP/1.1 200 OK\r\nA: b\x01c\r\n\r\n").ec == bhttp::error::bad_value);
+    CHECK(parse("HTTP/1.1 200 O\nK\r\n\r\n").ec == bhttp::error::bad_status);
+    CHECK(parse("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n").ec ==
+          bhttp::error::bad_status);
     CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n").ec ==
           bhttp::error::bad_content_length);
     CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n").ec ==
