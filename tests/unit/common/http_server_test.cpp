@@ -320,6 +320,37 @@ TEST_CASE("server closes connections that stall in the header", "[http]") {
     CHECK(waited < 1900ms); // closed by the server's deadline, not by our 2 s read timeout
 }
 
+TEST_CASE("server keeps a busy keep-alive connection and closes an idle one", "[http]") {
+    http::server_config cfg;
+    cfg.idle_timeout = 300ms;
+    test_server ts(cfg);
+    asio::io_context io;
+    asio::ip::tcp::socket sock(io);
+    sock.connect({asio::ip::make_address("127.0.0.1"), ts.port});
+    struct timeval tv {
+        3, 0
+    }; // a server that never closes fails the test instead of hanging it
+    setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string req = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+    char buf[4096];
+    boost::system::error_code ec;
+    // Six requests 150 ms apart: 900 ms in all, three idle timeouts, but never 300 ms idle.
+    for (int i = 0; i < 6; ++i) {
+        asio::write(sock, asio::buffer(req), ec);
+        REQUIRE(!ec);
+        const std::size_t n = sock.read_some(asio::buffer(buf), ec);
+        REQUIRE(!ec);
+        CHECK(std::string_view(buf, n).starts_with("HTTP/1.1 200"));
+        std::this_thread::sleep_for(150ms);
+    }
+    // Then idle: the server closes within about its timeout.
+    const auto start = std::chrono::steady_clock::now();
+    sock.read_some(asio::buffer(buf), ec);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    CHECK(ec == asio::error::eof);
+    CHECK(waited < 1000ms);
+}
+
 // A one-shot server that answers any request with `reply` and closes: responses the lanes server
 // never sends, for the client's reading paths.
 struct canned_server {
