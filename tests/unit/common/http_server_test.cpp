@@ -357,14 +357,16 @@ struct canned_server {
     asio::io_context io;
     asio::ip::tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
     std::thread thread;
-    explicit canned_server(std::string reply) {
-        thread = std::thread([this, reply] {
+    // `hold`: how long to keep the connection open after the reply (a stalled server).
+    explicit canned_server(std::string reply, std::chrono::milliseconds hold = 0ms) {
+        thread = std::thread([this, reply, hold] {
             asio::ip::tcp::socket s(io);
             acceptor.accept(s);
             char buf[4096];
             boost::system::error_code ec;
             s.read_some(asio::buffer(buf), ec); // the request (small: one read)
             asio::write(s, asio::buffer(reply), ec);
+            std::this_thread::sleep_for(hold);
             s.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
         });
     }
@@ -421,6 +423,69 @@ TEST_CASE("client reads a body that runs to the close, and reports cut ones", "[
         canned_server cs("HTTP/1.1 200 OK\r\nbad field\r\n\r\n");
         const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
         CHECK(r.ec == bhttp::error::bad_field);
+    }
+}
+
+// Runs `body` as a coroutine on its own io_context until it finishes.
+template <class F>
+void run_coroutine(F body) {
+    asio::io_context io;
+    asio::co_spawn(io, body(io.get_executor()), asio::detached);
+    io.run();
+}
+
+TEST_CASE("client deadlines: first byte and stream idle", "[http]") {
+    // Results are checked outside the coroutines: a co_await inside a Catch assertion (a try
+    // block) is not allowed, and GCC 12 does not always say so.
+    SECTION("a server that never answers: read_header times out") {
+        canned_server cs("", 3000ms);
+        const http::url target{"127.0.0.1", cs.port(), ""};
+        boost::system::error_code connected, written, ec;
+        std::chrono::steady_clock::duration waited{};
+        run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+            http::client_connection c(ex);
+            connected = co_await c.connect(target, 2s);
+            http::request req{bhttp::verb::get, "/", 11};
+            written = co_await c.write(req, 2s);
+            const auto start = std::chrono::steady_clock::now();
+            ec = co_await c.read_header(200ms);
+            waited = std::chrono::steady_clock::now() - start;
+        });
+        REQUIRE(!connected);
+        REQUIRE(!written);
+        CHECK(ec == boost::beast::error::timeout);
+        CHECK(waited >= 200ms);
+        CHECK(waited < 1500ms);
+    }
+    SECTION("a stream that stalls after a chunk: each read waits at most the idle timeout") {
+        canned_server cs("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n",
+                         3000ms);
+        const http::url target{"127.0.0.1", cs.port(), ""};
+        boost::system::error_code connected, written, header, first, second;
+        bool chunked = false;
+        std::string piece;
+        std::chrono::steady_clock::duration waited{};
+        run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+            http::client_connection c(ex);
+            connected = co_await c.connect(target, 2s);
+            http::request req{bhttp::verb::get, "/", 11};
+            written = co_await c.write(req, 2s);
+            header = co_await c.read_header(2s);
+            chunked = c.chunked();
+            first = co_await c.read_framed_chunks(piece, 300ms, 1 << 20);
+            const auto start = std::chrono::steady_clock::now();
+            second = co_await c.read_framed_chunks(piece, 300ms, 1 << 20);
+            waited = std::chrono::steady_clock::now() - start;
+        });
+        REQUIRE(!connected);
+        REQUIRE(!written);
+        REQUIRE(!header);
+        CHECK(chunked);
+        CHECK(!first);
+        CHECK(second == boost::beast::error::timeout);
+        CHECK(waited >= 300ms);
+        CHECK(waited < 1500ms);
     }
 }
 
