@@ -34,6 +34,9 @@ std::optional<url> parse_url(std::string_view text, std::string* error = nullptr
 class client_connection {
 public:
     explicit client_connection(boost::asio::any_io_executor ex);
+    ~client_connection();
+    client_connection(const client_connection&) = delete;
+    client_connection& operator=(const client_connection&) = delete;
 
     boost::asio::awaitable<boost::system::error_code> connect(const url& target, duration timeout);
     bool is_open() const;
@@ -71,7 +74,19 @@ public:
     read_framed_chunks(std::string& out, duration idle_timeout, std::size_t max_buffered);
 
 private:
+    // The read deadlines (first byte, stream idle) are kept by one timer per connection that is
+    // re-armed lazily: a read that moves the deadline later does not touch the timer, which on
+    // waking sleeps again until the deadline in force. Shared with the timer's handler, which
+    // may run after the response is over (it then does nothing).
+    struct read_watch;
+    // Sets the deadline for the read about to start; `timed_out` maps its result.
+    void watch_read(duration timeout);
+    boost::system::error_code timed_out(boost::system::error_code ec) const;
+    void stop_watching(); // the read is over: an expiry must not cancel anything
+    void release_watch(); // cancels the timer: the connection closes or goes away
+
     std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
+    std::shared_ptr<read_watch> watch_;
     boost::beast::flat_buffer buffer_;
     response_head head_;
     chunk_decoder decoder_;  // read_chunk on a chunked body
