@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -46,6 +47,8 @@ process::process(std::string binary, std::vector<std::string> args) {
     argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
+        // A test process that is killed (a ctest timeout) must not leave its fleet running.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         ::dup2(fd, STDOUT_FILENO);
         ::dup2(fd, STDERR_FILENO);
         ::execv(binary.c_str(), argv.data());
