@@ -87,80 +87,14 @@ std::optional<url> parse_url(std::string_view text, std::string* error) {
     return u;
 }
 
-struct client_connection::read_watch {
-    explicit read_watch(asio::any_io_executor ex)
-        : timer(std::move(ex)) {}
-    asio::steady_timer timer;
-    std::chrono::steady_clock::time_point deadline{};  // of the read in progress
-    std::chrono::steady_clock::time_point armed_for{}; // what the pending wait ends at
-    // Cancelled on expiry; null except while a read is in progress. Atomic: a connection that
-    // moved to another thread may clear it while an old wait's handler looks at it.
-    std::atomic<tcp::socket*> socket{nullptr};
-    std::uint64_t generation = 0; // of the pending wait; an older one's handler does nothing
-    bool pending = false;
-    bool fired = false; // the read in progress was cancelled by the deadline
-
-    static void arm(const std::shared_ptr<read_watch>& w) {
-        w->pending = true;
-        w->armed_for = w->deadline;
-        const std::uint64_t generation = ++w->generation;
-        w->timer.expires_at(w->deadline);
-        w->timer.async_wait([w, generation](error_code ec) {
-            if (generation != w->generation)
-                return; // replaced by an earlier deadline
-            w->pending = false;
-            tcp::socket* socket = w->socket.load(std::memory_order_relaxed);
-            if (ec || !socket)
-                return; // cancelled, or no read in progress
-            if (std::chrono::steady_clock::now() < w->deadline) {
-                arm(w); // the deadline moved on since this wait began
-                return;
-            }
-            w->fired = true;
-            error_code ignored;
-            socket->cancel(ignored);
-        });
-    }
-};
-
 client_connection::client_connection(asio::any_io_executor ex)
     : stream_(std::in_place, std::move(ex)) {}
 
-client_connection::~client_connection() {
-    release_watch();
-}
+client_connection::~client_connection() = default;
 
-// A pending wait would keep its io_context's run() going until the deadline (a one-shot fetch
-// on a private io_context would not return): cancel it. Called where the connection's thread,
-// or no thread, runs that io_context.
-void client_connection::release_watch() {
-    if (!watch_)
-        return;
-    watch_->socket.store(nullptr, std::memory_order_relaxed);
-    watch_->timer.cancel();
-    watch_.reset();
-}
-
-void client_connection::watch_read(duration timeout) {
-    stream_->expires_never(); // this deadline is the watch's, not Beast's
-    if (!watch_ || watch_->timer.get_executor() != stream_->get_executor()) // (re)bound
-        watch_ = std::make_shared<read_watch>(stream_->get_executor());     // the old one is let go
-    watch_->socket.store(&stream_->socket(), std::memory_order_relaxed);
-    watch_->fired = false;
-    watch_->deadline = std::chrono::steady_clock::now() + timeout;
-    if (!watch_->pending || watch_->deadline < watch_->armed_for)
-        read_watch::arm(watch_);
-}
-
-error_code client_connection::timed_out(error_code ec) const {
-    if (ec == asio::error::operation_aborted && watch_ && watch_->fired)
-        return beast::error::timeout;
-    return ec;
-}
-
-void client_connection::stop_watching() {
-    if (watch_)
-        watch_->socket.store(nullptr, std::memory_order_relaxed);
+void client_connection::start_deadline(duration timeout) {
+    stream_->expires_never(); // the read's deadline is deadline_'s, not Beast's
+    deadline_.start(stream_->socket(), timeout);
 }
 
 asio::awaitable<error_code> client_connection::connect(const url& target, duration timeout) {
@@ -188,9 +122,7 @@ bool client_connection::is_open() const {
 void client_connection::rebind(asio::any_io_executor ex) {
     if (stream_->get_executor() == ex)
         return;
-    // The watch's timer belongs to the old executor, whose thread may be running its handler:
-    // let it go untouched (it does nothing without a read in progress, and ends by its deadline).
-    watch_.reset();
+    deadline_.abandon(); // its timer belongs to the old executor
     error_code ec;
     const auto protocol = stream_->socket().local_endpoint(ec).protocol();
     if (ec || !stream_->socket().is_open()) {
@@ -208,7 +140,7 @@ void client_connection::rebind(asio::any_io_executor ex) {
 }
 
 void client_connection::close() {
-    release_watch();
+    deadline_.release();
     error_code ec;
     stream_->socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_->socket().close(ec);
@@ -256,8 +188,7 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
                 if (head_.status() < 200 && head_.status() != 101)
                     continue; // an interim answer (100 Continue, 103): the real one follows
                 header_read_ = true;
-                stop_watching();
-                keep_alive_ = head_.keep_alive();
+                deadline_.stop();
                 left_ = head_.content_length();
                 decoder_ = chunk_decoder{};
                 body_done_ = head_.framing() == body_framing::none ||
@@ -266,18 +197,18 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
             }
         }
         if (!deadline_set) { // one deadline for the whole header, from its first read
-            watch_read(timeout);
+            start_deadline(timeout);
             deadline_set = true;
         }
         auto [ec, n] = co_await stream_->socket().async_read_some(
             buffer_.prepare(chunk_buffer_size), use_tuple);
         if (ec) {
             open_ = false;
-            stop_watching();
+            deadline_.stop();
             if (ec == asio::error::eof)
                 co_return buffer_.size() == 0 ? beast_http::error::end_of_stream
                                               : beast_http::error::partial_message;
-            co_return timed_out(ec);
+            co_return deadline_.result(ec);
         }
         buffer_.commit(n);
     }
@@ -322,11 +253,11 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
                 break;
             }
         }
-        watch_read(idle_timeout);
+        start_deadline(idle_timeout);
         auto [ec, n] = co_await stream_->socket().async_read_some(
             buffer_.prepare(chunk_buffer_size), use_tuple);
-        stop_watching();
-        ec = timed_out(ec);
+        deadline_.stop();
+        ec = deadline_.result(ec);
         if (ec == asio::error::eof) { // the end of a body that runs to the close, or a cut
             open_ = false;
             if (head_.framing() != body_framing::until_close)
@@ -373,11 +304,11 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
             open_ = false;
             co_return beast_http::error::buffer_overflow;
         }
-        watch_read(idle_timeout);
+        start_deadline(idle_timeout);
         auto [ec, n] = co_await stream_->socket().async_read_some(
             buffer_.prepare(std::min(chunk_buffer_size, max_buffered - buffer_.size())), use_tuple);
-        stop_watching();
-        ec = timed_out(ec);
+        deadline_.stop();
+        ec = deadline_.result(ec);
         if (ec) {
             open_ = false;
             co_return ec == asio::error::eof ? beast_http::error::partial_message : ec;
@@ -387,7 +318,7 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
 }
 
 bool client_connection::reusable() const {
-    return is_open() && done() && keep_alive_;
+    return is_open() && done() && head_.keep_alive();
 }
 
 asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, const url& target,

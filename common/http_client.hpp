@@ -6,6 +6,7 @@
 #include "common/chunked.hpp"
 #include "common/http_parse.hpp"
 #include "common/http_server.hpp"
+#include "common/read_deadline.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -74,19 +75,11 @@ public:
     read_framed_chunks(std::string& out, duration idle_timeout, std::size_t max_buffered);
 
 private:
-    // The read deadlines (first byte, stream idle) are kept by one timer per connection that is
-    // re-armed lazily: a read that moves the deadline later does not touch the timer, which on
-    // waking sleeps again until the deadline in force. Shared with the timer's handler, which
-    // may run after the response is over (it then does nothing).
-    struct read_watch;
-    // Sets the deadline for the read about to start; `timed_out` maps its result.
-    void watch_read(duration timeout);
-    boost::system::error_code timed_out(boost::system::error_code ec) const;
-    void stop_watching(); // the read is over: an expiry must not cancel anything
-    void release_watch(); // cancels the timer: the connection closes or goes away
+    // Sets the deadline (first byte, stream idle) for the read about to start.
+    void start_deadline(duration timeout);
 
     std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
-    std::shared_ptr<read_watch> watch_;
+    read_deadline deadline_;
     boost::beast::flat_buffer buffer_;
     response_head head_;
     chunk_decoder decoder_;  // read_chunk on a chunked body
@@ -96,7 +89,6 @@ private:
     bool head_request_ = false; // the request sent was a HEAD: its answer has no body
     bool header_read_ = false;  // read_header succeeded for the request sent last
     bool body_done_ = false;    // the whole body of that answer has been read
-    bool keep_alive_ = false;   // the response header allows another request
 };
 
 struct fetch_result {

@@ -34,40 +34,21 @@ asio::awaitable<void> session::run() {
         if (broken_ || !keep_alive_)
             break;
     }
-    ended_ = true;
-    idle_timer_.cancel(); // lets go of the session it holds
+    idle_deadline_.release();
     boost::system::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
-}
-
-void session::watch_idle() {
-    idle_timer_pending_ = true;
-    idle_timer_.expires_at(idle_deadline_);
-    idle_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        self->idle_timer_pending_ = false;
-        if (ec || self->ended_) // cancelled, or the session ended as the timer fired
-            return;
-        if (!self->idle_)
-            return; // a request is being served; the next wait re-arms
-        if (std::chrono::steady_clock::now() < self->idle_deadline_) {
-            self->watch_idle(); // the deadline moved on since this wait began
-            return;
-        }
-        self->stream_.cancel(); // idle too long: the pending read ends, and the session
-    });
 }
 
 asio::awaitable<std::optional<request>> session::read_request() {
     const auto& cfg = st_->cfg;
     idle_ = true;
     if (buffer_.size() == 0) {
-        stream_.expires_never(); // the idle deadline is watch_idle's
-        idle_deadline_ = std::chrono::steady_clock::now() + cfg.idle_timeout;
-        if (!idle_timer_pending_)
-            watch_idle();
+        stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
+        idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
         auto [ec, n] =
-            co_await stream_.async_read_some(buffer_.prepare(first_read_size), use_tuple);
+            co_await stream_.socket().async_read_some(buffer_.prepare(first_read_size), use_tuple);
+        idle_deadline_.stop();
         if (ec) {
             LANES_LOG(debug, "http", "connection from " << remote_ << " closed: " << ec.message());
             co_return std::nullopt; // idle timeout, client closed, or shutdown

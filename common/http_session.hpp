@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/http_server.hpp"
+#include "common/read_deadline.hpp"
 #include "common/socket_write.hpp"
 
 #include <boost/asio.hpp>
@@ -63,7 +64,6 @@ class session : public response_writer, public std::enable_shared_from_this<sess
 public:
     session(tcp::socket socket, std::shared_ptr<server::state> st)
         : stream_(std::move(socket))
-        , idle_timer_(stream_.get_executor())
         , st_(std::move(st)) {
         boost::system::error_code ec;
         remote_ = stream_.socket().remote_endpoint(ec);
@@ -108,16 +108,9 @@ private:
     asio::awaitable<void> serve(request& req);
     void stop_watching();
     void arm_watch(std::uint64_t generation);
-    // The keep-alive wait's deadline, kept by one timer that is re-armed lazily: a request pushes
-    // the deadline later without touching the timer, which on waking sleeps again until the
-    // deadline in force (so a keep-alive connection costs no timer operation per request).
-    void watch_idle();
 
     beast::tcp_stream stream_;
-    asio::steady_timer idle_timer_;
-    std::chrono::steady_clock::time_point idle_deadline_{};
-    bool idle_timer_pending_ = false;
-    bool ended_ = false; // run() has finished
+    read_deadline idle_deadline_; // the keep-alive wait for the next request
     beast::flat_buffer buffer_;
     std::shared_ptr<server::state> st_;
     tcp::endpoint remote_;
