@@ -211,13 +211,10 @@ asio::awaitable<bool> session::send(response res) {
     // A HEAD answer has the GET answer's header (Content-Length included) and no body.
     const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    auto w = write_now(stream_, wire.data(), wire.size());
-    if (!w.done)
-        w.ec = co_await write_rest(stream_, wire.data(), wire.size(), w.written,
-                                   st_->cfg.write_timeout);
-    if (w.ec)
-        broken_ = true;
-    co_return !w.ec;
+    std::size_t written = 0;
+    if (!write_at_once(wire.data(), wire.size(), written))
+        co_await write_the_rest(wire.data(), wire.size(), written);
+    co_return !broken_;
 }
 
 asio::awaitable<bool> session::send(beast_http::status status, std::string_view content_type,
@@ -253,13 +250,10 @@ asio::awaitable<bool> session::send(beast_http::status status, std::string_view 
     if (head_request_)
         body = {};
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    auto w = write_now(stream_, wire.data(), wire.size());
-    if (!w.done)
-        w.ec = co_await write_rest(stream_, wire.data(), wire.size(), w.written,
-                                   st_->cfg.write_timeout);
-    if (w.ec)
-        broken_ = true;
-    co_return !w.ec;
+    std::size_t written = 0;
+    if (!write_at_once(wire.data(), wire.size(), written))
+        co_await write_the_rest(wire.data(), wire.size(), written);
+    co_return !broken_;
 }
 
 asio::awaitable<bool> session::begin_stream(beast_http::status status,
@@ -299,13 +293,10 @@ asio::awaitable<bool> session::write_chunk(std::string_view data) {
     const std::array<asio::const_buffer, 3> wire{
         asio::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data())),
         asio::buffer(data.data(), data.size()), asio::buffer("\r\n", 2)};
-    auto w = write_now(stream_, wire.data(), wire.size());
-    if (!w.done)
-        w.ec = co_await write_rest(stream_, wire.data(), wire.size(), w.written,
-                                   st_->cfg.write_timeout);
-    if (w.ec)
-        broken_ = true;
-    co_return !w.ec;
+    std::size_t written = 0;
+    if (!write_at_once(wire.data(), wire.size(), written))
+        co_await write_the_rest(wire.data(), wire.size(), written);
+    co_return !broken_;
 }
 
 asio::awaitable<bool> session::write_framed(std::string_view chunks) {
@@ -314,24 +305,20 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
     if (chunks.empty())
         co_return true;
     const asio::const_buffer wire = asio::buffer(chunks.data(), chunks.size());
-    auto w = write_now(stream_, &wire, 1);
-    if (!w.done)
-        w.ec = co_await write_rest(stream_, &wire, 1, w.written, st_->cfg.write_timeout);
-    if (w.ec)
-        broken_ = true;
-    co_return !w.ec;
+    std::size_t written = 0;
+    if (!write_at_once(&wire, 1, written))
+        co_await write_the_rest(&wire, 1, written);
+    co_return !broken_;
 }
 
 asio::awaitable<bool> session::end_stream() {
     if (broken_)
         co_return false;
     const asio::const_buffer wire = asio::buffer("0\r\n\r\n", 5); // the last chunk, no trailers
-    auto w = write_now(stream_, &wire, 1);
-    if (!w.done)
-        w.ec = co_await write_rest(stream_, &wire, 1, w.written, st_->cfg.write_timeout);
-    if (w.ec)
-        broken_ = true;
-    co_return !w.ec;
+    std::size_t written = 0;
+    if (!write_at_once(&wire, 1, written))
+        co_await write_the_rest(&wire, 1, written);
+    co_return !broken_;
 }
 
 void session::on_client_closed(std::function<void()> on_closed) {
@@ -370,6 +357,22 @@ void session::stop_watching() {
     ++watch_generation_;
     boost::system::error_code ec;
     stream_.socket().cancel(ec); // only the watch is pending here
+}
+
+bool session::write_at_once(const asio::const_buffer* wire, std::size_t count,
+                            std::size_t& written) {
+    const write_attempt w = write_now(stream_, wire, count);
+    written = w.written;
+    if (w.ec)
+        broken_ = true;
+    return w.done;
+}
+
+asio::awaitable<void> session::write_the_rest(const asio::const_buffer* wire, std::size_t count,
+                                              std::size_t written) {
+    const auto ec = co_await write_rest(stream_, wire, count, written, st_->cfg.write_timeout);
+    if (ec)
+        broken_ = true;
 }
 
 } // namespace lanes::common::http

@@ -106,6 +106,12 @@ private:
     bool parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
                         boost::system::error_code& ec);
     asio::awaitable<void> serve(request& req);
+    // A write of `count` buffers in two steps (see write_now): the part the socket takes at once,
+    // true when nothing is left; then, only if needed, a coroutine for the rest. A failure of
+    // either marks the connection broken.
+    bool write_at_once(const asio::const_buffer* wire, std::size_t count, std::size_t& written);
+    asio::awaitable<void> write_the_rest(const asio::const_buffer* wire, std::size_t count,
+                                         std::size_t written);
     void stop_watching();
     void arm_watch(std::uint64_t generation);
 
