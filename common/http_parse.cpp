@@ -105,6 +105,67 @@ void for_each_item(std::string_view list, F&& f) {
     }
 }
 
+// Walks the field lines from `pos` (the start of the first) to the blank line that ends the
+// header, calling on_field(name, value) with the value trimmed; on_field returns false to stop.
+enum class fields_end { blank_line, bad_name, bad_value, stopped };
+template <typename F>
+fields_end for_each_field(std::string_view header, std::size_t pos, F&& on_field) {
+    for (;;) {
+        const auto end = header.find(crlf, pos);
+        if (end == pos)
+            return fields_end::blank_line;
+        const std::string_view text = header.substr(pos, end - pos);
+        const auto colon = text.find(':');
+        const std::string_view name = text.substr(0, colon);
+        // A missing or leading colon, and obsolete line folding (a leading space), are bad names.
+        if (colon == 0 || colon == std::string_view::npos || !all_tchar(name))
+            return fields_end::bad_name;
+        const std::string_view value = trim(text.substr(colon + 1));
+        if (!plain_value(value))
+            return fields_end::bad_value;
+        if (!on_field(name, value))
+            return fields_end::stopped;
+        pos = end + crlf.size();
+    }
+}
+
+// A Content-Length value: digits only, at least one, within 64 bits.
+bool parse_length(std::string_view value, std::uint64_t& n) {
+    n = 0;
+    if (value.empty())
+        return false;
+    for (const char c : value) {
+        if (!digit(c) || n > (std::numeric_limits<std::uint64_t>::max() - 9) / 10)
+            return false;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return true;
+}
+
+// Status line: HTTP/1.x SP 3DIGIT [SP reason]. A 101 is refused: we never ask to switch
+// protocols, and what follows would not be HTTP. The reason phrase holds no control bytes but
+// tabs (a bare CR or LF in it is malformed).
+bool parse_status_line(std::string_view line, unsigned& version, int& status,
+                       boost::system::error_code& ec) {
+    if (line.size() < 12 || !line.starts_with("HTTP/1.") || (line[7] != '0' && line[7] != '1') ||
+        line[8] != ' ') {
+        ec = errc::error::bad_version;
+        return false;
+    }
+    version = line[7] == '1' ? 11 : 10;
+    if (!digit(line[9]) || !digit(line[10]) || !digit(line[11]) ||
+        (line.size() > 12 && line[12] != ' ') || line[9] == '0') {
+        ec = errc::error::bad_status;
+        return false;
+    }
+    status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    if (status == 101 || !plain_value(line.substr(std::min<std::size_t>(line.size(), 13)))) {
+        ec = errc::error::bad_status;
+        return false;
+    }
+    return true;
+}
+
 } // namespace
 
 std::string_view response_head::field(std::string_view wanted) const {
@@ -112,6 +173,27 @@ std::string_view response_head::field(std::string_view wanted) const {
         if (iequals_any(slice(f.name), wanted))
             return slice(f.value);
     return {};
+}
+
+void response_head::decide_framing(const framing_fields& f, bool head_request) {
+    keep_alive_ = version_ == 11 ? !f.close : f.keep && !f.close;
+    // Transfer-Encoding with a Content-Length, or in an HTTP/1.0 answer: framing a peer may read
+    // differently, so the connection is not used again (RFC 9112, 6.1 and 6.3).
+    if (f.has_te && (f.has_length || version_ == 10))
+        keep_alive_ = false;
+    content_length_ = 0;
+    if (head_request || status_ < 200 || status_ == 204 || status_ == 304) {
+        framing_ = body_framing::none;
+    } else if (f.has_te) { // Transfer-Encoding overrides Content-Length (RFC 9112, 6.3)
+        framing_ = f.chunked_last ? body_framing::chunked : body_framing::until_close;
+    } else if (f.has_length) {
+        framing_ = body_framing::length;
+        content_length_ = f.length;
+    } else {
+        framing_ = body_framing::until_close;
+    }
+    if (framing_ == body_framing::until_close)
+        keep_alive_ = false;
 }
 
 std::size_t response_head::parse(std::string_view data, bool head_request, std::size_t limit,
@@ -132,106 +214,47 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
     fields_.clear();
     const std::string_view h = bytes_;
 
-    // Status line: HTTP/1.x SP 3DIGIT [SP reason]
     const auto eol = h.find(crlf);
-    const std::string_view line = h.substr(0, eol);
-    if (line.size() < 12 || !line.starts_with("HTTP/1.") || (line[7] != '0' && line[7] != '1') ||
-        line[8] != ' ') {
-        ec = errc::error::bad_version;
+    if (!parse_status_line(h.substr(0, eol), version_, status_, ec))
         return 0;
-    }
-    version_ = line[7] == '1' ? 11 : 10;
-    if (!digit(line[9]) || !digit(line[10]) || !digit(line[11]) ||
-        (line.size() > 12 && line[12] != ' ') || line[9] == '0') {
-        ec = errc::error::bad_status;
-        return 0;
-    }
-    status_ = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
-    // 101: we never ask to switch protocols, and what follows would not be HTTP. The reason
-    // phrase: no control bytes but tabs (a bare CR or LF in it is malformed).
-    if (status_ == 101 || !plain_value(line.substr(std::min<std::size_t>(line.size(), 13)))) {
-        ec = errc::error::bad_status;
+
+    framing_fields f;
+    const auto fields =
+        for_each_field(h, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
+            const auto offset = [&](std::string_view part) {
+                return static_cast<std::uint32_t>(part.data() - h.data());
+            };
+            fields_.push_back({{offset(name), static_cast<std::uint32_t>(name.size())},
+                               {offset(value), static_cast<std::uint32_t>(value.size())}});
+            // The three fields that frame the body (names of different lengths: cheap to tell
+            // apart).
+            if (name.size() == 14 && iequals(name, "content-length")) {
+                std::uint64_t n = 0;
+                if (!parse_length(value, n) || (f.has_length && n != f.length))
+                    return false; // malformed, or two different lengths: no telling which is true
+                f.has_length = true;
+                f.length = n;
+            } else if (name.size() == 17 && iequals(name, "transfer-encoding")) {
+                f.has_te = true;
+                for_each_item(value, [&](std::string_view coding) {
+                    f.chunked_last = iequals(coding, "chunked");
+                });
+            } else if (name.size() == 10 && iequals(name, "connection")) {
+                for_each_item(value, [&](std::string_view option) {
+                    f.close = f.close || iequals(option, "close");
+                    f.keep = f.keep || iequals(option, "keep-alive");
+                });
+            }
+            return true;
+        });
+    if (fields != fields_end::blank_line) {
+        ec = fields == fields_end::bad_name    ? errc::error::bad_field
+             : fields == fields_end::bad_value ? errc::error::bad_value
+                                               : errc::error::bad_content_length;
         return 0;
     }
 
-    bool close = false, keep = false, has_length = false, has_te = false, chunked_last = false;
-    std::uint64_t length = 0;
-    for (std::size_t pos = eol + crlf.size();;) {
-        const auto end = h.find(crlf, pos);
-        if (end == pos)
-            break; // the blank line
-        const std::string_view text = h.substr(pos, end - pos);
-        const auto colon = text.find(':');
-        if (colon == 0 || colon == std::string_view::npos) {
-            ec = errc::error::bad_field;
-            return 0;
-        }
-        const std::string_view name = text.substr(0, colon);
-        if (!all_tchar(name)) { // also refuses obsolete line folding (a leading space)
-            ec = errc::error::bad_field;
-            return 0;
-        }
-        const std::string_view value = trim(text.substr(colon + 1));
-        if (!plain_value(value)) {
-            ec = errc::error::bad_value;
-            return 0;
-        }
-        const auto offset = [&](std::string_view part) {
-            return static_cast<std::uint32_t>(part.data() - h.data());
-        };
-        fields_.push_back({{offset(name), static_cast<std::uint32_t>(name.size())},
-                           {offset(value), static_cast<std::uint32_t>(value.size())}});
-        // The three fields that frame the body (names of different lengths: cheap to tell apart).
-        if (name.size() == 14 && iequals(name, "content-length")) {
-            std::uint64_t n = 0;
-            if (value.empty()) {
-                ec = errc::error::bad_content_length;
-                return 0;
-            }
-            for (const char c : value) {
-                if (!digit(c) || n > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) {
-                    ec = errc::error::bad_content_length;
-                    return 0;
-                }
-                n = n * 10 + static_cast<std::uint64_t>(c - '0');
-            }
-            if (has_length && n != length) { // two different lengths: no telling which is true
-                ec = errc::error::bad_content_length;
-                return 0;
-            }
-            has_length = true;
-            length = n;
-        } else if (name.size() == 17 && iequals(name, "transfer-encoding")) {
-            has_te = true;
-            for_each_item(
-                value, [&](std::string_view coding) { chunked_last = iequals(coding, "chunked"); });
-        } else if (name.size() == 10 && iequals(name, "connection")) {
-            for_each_item(value, [&](std::string_view option) {
-                close = close || iequals(option, "close");
-                keep = keep || iequals(option, "keep-alive");
-            });
-        }
-        pos = end + crlf.size();
-    }
-
-    keep_alive_ = version_ == 11 ? !close : keep && !close;
-    // Transfer-Encoding with a Content-Length, or in an HTTP/1.0 answer: framing a peer may read
-    // differently, so the connection is not used again (RFC 9112, 6.1 and 6.3).
-    if (has_te && (has_length || version_ == 10))
-        keep_alive_ = false;
-    content_length_ = 0;
-    if (head_request || status_ < 200 || status_ == 204 || status_ == 304) {
-        framing_ = body_framing::none;
-    } else if (has_te) { // Transfer-Encoding overrides Content-Length (RFC 9112, 6.3)
-        framing_ = chunked_last ? body_framing::chunked : body_framing::until_close;
-    } else if (has_length) {
-        framing_ = body_framing::length;
-        content_length_ = length;
-    } else {
-        framing_ = body_framing::until_close;
-    }
-    if (framing_ == body_framing::until_close)
-        keep_alive_ = false;
+    decide_framing(f, head_request);
     return total;
 }
 
@@ -265,45 +288,32 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
 
     bool has_length = false;
     std::uint64_t length = 0;
-    for (std::size_t pos = eol + crlf.size();;) {
-        const auto end = data.find(crlf, pos);
-        if (end == pos)
-            break;
-        const std::string_view text = data.substr(pos, end - pos);
-        const auto colon = text.find(':');
-        if (colon == 0 || colon == std::string_view::npos)
-            return 0;
-        const std::string_view name = text.substr(0, colon);
-        const std::string_view value = trim(text.substr(colon + 1));
-        if (!all_tchar(name) || !plain_value(value))
-            return 0;
-        switch (name.size()) {
-        case 6: // Expect: 100-continue needs an interim answer
-            if (iequals(name, "expect"))
-                return 0;
-            break;
-        case 14:
-            if (iequals(name, "content-length")) {
-                if (has_length || value.empty() || value.size() > 18)
-                    return 0;
-                for (const char c : value) {
-                    if (!digit(c))
-                        return 0;
-                    length = length * 10 + static_cast<std::uint64_t>(c - '0');
+    const auto fields =
+        for_each_field(data, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
+            switch (name.size()) {
+            case 6: // Expect: 100-continue needs an interim answer
+                if (iequals(name, "expect"))
+                    return false;
+                break;
+            case 14:
+                if (iequals(name, "content-length")) {
+                    if (has_length || !parse_length(value, length))
+                        return false;
+                    has_length = true;
                 }
-                has_length = true;
+                break;
+            case 17: // a chunked body, or a coding the server must refuse
+                if (iequals(name, "transfer-encoding"))
+                    return false;
+                break;
+            default:
+                break;
             }
-            break;
-        case 17: // a chunked body, or a coding the server must refuse
-            if (iequals(name, "transfer-encoding"))
-                return 0;
-            break;
-        default:
-            break;
-        }
-        out.insert(name, value);
-        pos = end + crlf.size();
-    }
+            out.insert(name, value);
+            return true;
+        });
+    if (fields != fields_end::blank_line)
+        return 0;
     if (length > body_limit || data.size() - header_size < length)
         return 0; // over the limit (Beast answers 413), or the body is not all here yet
     out.body().assign(data.substr(header_size, static_cast<std::size_t>(length)));

@@ -51,6 +51,14 @@ private:
     struct field_spans {
         span name, value;
     };
+    // What the fields say about the body's framing and the connection.
+    struct framing_fields {
+        bool close = false, keep = false;        // Connection options
+        bool has_length = false, has_te = false; // Content-Length, Transfer-Encoding present
+        bool chunked_last = false;               // chunked is the last transfer coding
+        std::uint64_t length = 0;                // the Content-Length
+    };
+    void decide_framing(const framing_fields& f, bool head_request);
     std::string_view slice(span s) const {
         return std::string_view(bytes_).substr(s.offset, s.size);
     }
