@@ -83,11 +83,15 @@ std::string text(std::size_t n, char seed) {
     return s;
 }
 
-// A short request on a fresh engine, so one-time costs (CUDA module loading, cuBLAS heuristics,
-// the first graph capture) stay out of what is measured. Its prompt shares no block with the
-// measured ones.
-void warm_up(replica::engine& eng) {
-    run(eng, {request(text(40, 'w'), 4)});
+// `batch` short requests together on a fresh engine, so one-time costs (CUDA module loading,
+// cuBLAS heuristics for these shapes, the capture of this batch's decode graph) stay out of what
+// is measured. Their prompts are longer than the measured ones (so the step buffers do not grow
+// later and drop the graph) and share no block with them.
+void warm_up(replica::engine& eng, int batch = 1, std::size_t prompt_len = 40) {
+    std::vector<replica::engine_request> reqs;
+    for (int i = 0; i < batch; ++i)
+        reqs.push_back(request(text(prompt_len, 'w'), 4));
+    run(eng, reqs);
 }
 
 struct bench_options {
@@ -103,7 +107,7 @@ nlohmann::json decode_run(const replica::replica_config& cfg, const bench_option
     replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
     replica::engine eng(cfg, m);
     eng.start();
-    warm_up(eng);
+    warm_up(eng, b, static_cast<std::size_t>(std::max<std::int64_t>(40, o.decode_prompt_len + 8)));
     std::vector<replica::engine_request> reqs;
     for (int i = 0; i < b; ++i)
         reqs.push_back(

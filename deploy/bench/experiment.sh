@@ -4,6 +4,8 @@
 #   experiment.sh REPLICAS POLICY OUT.json [--replica-args "ARGS"] [--router-args "ARGS"]
 #                 [--kill-after SECONDS] -- LANES-BENCH-ARGS...
 # --kill-after kills one replica (SIGKILL) that many seconds into the run (fault isolation).
+# Environment: LANES_BUILD_DIR (build), LANES_START_TIMEOUT_S (10: how long a process may take
+# to start listening).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${LANES_BUILD_DIR:-build}"
@@ -21,8 +23,10 @@ while [ $# -gt 0 ]; do
 done
 source deploy/bench/scratch.sh
 
+# Seconds a process may take to start listening (a cuda replica builds its model first).
+start_timeout="${LANES_START_TIMEOUT_S:-10}"
 port_of() { # waits for "listening on http://host:PORT" in a log file
-    for _ in $(seq 1 500); do
+    for _ in $(seq 1 $((start_timeout * 50))); do
         p=$(grep -o 'listening on http://[^ ]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
         [ -n "$p" ] && { echo "$p"; return 0; }
         sleep 0.02

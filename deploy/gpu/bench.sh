@@ -16,8 +16,8 @@
 # Usage, from the repository root: deploy/gpu/bench.sh
 # Environment: OUT (output folder), LANES_GPU_BUILD_DIR (default build-gpu; a folder that already
 # holds both binaries is used as it is when the build dependencies are missing, with the shared
-# libraries the machine lacks in its lib/ subfolder), JOBS (16), HBM_TB_S (4.8, the H200's HBM3e
-# bandwidth).
+# libraries the machine lacks in its lib/ subfolder), LANES_GPU_PREBUILT (1: use those binaries
+# without trying to install or build), JOBS (16), HBM_TB_S (4.8, the H200's HBM3e bandwidth).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-results/gpu}"
@@ -35,14 +35,17 @@ say() { echo "bench.sh [$(($(date +%s) - start))s]: $*" | tee -a "$out/summary.m
         --format=csv 2>&1 || echo "nvidia-smi failed"
     nvcc --version 2>&1 | tail -2 || echo "nvcc not found"
     echo "cores: $(nproc)"
+    grep -E '^(PRETTY_NAME)=' /etc/os-release 2>/dev/null
 } >"$out/gpu.txt"
 say "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$PWD/$build/lib:${LD_LIBRARY_PATH:-}"
 tests_bin="$build/tests/lanes_unit_tests"
 bench_bin="$build/bench/lanes-engine-bench"
-# Bounded: without a reachable package mirror apt-get can wait on the network for minutes.
-if timeout 90 scripts/install-deps.sh >"$out/build.log" 2>&1; then
+# With LANES_GPU_PREBUILT=1 the binaries already in $build are used as they are (no install, no
+# build): for a machine known to have no package mirror, where trying costs device time.
+# Otherwise the install is bounded: without a reachable mirror apt-get can wait on the network.
+if [ "${LANES_GPU_PREBUILT:-0}" != 1 ] && timeout 90 scripts/install-deps.sh >"$out/build.log" 2>&1; then
     # --- 2. build --------------------------------------------------------------------------------
     say "building (Release, LANES_CUDA=ON, -j$jobs)"
     if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLANES_CUDA=ON &&
@@ -52,9 +55,17 @@ if timeout 90 scripts/install-deps.sh >"$out/build.log" 2>&1; then
         exit 1
     fi
 elif [ -x "$tests_bin" ] && [ -x "$bench_bin" ]; then
-    say "build dependencies missing and not installable (build.log); using the binaries in $build"
+    say "using the binaries in $build (LANES_GPU_PREBUILT=${LANES_GPU_PREBUILT:-0}; build.log)"
     export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
     missing=$(ldd "$tests_bin" "$bench_bin" | awk '/not found/ { print $1 }' | sort -u | tr '\n' ' ')
+    # CUDA's libraries may live elsewhere on the machine (a Python package's copy, say).
+    for lib in $missing; do
+        found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -1)
+        [ -n "$found" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
+    done
+    missing=$(ldd "$tests_bin" "$bench_bin" | awk '/not found/ { print $1 }' | sort -u | tr '\n' ' ')
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >>"$out/build.log"
+    ldd "$tests_bin" >>"$out/build.log" 2>&1
     if [ -n "$missing" ]; then
         say "FAILED: shared libraries not found: $missing(put them in $build/lib)"
         exit 2
