@@ -20,7 +20,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -124,6 +128,99 @@ int as_int(std::size_t v) {
     return static_cast<int>(v);
 }
 
+// With LANES_CUDA_PROFILE=1 in the environment (a diagnostic, off by default): every eagerly run
+// step records a CUDA event after each operation and adds each operation's GPU time to its total,
+// and every step's GPU time (events around it) and host time (the forward call, and the engine's
+// time between calls) are summed by kind; the totals are printed to stderr when the backend goes.
+// Graph replays carry no per-operation events, so per-operation figures need --cuda-graphs false.
+class step_profile {
+public:
+    step_profile()
+        : enabled_(std::getenv("LANES_CUDA_PROFILE") != nullptr &&
+                   std::string_view(std::getenv("LANES_CUDA_PROFILE")) == "1") {}
+    step_profile(const step_profile&) = delete;
+    step_profile& operator=(const step_profile&) = delete;
+    ~step_profile() {
+        for (auto e : events_)
+            cudaEventDestroy(e);
+    }
+    bool enabled() const { return enabled_; }
+    // Marks the end of operation `name` on the stream (nothing while a graph is being captured).
+    void mark(const char* name, cudaStream_t stream) {
+        if (!enabled_ || capturing_)
+            return;
+        if (used_ == events_.size()) {
+            cudaEvent_t e = nullptr;
+            check(cudaEventCreate(&e), "cudaEventCreate");
+            events_.push_back(e);
+            names_.push_back(nullptr);
+        }
+        names_[used_] = name;
+        check(cudaEventRecord(events_[used_++], stream), "cudaEventRecord");
+    }
+    void set_capturing(bool on) { capturing_ = on; }
+    void begin_step(cudaStream_t stream) {
+        if (!enabled_)
+            return;
+        used_ = 0;
+        call_start_ = clock::now();
+        mark("(start)", stream);
+    }
+    // After the step's synchronisation: adds up the marks.
+    void end_step(const char* kind, int rows) {
+        if (!enabled_)
+            return;
+        const auto now = clock::now();
+        auto& k = kinds_[std::string(kind) + " rows " + std::to_string(rows)];
+        ++k.steps;
+        k.host_ms += std::chrono::duration<double, std::milli>(now - call_start_).count();
+        if (last_end_.time_since_epoch().count() != 0)
+            k.gap_ms += std::chrono::duration<double, std::milli>(call_start_ - last_end_).count();
+        last_end_ = now;
+        float ms = 0;
+        if (used_ >= 2 &&
+            cudaEventElapsedTime(&ms, events_[0], events_[used_ - 1]) == cudaSuccess)
+            k.gpu_ms += ms;
+        for (std::size_t i = 1; i < used_; ++i) {
+            if (cudaEventElapsedTime(&ms, events_[i - 1], events_[i]) != cudaSuccess)
+                continue;
+            auto& op = ops_[std::string(kind) + " rows " + std::to_string(rows) + " " + names_[i]];
+            op.first += ms;
+            ++op.second;
+        }
+    }
+    void report() const {
+        if (!enabled_)
+            return;
+        std::fprintf(stderr, "cuda profile: kind, steps, mean GPU ms, mean forward() ms, "
+                             "mean ms between forward() calls\n");
+        for (const auto& [name, k] : kinds_)
+            std::fprintf(stderr, "cuda profile: %s, %ld, %.4f, %.4f, %.4f\n", name.c_str(), k.steps,
+                         k.gpu_ms / static_cast<double>(k.steps),
+                         k.host_ms / static_cast<double>(k.steps),
+                         k.steps > 1 ? k.gap_ms / static_cast<double>(k.steps - 1) : 0.0);
+        std::fprintf(stderr, "cuda profile: operation, count, mean GPU us, total GPU ms\n");
+        for (const auto& [name, op] : ops_)
+            std::fprintf(stderr, "cuda profile: %s, %ld, %.2f, %.3f\n", name.c_str(), op.second,
+                         1e3 * op.first / static_cast<double>(op.second), op.first);
+    }
+
+private:
+    using clock = std::chrono::steady_clock;
+    struct kind_totals {
+        long steps = 0;
+        double gpu_ms = 0, host_ms = 0, gap_ms = 0;
+    };
+    bool enabled_ = false;
+    bool capturing_ = false;
+    std::vector<cudaEvent_t> events_;
+    std::vector<const char*> names_;
+    std::size_t used_ = 0;
+    clock::time_point call_start_{}, last_end_{};
+    std::map<std::string, kind_totals> kinds_;
+    std::map<std::string, std::pair<double, long>> ops_;
+};
+
 class cuda_backend final : public backend {
 public:
     cuda_backend(const backend_options& options, const model_weights& weights);
@@ -161,6 +258,7 @@ private:
     step pack(std::span<const batch_entry> batch);
     void enqueue(const step& s);
     void gemm(const void* x, const void* w, float* y, int rows, int in, int out, float beta);
+    cuda::skinny_plan skinny(int rows, int in, int out) const;
     void replay_decode(const step& s);
     void drop_graphs();
 
@@ -171,6 +269,8 @@ private:
     std::size_t block_size_;
     std::size_t num_blocks_;
     bool use_graphs_;
+    int skinny_rows_;
+    int sm_count_ = 1;
     int queries_per_item_;
     cuda::kv_geometry geometry_;
     // Declared so that the handle goes before its workspace, and the stream last.
@@ -192,6 +292,8 @@ private:
     device_memory meta_;
     device_memory x_, h_, qkv_, att_, gate_up_, act_, logits_;
     pinned_memory logits_host_;
+    device_memory skinny_workspace_; // the split-K projections' partial sums
+    step_profile profile_;
 
     std::array<cudaGraphExec_t, graph_buckets> graphs_{};
     std::array<bool, graph_buckets> warmed_{};
@@ -205,6 +307,8 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     , block_size_(options.block_size)
     , num_blocks_(options.num_blocks)
     , use_graphs_(options.cuda_graphs)
+    , skinny_rows_(static_cast<int>(
+          std::clamp<std::int64_t>(options.cuda_skinny_rows, 0, cuda::skinny_max_rows)))
     , queries_per_item_(cuda::attention_queries_per_item(as_int(cfg_.head_dim),
                                                          as_int(cfg_.n_heads / cfg_.n_kv_heads))) {
     geometry_.n_layers = as_int(cfg_.n_layers);
@@ -213,6 +317,8 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     geometry_.head_dim = as_int(cfg_.head_dim);
     geometry_.block_size = as_int(block_size_);
     check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, 0),
+          "reading the multiprocessor count");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     stream_owner_.reset(stream_);
     workspace_ = device_memory(cublas_workspace_bytes);
@@ -244,6 +350,17 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     check(cudaMemsetAsync(kv_.get(), 0, kv_.size(), stream_), "cudaMemset");
     reserve(std::max(options.max_batched_tokens, max_graph_batch),
             std::max<std::size_t>(num_blocks_, 1024));
+    // The split-K projections' workspace: the largest any of the layer shapes needs.
+    std::size_t skinny_floats = 0;
+    const int d = as_int(cfg_.d_model), q_dim = as_int(cfg_.q_dim()), d_ff = as_int(cfg_.d_ff);
+    const int qkv_dim = as_int(cfg_.q_dim() + 2 * cfg_.kv_dim());
+    const std::array<std::pair<int, int>, 4> shapes{
+        {{d, qkv_dim}, {q_dim, d}, {d, 2 * d_ff}, {d_ff, d}}};
+    for (int rows = 1; rows <= skinny_rows_; ++rows)
+        for (const auto& [in, out] : shapes)
+            skinny_floats = std::max(skinny_floats, cuda::skinny_workspace_floats(
+                                                        skinny(rows, in, out), rows, out));
+    skinny_workspace_ = device_memory(skinny_floats * sizeof(float));
     check(cudaStreamSynchronize(stream_), "allocating the KV cache");
 }
 
@@ -251,6 +368,7 @@ cuda_backend::~cuda_backend() {
     if (stream_)
         cudaStreamSynchronize(stream_);
     drop_graphs();
+    profile_.report();
 }
 
 const float* cuda_backend::upload_f32(const std::vector<float>& values) {
@@ -383,8 +501,19 @@ cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
 
 // y[rows x out] (fp32) = x[rows x in] · w[in x out] + beta · y, all row-major. cuBLAS is
 // column-major, where these are yᵀ = wᵀ · xᵀ with no transposition: m = out, n = rows, k = in.
+cuda::skinny_plan cuda_backend::skinny(int rows, int in, int out) const {
+    if (rows > skinny_rows_)
+        return {};
+    return cuda::plan_skinny_gemm(dtype_, rows, in, out, sm_count_);
+}
+
 void cuda_backend::gemm(const void* x, const void* w, float* y, int rows, int in, int out,
                         float beta) {
+    if (const auto plan = skinny(rows, in, out); plan.splits > 0) {
+        cuda::skinny_gemm(plan, x, w, dtype_, y, rows, in, out, beta,
+                          skinny_workspace_.get<float>(), stream_);
+        return;
+    }
     const float alpha = 1.0f;
     check(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &alpha, w, gemm_type_, out,
                        x, gemm_type_, in, &beta, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
@@ -406,25 +535,38 @@ void cuda_backend::enqueue(const step& s) {
     float* qkv = qkv_.get<float>();
     float* gate_up = gate_up_.get<float>();
 
+    step_profile& p = profile_;
     cuda::embed(embedding_, tokens, x, s.rows, d, as_int(c.vocab), stream_);
+    p.mark("embed", stream_);
     for (std::size_t l = 0; l < layers_.size(); ++l) {
         const layer& w = layers_[l];
         cuda::rms_norm(x, nullptr, w.attn_norm, h_.get(), dtype_, s.rows, d, c.rms_eps, stream_);
+        p.mark("norm", stream_);
         gemm(h_.get(), w.wqkv, qkv, s.rows, d, qkv_dim, 0.0f);
+        p.mark("gemm qkv", stream_);
         cuda::rope_store_kv(qkv, pos, slot, kv_.get(), dtype_, geometry_, as_int(l), c.rope_theta,
                             s.rows, stream_);
+        p.mark("rope+store", stream_);
         cuda::paged_attention(qkv, pos, items, s.items, kv_.get(), dtype_, geometry_, as_int(l),
                               att_.get(), stream_);
+        p.mark("attention", stream_);
         gemm(att_.get(), w.wo, x, s.rows, q_dim, d, 1.0f); // beta 1: the residual add
+        p.mark("gemm o", stream_);
         cuda::rms_norm(x, nullptr, w.mlp_norm, h_.get(), dtype_, s.rows, d, c.rms_eps, stream_);
+        p.mark("norm", stream_);
         gemm(h_.get(), w.w_gate_up, gate_up, s.rows, d, 2 * d_ff, 0.0f);
+        p.mark("gemm gate_up", stream_);
         cuda::swiglu(gate_up, act_.get(), dtype_, s.rows, d_ff, stream_);
+        p.mark("swiglu", stream_);
         gemm(act_.get(), w.w_down, x, s.rows, d_ff, d, 1.0f);
+        p.mark("gemm down", stream_);
     }
     cuda::rms_norm(x, logit_row, final_norm_, h_.get(), dtype_, s.logit_rows, d, c.rms_eps,
                    stream_);
+    p.mark("norm", stream_);
     if (s.logit_rows > 0)
         gemm(h_.get(), lm_head_, logits_.get<float>(), s.logit_rows, d, as_int(c.vocab), 0.0f);
+    p.mark("gemm lm_head", stream_);
     check(cudaGetLastError(), "launching the forward pass");
 }
 
@@ -440,11 +582,13 @@ void cuda_backend::replay_decode(const step& s) {
         check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
               "cudaStreamBeginCapture");
         std::string failure;
+        profile_.set_capturing(true);
         try {
             enqueue(s);
         } catch (const std::exception& e) {
             failure = e.what();
         }
+        profile_.set_capturing(false);
         cudaGraph_t graph = nullptr;
         cudaError_t status = cudaStreamEndCapture(stream_, &graph);
         if (status == cudaSuccess && failure.empty())
@@ -477,20 +621,26 @@ bool cuda_backend::forward(std::span<const batch_entry> batch,
     if (total == 0)
         return true;
     check(cudaSetDevice(0), "cudaSetDevice"); // the engine thread is not the constructing one
+    profile_.begin_step(stream_);
     const step s = pack(batch);
     check(cudaMemcpyAsync(meta_.get(), meta_host_.get(), s.meta_ints * sizeof(std::int32_t),
                           cudaMemcpyHostToDevice, stream_),
           "copying step metadata");
+    profile_.mark("metadata copy", stream_);
+    const bool replayed = s.decode && graphs_[s.bucket] != nullptr;
     if (s.decode)
         replay_decode(s);
     else
         enqueue(s);
+    profile_.mark("forward", stream_); // a graph replay's whole time; ~0 after an eager pass
     const std::size_t vocab = cfg_.vocab;
     check(cudaMemcpyAsync(logits_host_.get(), logits_.get(),
                           static_cast<std::size_t>(s.copy_rows) * vocab * sizeof(float),
                           cudaMemcpyDeviceToHost, stream_),
           "copying logits");
+    profile_.mark("logits copy", stream_);
     check(cudaStreamSynchronize(stream_), "running the forward pass");
+    profile_.end_step(replayed ? "graph" : (s.decode ? "decode eager" : "eager"), s.rows);
     const float* host = logits_host_.get<float>();
     for (int r = 0; r < s.copy_rows; ++r)
         logits.emplace_back(host + static_cast<std::size_t>(r) * vocab,

@@ -67,6 +67,22 @@ void paged_attention(const float* qkv, const std::int32_t* pos, const attention_
                      int n_items, const void* kv_cache, dtype type, const kv_geometry& g, int layer,
                      void* out, cudaStream_t stream);
 
+// Projections of at most skinny_max_rows rows (decode of small batches), for which cuBLAS leaves
+// most of the GPU idle: y[rows][out] (fp32) = x[rows][in] · w[in][out] + beta · y, x and w in
+// `type`, row-major, K split over many blocks (cuda_gemm.cu). A plan with splits 0 means the
+// shape is not supported (more rows, or out not a multiple of 16 bytes' worth of values).
+constexpr int skinny_max_rows = 8;
+struct skinny_plan {
+    int col_tiles = 0;
+    int splits = 0;
+    int k_chunk = 0;
+};
+skinny_plan plan_skinny_gemm(dtype type, int rows, int in, int out, int sm_count);
+// fp32 values of workspace the plan needs.
+std::size_t skinny_workspace_floats(const skinny_plan& p, int rows, int out);
+void skinny_gemm(const skinny_plan& p, const void* x, const void* w, dtype type, float* y, int rows,
+                 int in, int out, float beta, float* workspace, cudaStream_t stream);
+
 // out[r][i] = silu(gate_up[r][i]) * gate_up[r][d_ff + i], in `out_type`.
 void swiglu(const float* gate_up, void* out, dtype out_type, int rows, int d_ff,
             cudaStream_t stream);
