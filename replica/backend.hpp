@@ -64,9 +64,6 @@ struct backend_options {
     // activation buffers are sized for it; a larger step grows them).
     std::string cuda_dtype = "bf16";
     bool cuda_graphs = true;
-    // cuda: steps of at most this many rows use the split-K projection kernel instead of cuBLAS
-    // (0: always cuBLAS; at most cuda::skinny_max_rows, 8).
-    std::int64_t cuda_skinny_rows = 8;
     std::size_t max_batched_tokens = 2048;
 };
 

@@ -15,8 +15,6 @@ void add_engine_flags(common::flag_set& f, replica_config& cfg) {
           "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
     f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");
     f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
-    f.add("cuda-skinny-gemm-rows", cfg.cuda_skinny_rows,
-          "cuda: steps of at most this many rows use split-K projections, not cuBLAS (0-8)");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");
     f.add("sim-prefill-a", cfg.sim.prefill_a, "sim: ms per squared uncached prompt token");
     f.add("sim-prefill-b", cfg.sim.prefill_b, "sim: ms per uncached prompt token");
@@ -75,8 +73,6 @@ std::vector<std::string> validate(const replica_config& cfg) {
          "--gpu-memory-utilization must be in (0, 1]");
     need(cfg.cuda_dtype == "bf16" || cfg.cuda_dtype == "fp32",
          "--cuda-dtype must be bf16 or fp32 (got '" + cfg.cuda_dtype + "')");
-    need(cfg.cuda_skinny_rows >= 0 && cfg.cuda_skinny_rows <= 8,
-         "--cuda-skinny-gemm-rows must be in 0..8");
     need(cfg.cpu_threads >= 1 && cfg.cpu_threads <= 256, "--cpu-threads must be in 1..256");
     need(cfg.sim.speedup > 0, "--sim-speedup must be positive");
     need(cfg.max_model_len >= 2, "--max-model-len must be at least 2");

@@ -9,11 +9,17 @@
 //
 // Work and traffic: each item reads its sequence's keys once per KV head, so a prefill of n
 // tokens reads the cache n/queries times — served from L2 mostly; the fp32 FMAs are the cost at
-// long prompts. A tensor-core (mma) version is the next step for prefill speed; decode, which
-// reads each key once per step, is bound by HBM as it is.
+// long prompts. A tensor-core (mma) version is the next step for prefill speed.
+//
+// Split keys: a step with few items (a decode of a small batch; a short prefill over a long
+// cached prefix) would leave most multiprocessors idle while a few blocks walk long contexts tile
+// by tile. Such a step splits each item's keys into `splits` equal shares (blockIdx.z), each
+// block writes its rows' unnormalised output with their running max and denominator to a
+// workspace, and a second kernel merges the shares (flash-decoding's scheme).
 #include "replica/cuda_device.cuh"
 #include "replica/cuda_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lanes::replica::cuda {
@@ -37,13 +43,14 @@ using namespace device;
 template <typename T, int HD>
 __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
     attention_kernel(const float* qkv, const std::int32_t* pos, attention_items items,
-                     const T* cache, kv_geometry g, int layer, T* out) {
+                     const T* cache, kv_geometry g, int layer, T* out, int splits,
+                     float* part_o, float* part_ml) {
     using S = shape<HD>;
     __shared__ __align__(16) float q_s[S::rows][HD];
     __shared__ float kt_s[HD][S::keys + 1]; // K transposed, padded against bank conflicts
     __shared__ float v_s[S::keys][HD];
 
-    const int item = blockIdx.x, kvh = blockIdx.y;
+    const int item = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
     const int count = items.count[item];
     if (count <= 0)
         return; // padding of a decode bucket
@@ -77,13 +84,21 @@ __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
     }
 
     const int n_keys = pos[first + count - 1] + 1; // what the last query sees
+    // This block's share of the keys: all of them, or whole tiles of an equal split (a share
+    // may be empty when the context is short).
+    int k_begin = 0, k_end = n_keys;
+    if (splits > 1) {
+        const int per = ((n_keys + splits - 1) / splits + S::keys - 1) / S::keys * S::keys;
+        k_begin = min(split * per, n_keys);
+        k_end = min(n_keys, k_begin + per);
+    }
     const std::size_t plane = static_cast<std::size_t>(g.block_size) * kv_dim; // one K or V
-    for (int key0 = 0; key0 < n_keys; key0 += S::keys) {
+    for (int key0 = k_begin; key0 < k_end; key0 += S::keys) {
         __syncthreads(); // the previous tile is consumed (and q_s written, the first time)
         for (int i = threadIdx.x; i < S::keys * HD; i += S::threads) {
             const int j = i / HD, d = i % HD, key = key0 + j;
             float kv = 0.0f, vv = 0.0f;
-            if (key < n_keys) {
+            if (key < k_end) {
                 const auto block = static_cast<std::size_t>(table[key / g.block_size]);
                 const auto slot = static_cast<std::size_t>(key % g.block_size);
                 const T* k_src =
@@ -105,7 +120,7 @@ __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
             const int r = warp + k * S::warps;
             if (r >= rows)
                 continue; // warp-uniform
-            const bool visible = key0 + lane <= qpos[k];
+            const bool visible = key0 + lane < k_end && key0 + lane <= qpos[k];
             float score = -INFINITY;
             if (visible) {
                 float acc = 0.0f;
@@ -140,6 +155,28 @@ __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
         }
     }
 
+    if (splits > 1) { // this share's unnormalised rows, for attention_combine_kernel
+#pragma unroll
+        for (int k = 0; k < S::rows_per_warp; ++k) {
+            const int r = warp + k * S::warps;
+            if (r >= rows)
+                continue;
+            const std::size_t at =
+                ((static_cast<std::size_t>(item) * g.n_kv_heads + kvh) * splits + split) * S::rows +
+                r;
+#pragma unroll
+            for (int i = 0; i < S::dims_per_lane; ++i) {
+                const int d = lane + 32 * i;
+                if (d < HD)
+                    part_o[at * HD + d] = o[k][i];
+            }
+            if (lane == 0) {
+                part_ml[2 * at] = m[k]; // -inf (and l = 0) when no key of the share is visible
+                part_ml[2 * at + 1] = l[k];
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int k = 0; k < S::rows_per_warp; ++k) {
         const int r = warp + k * S::warps;
@@ -157,19 +194,67 @@ __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
     }
 }
 
+// Merges the shares of split keys: per row, the shares' outputs weighted by exp(m_s - M), over
+// the sum of their denominators weighted alike (M: the largest running max). Share 0 holds key 0,
+// which every row sees, so the sum is positive.
+template <typename T, int HD>
+__global__ void attention_combine_kernel(attention_items items, kv_geometry g, int splits,
+                                         const float* part_o, const float* part_ml, T* out) {
+    using S = shape<HD>;
+    const int item = blockIdx.x, kvh = blockIdx.y;
+    const int count = items.count[item];
+    if (count <= 0)
+        return; // padding of a decode bucket
+    const int first = items.first_row[item];
+    const int group = g.n_heads / g.n_kv_heads;
+    const int rows = count * group, q_dim = g.n_heads * HD;
+    const std::size_t share0 = (static_cast<std::size_t>(item) * g.n_kv_heads + kvh) * splits;
+    for (int i = threadIdx.x; i < rows * HD; i += blockDim.x) {
+        const int r = i / HD, d = i % HD;
+        float top = -INFINITY;
+        for (int s = 0; s < splits; ++s)
+            top = fmaxf(top, part_ml[2 * ((share0 + s) * S::rows + r)]);
+        float sum = 0.0f, acc = 0.0f;
+        for (int s = 0; s < splits; ++s) {
+            const std::size_t at = (share0 + s) * S::rows + r;
+            const float m = part_ml[2 * at];
+            if (m == -INFINITY)
+                continue;
+            const float w = expf(m - top);
+            sum += part_ml[2 * at + 1] * w;
+            acc += part_o[at * HD + d] * w;
+        }
+        const int head = kvh * group + r % group;
+        store(out + static_cast<std::size_t>(first + r / group) * q_dim + head * HD + d, acc / sum);
+    }
+}
+
+template <typename T, int HD>
+void launch_typed(const float* qkv, const std::int32_t* pos, const attention_items& items,
+                  int n_items, const T* cache, const kv_geometry& g, int layer, T* out,
+                  const attention_split& split, cudaStream_t stream) {
+    const int splits = split.splits > 1 ? split.splits : 1;
+    const dim3 grid(static_cast<unsigned>(n_items), static_cast<unsigned>(g.n_kv_heads),
+                    static_cast<unsigned>(splits));
+    attention_kernel<T, HD><<<grid, shape<HD>::threads, 0, stream>>>(
+        qkv, pos, items, cache, g, layer, out, splits, split.part_o, split.part_ml);
+    if (splits > 1)
+        attention_combine_kernel<T, HD>
+            <<<dim3(static_cast<unsigned>(n_items), static_cast<unsigned>(g.n_kv_heads)), 256, 0,
+               stream>>>(items, g, splits, split.part_o, split.part_ml, out);
+}
+
 template <int HD>
 void launch(const float* qkv, const std::int32_t* pos, const attention_items& items, int n_items,
             const void* kv_cache, dtype type, const kv_geometry& g, int layer, void* out,
-            cudaStream_t stream) {
-    const dim3 grid(static_cast<unsigned>(n_items), static_cast<unsigned>(g.n_kv_heads));
+            const attention_split& split, cudaStream_t stream) {
     if (type == dtype::bf16)
-        attention_kernel<__nv_bfloat16, HD><<<grid, shape<HD>::threads, 0, stream>>>(
-            qkv, pos, items, static_cast<const __nv_bfloat16*>(kv_cache), g, layer,
-            static_cast<__nv_bfloat16*>(out));
+        launch_typed<__nv_bfloat16, HD>(qkv, pos, items, n_items,
+                                        static_cast<const __nv_bfloat16*>(kv_cache), g, layer,
+                                        static_cast<__nv_bfloat16*>(out), split, stream);
     else
-        attention_kernel<float, HD><<<grid, shape<HD>::threads, 0, stream>>>(
-            qkv, pos, items, static_cast<const float*>(kv_cache), g, layer,
-            static_cast<float*>(out));
+        launch_typed<float, HD>(qkv, pos, items, n_items, static_cast<const float*>(kv_cache), g,
+                                layer, static_cast<float*>(out), split, stream);
 }
 
 int rows_for(int head_dim) {
@@ -189,6 +274,29 @@ int rows_for(int head_dim) {
 
 } // namespace
 
+int attention_splits(int items, int n_kv_heads, int max_keys, int max_blocks, int sm_count) {
+    const int blocks = items * n_kv_heads;
+    // Enough blocks for about four per multiprocessor; fewer than half that is worth splitting,
+    // into shares of at least two tiles, at most attention_max_splits, within the workspace.
+    const int target = 4 * sm_count;
+    if (blocks <= 0 || 2 * blocks >= target || max_keys <= 64)
+        return 1;
+    int splits = (target + blocks - 1) / blocks;
+    splits = std::min({splits, (max_keys + 63) / 64, attention_max_splits, max_blocks / blocks});
+    return std::max(splits, 1);
+}
+
+std::size_t attention_output_floats(int head_dim, int max_blocks) {
+    return static_cast<std::size_t>(std::max(max_blocks, 0)) *
+           static_cast<std::size_t>(rows_for(head_dim)) * static_cast<std::size_t>(head_dim);
+}
+
+std::size_t attention_workspace_floats(int head_dim, int max_blocks) {
+    return attention_output_floats(head_dim, max_blocks) +
+           static_cast<std::size_t>(std::max(max_blocks, 0)) *
+               static_cast<std::size_t>(rows_for(head_dim)) * 2;
+}
+
 bool attention_supports(int head_dim, int group) {
     return group >= 1 && group <= rows_for(head_dim);
 }
@@ -199,18 +307,19 @@ int attention_queries_per_item(int head_dim, int group) {
 
 void paged_attention(const float* qkv, const std::int32_t* pos, const attention_items& items,
                      int n_items, const void* kv_cache, dtype type, const kv_geometry& g, int layer,
-                     void* out, cudaStream_t stream) {
+                     void* out, const attention_split& split, cudaStream_t stream) {
     if (n_items <= 0)
         return;
     switch (g.head_dim) {
     case 16:
-        return launch<16>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, stream);
+        return launch<16>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split, stream);
     case 32:
-        return launch<32>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, stream);
+        return launch<32>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split, stream);
     case 64:
-        return launch<64>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, stream);
+        return launch<64>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split, stream);
     case 128:
-        return launch<128>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, stream);
+        return launch<128>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split,
+                           stream);
     default:
         return; // refused at construction (attention_supports)
     }

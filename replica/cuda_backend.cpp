@@ -250,6 +250,7 @@ private:
         std::size_t meta_ints = 0;
         bool decode = false;
         std::size_t bucket = 0; // graph bucket index when decode
+        int splits = 1;         // shares of each attention item's keys
     };
 
     const void* upload_projection(const std::vector<float>& values, device_memory& staging);
@@ -258,7 +259,6 @@ private:
     step pack(std::span<const batch_entry> batch);
     void enqueue(const step& s);
     void gemm(const void* x, const void* w, float* y, int rows, int in, int out, float beta);
-    cuda::skinny_plan skinny(int rows, int in, int out) const;
     void replay_decode(const step& s);
     void drop_graphs();
 
@@ -269,7 +269,6 @@ private:
     std::size_t block_size_;
     std::size_t num_blocks_;
     bool use_graphs_;
-    int skinny_rows_;
     int sm_count_ = 1;
     int queries_per_item_;
     cuda::kv_geometry geometry_;
@@ -292,7 +291,9 @@ private:
     device_memory meta_;
     device_memory x_, h_, qkv_, att_, gate_up_, act_, logits_;
     pinned_memory logits_host_;
-    device_memory skinny_workspace_; // the split-K projections' partial sums
+    // Split attention's workspace, for up to attention_blocks_ blocks (items x KV heads x shares).
+    int attention_blocks_ = 0;
+    device_memory attention_ws_;
     step_profile profile_;
 
     std::array<cudaGraphExec_t, graph_buckets> graphs_{};
@@ -307,8 +308,6 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     , block_size_(options.block_size)
     , num_blocks_(options.num_blocks)
     , use_graphs_(options.cuda_graphs)
-    , skinny_rows_(static_cast<int>(
-          std::clamp<std::int64_t>(options.cuda_skinny_rows, 0, cuda::skinny_max_rows)))
     , queries_per_item_(cuda::attention_queries_per_item(as_int(cfg_.head_dim),
                                                          as_int(cfg_.n_heads / cfg_.n_kv_heads))) {
     geometry_.n_layers = as_int(cfg_.n_layers);
@@ -350,17 +349,9 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     check(cudaMemsetAsync(kv_.get(), 0, kv_.size(), stream_), "cudaMemset");
     reserve(std::max(options.max_batched_tokens, max_graph_batch),
             std::max<std::size_t>(num_blocks_, 1024));
-    // The split-K projections' workspace: the largest any of the layer shapes needs.
-    std::size_t skinny_floats = 0;
-    const int d = as_int(cfg_.d_model), q_dim = as_int(cfg_.q_dim()), d_ff = as_int(cfg_.d_ff);
-    const int qkv_dim = as_int(cfg_.q_dim() + 2 * cfg_.kv_dim());
-    const std::array<std::pair<int, int>, 4> shapes{
-        {{d, qkv_dim}, {q_dim, d}, {d, 2 * d_ff}, {d_ff, d}}};
-    for (int rows = 1; rows <= skinny_rows_; ++rows)
-        for (const auto& [in, out] : shapes)
-            skinny_floats = std::max(skinny_floats, cuda::skinny_workspace_floats(
-                                                        skinny(rows, in, out), rows, out));
-    skinny_workspace_ = device_memory(skinny_floats * sizeof(float));
+    attention_blocks_ = 8 * sm_count_;
+    attention_ws_ = device_memory(
+        cuda::attention_workspace_floats(geometry_.head_dim, attention_blocks_) * sizeof(float));
     check(cudaStreamSynchronize(stream_), "allocating the KV cache");
 }
 
@@ -429,10 +420,11 @@ void cuda_backend::reserve(std::size_t rows, std::size_t table_entries) {
 // Fills meta_host_ for the batch and says how to run it.
 cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
     step s;
-    std::size_t total = 0, table_entries = 0;
+    std::size_t total = 0, table_entries = 0, max_keys = 0;
     s.decode = use_graphs_ && !batch.empty() && batch.size() <= max_graph_batch;
     for (const auto& e : batch) {
         const std::size_t end = e.start_pos + e.tokens.size();
+        max_keys = std::max(max_keys, end);
         const std::size_t blocks = (end + block_size_ - 1) / block_size_;
         if (e.block_table.size() < blocks)
             throw std::invalid_argument("cuda backend: block table shorter than the sequence");
@@ -494,6 +486,11 @@ cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
     }
     s.rows = as_int(rows);
     s.items = as_int(items);
+    // A decode graph replays while its sequences grow, so its split is chosen for any length.
+    s.splits = cuda::attention_splits(
+        s.items, geometry_.n_kv_heads,
+        s.decode ? std::numeric_limits<int>::max() / 2 : as_int(max_keys), attention_blocks_,
+        sm_count_);
     s.logit_rows = as_int(logit_rows);
     s.meta_ints = meta_arrays * cap + table_used;
     return s;
@@ -501,19 +498,8 @@ cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
 
 // y[rows x out] (fp32) = x[rows x in] · w[in x out] + beta · y, all row-major. cuBLAS is
 // column-major, where these are yᵀ = wᵀ · xᵀ with no transposition: m = out, n = rows, k = in.
-cuda::skinny_plan cuda_backend::skinny(int rows, int in, int out) const {
-    if (rows > skinny_rows_)
-        return {};
-    return cuda::plan_skinny_gemm(dtype_, rows, in, out, sm_count_);
-}
-
 void cuda_backend::gemm(const void* x, const void* w, float* y, int rows, int in, int out,
                         float beta) {
-    if (const auto plan = skinny(rows, in, out); plan.splits > 0) {
-        cuda::skinny_gemm(plan, x, w, dtype_, y, rows, in, out, beta,
-                          skinny_workspace_.get<float>(), stream_);
-        return;
-    }
     const float alpha = 1.0f;
     check(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &alpha, w, gemm_type_, out,
                        x, gemm_type_, in, &beta, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
@@ -534,6 +520,9 @@ void cuda_backend::enqueue(const step& s) {
     float* x = x_.get<float>();
     float* qkv = qkv_.get<float>();
     float* gate_up = gate_up_.get<float>();
+    float* ws = attention_ws_.get<float>();
+    const cuda::attention_split split{
+        s.splits, ws, ws + cuda::attention_output_floats(geometry_.head_dim, attention_blocks_)};
 
     step_profile& p = profile_;
     cuda::embed(embedding_, tokens, x, s.rows, d, as_int(c.vocab), stream_);
@@ -548,7 +537,7 @@ void cuda_backend::enqueue(const step& s) {
                             s.rows, stream_);
         p.mark("rope+store", stream_);
         cuda::paged_attention(qkv, pos, items, s.items, kv_.get(), dtype_, geometry_, as_int(l),
-                              att_.get(), stream_);
+                              att_.get(), split, stream_);
         p.mark("attention", stream_);
         gemm(att_.get(), w.wo, x, s.rows, q_dim, d, 1.0f); // beta 1: the residual add
         p.mark("gemm o", stream_);

@@ -59,29 +59,30 @@ int attention_queries_per_item(int head_dim, int group);
 // heads of one KV head (group) fitting one item.
 bool attention_supports(int head_dim, int group);
 
+// Splitting each item's keys over several blocks (see cuda_attention.cu): how many shares, and
+// the workspace they write. splits 1 needs no workspace.
+constexpr int attention_max_splits = 32;
+struct attention_split {
+    int splits = 1;
+    float* part_o = nullptr;  // [items][kv heads][splits][rows per item][head_dim]
+    float* part_ml = nullptr; // [items][kv heads][splits][rows per item][2]: running max, sum
+};
+// Shares for a step of `items` items whose longest sequence sees `max_keys` keys (a decode graph,
+// whose contexts grow after capture, passes a large value), with items x KV heads x shares kept
+// within max_blocks (what the workspace holds).
+int attention_splits(int items, int n_kv_heads, int max_keys, int max_blocks, int sm_count);
+// fp32 values of part_o, and of part_o plus part_ml, for max_blocks blocks (items x KV heads x
+// shares).
+std::size_t attention_output_floats(int head_dim, int max_blocks);
+std::size_t attention_workspace_floats(int head_dim, int max_blocks);
+
 // Causal attention over the paged cache: each query row at pos[r] attends to keys 0..pos[r] of
 // its sequence, read through the block table (cached prefix blocks and this step's own keys
 // alike; the keys must be stored first). q is read from qkv, scaled by 1/sqrt(head_dim); the
 // output [rows][q_dim] is written in `type`, the cache's dtype. Online softmax in fp32.
 void paged_attention(const float* qkv, const std::int32_t* pos, const attention_items& items,
                      int n_items, const void* kv_cache, dtype type, const kv_geometry& g, int layer,
-                     void* out, cudaStream_t stream);
-
-// Projections of at most skinny_max_rows rows (decode of small batches), for which cuBLAS leaves
-// most of the GPU idle: y[rows][out] (fp32) = x[rows][in] · w[in][out] + beta · y, x and w in
-// `type`, row-major, K split over many blocks (cuda_gemm.cu). A plan with splits 0 means the
-// shape is not supported (more rows, or out not a multiple of 16 bytes' worth of values).
-constexpr int skinny_max_rows = 8;
-struct skinny_plan {
-    int col_tiles = 0;
-    int splits = 0;
-    int k_chunk = 0;
-};
-skinny_plan plan_skinny_gemm(dtype type, int rows, int in, int out, int sm_count);
-// fp32 values of workspace the plan needs.
-std::size_t skinny_workspace_floats(const skinny_plan& p, int rows, int out);
-void skinny_gemm(const skinny_plan& p, const void* x, const void* w, dtype type, float* y, int rows,
-                 int in, int out, float beta, float* workspace, cudaStream_t stream);
+                     void* out, const attention_split& split, cudaStream_t stream);
 
 // out[r][i] = silu(gate_up[r][i]) * gate_up[r][d_ff + i], in `out_type`.
 void swiglu(const float* gate_up, void* out, dtype out_type, int rows, int d_ff,

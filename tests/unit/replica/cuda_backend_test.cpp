@@ -39,10 +39,8 @@ bool skip_without_gpu() {
 
 std::unique_ptr<backend> build(const std::string& kind, const model_weights& weights,
                                std::size_t num_blocks, const std::string& dtype = "fp32",
-                               bool graphs = true, std::size_t max_batched_tokens = 2048,
-                               std::int64_t skinny_rows = 8) {
+                               bool graphs = true, std::size_t max_batched_tokens = 2048) {
     backend_options options;
-    options.cuda_skinny_rows = skinny_rows;
     options.kind = kind;
     options.num_blocks = num_blocks;
     options.block_size = block_size;
@@ -192,12 +190,10 @@ TEST_CASE("cuda options are validated with the rest of the config", "[backend]")
     CHECK(validate(cfg).empty());
     cfg.cuda_dtype = "fp16";
     cfg.gpu_memory_utilization = 0.0;
-    cfg.cuda_skinny_rows = 9;
     const auto errors = validate(cfg);
-    REQUIRE(errors.size() == 3);
+    REQUIRE(errors.size() == 2);
     CHECK(errors[0].find("--gpu-memory-utilization") != std::string::npos);
     CHECK(errors[1].find("--cuda-dtype") != std::string::npos);
-    CHECK(errors[2].find("--cuda-skinny-gemm-rows") != std::string::npos);
 }
 
 TEST_CASE("KV blocks: --kv-blocks wins; cuda sizes from device memory, else from --kv-cache-mb",
@@ -241,54 +237,6 @@ TEST_CASE("cuda bf16: logits close to the cpu backend's, greedy tokens mostly ag
         CHECK(p.worst_rel_rms <= bf16_relative_rms);
         CHECK(static_cast<double>(p.same_tokens) >=
               bf16_token_agreement * static_cast<double>(p.tokens));
-    }
-}
-
-// The split-K projection kernel (decode steps of up to 8 rows) against cuBLAS on the same steps:
-// both accumulate in fp32 from the same inputs, so only summation order differs. Each decode
-// step has 1 to 9 rows (9: cuBLAS in both), the prefill has many (cuBLAS in both).
-TEST_CASE("cuda: split-K projections give cuBLAS's logits for decode steps of 1 to 8 rows",
-          "[gpu]") {
-    if (skip_without_gpu())
-        return;
-    for (const char* dtype : {"fp32", "bf16"}) {
-        INFO("dtype " << dtype);
-        const auto weights = make_weights(*preset("small"), 5);
-        auto split = build("cuda", weights, 160, dtype, false, 2048, 8);
-        auto cublas = build("cuda", weights, 160, dtype, false, 2048, 0);
-        auto split_seqs = make_sequences({3, 9, 17, 30, 31, 33, 48, 50, 64}, 16);
-        auto cublas_seqs = split_seqs;
-        std::vector<std::size_t> all{0, 1, 2, 3, 4, 5, 6, 7, 8};
-        step(*split, split_seqs, all);
-        step(*cublas, cublas_seqs, all);
-        for (auto& q : split_seqs)
-            q.computed = q.tokens.size();
-        cublas_seqs = split_seqs;
-        float worst = 0.0f;
-        double worst_rms = 0.0;
-        for (std::size_t rows = 1; rows <= 9; ++rows) {
-            for (int repeat = 0; repeat < 2; ++repeat) {
-                const std::vector<std::size_t> active(all.begin(),
-                                                      all.begin() + static_cast<long>(rows));
-                for (const std::size_t i : active) { // the same next token on both sides
-                    const auto tok = static_cast<common::token_id>('a' + (rows * 3 + i) % 26);
-                    split_seqs[i].tokens.push_back(tok);
-                    cublas_seqs[i].tokens.push_back(tok);
-                }
-                const auto got = step(*split, split_seqs, active);
-                const auto want = step(*cublas, cublas_seqs, active);
-                for (std::size_t k = 0; k < rows; ++k) {
-                    worst = std::max(worst, max_abs_diff(got[k], want[k]));
-                    worst_rms = std::max(worst_rms, relative_rms(got[k], want[k]));
-                    split_seqs[active[k]].computed = split_seqs[active[k]].tokens.size();
-                    cublas_seqs[active[k]].computed = cublas_seqs[active[k]].tokens.size();
-                }
-            }
-        }
-        if (std::string(dtype) == "fp32")
-            CHECK(worst <= fp32_logit_tolerance / 4);
-        else // a GEMM input rounded to bf16 the other way now and then
-            CHECK(worst_rms <= 0.01);
     }
 }
 
