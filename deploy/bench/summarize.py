@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Turns lanes-bench result files (build/results/...) into markdown tables on stdout and PNG
-charts in docs/img/ (drawn by gnuplot, a Debian package). Every figure comes from the sim backend."""
+charts in docs/img/ (drawn by gnuplot, a Debian package). Every figure comes from the sim backend,
+except the real-compute routing runs kept in docs/gpu/ (deploy/gpu/routing.sh on an H200)."""
 import json
 import os
 import subprocess
@@ -58,15 +59,15 @@ e
 """)
 
 
-def routing(section, prefix, title, names):
+def routing(section, prefix, title, names, base=None, label="sim backend"):
     rows = []
     for p in POLICIES:
-        r = load(f"{root}/{section}/{prefix}-{p}.json")
+        r = load(f"{base or root}/{section}/{prefix}-{p}.json")
         if r:
             rows.append((p, r))
     if not rows:
         return
-    print(f"\n### {title} (sim backend)\n")
+    print(f"\n### {title} ({label})\n")
     print("| policy | hit rate | ideal | output tokens/s | TTFT p50 ms | TTFT p99 ms | imbalance | failed |")
     print("|---|---|---|---|---|---|---|---|")
     for p, r in rows:
@@ -84,7 +85,7 @@ def routing(section, prefix, title, names):
                      for i, (p, r) in enumerate(rows))
     gnuplot(f"""set terminal pngcairo size 640,400 noenhanced
 set output '{img}/{names}.png'
-set title '{title}: fleet prefix-cache hit rate (sim backend)'
+set title '{title}: fleet prefix-cache hit rate ({label})'
 set style data histograms; set style fill solid 0.8; set boxwidth 0.8
 set yrange [0:1]; set ylabel 'hit rate'; set grid y; set xtics rotate by -20
 plot '-' using 3:xtic(2) title 'measured', '-' using 4:xtic(2) title 'ideal'
@@ -132,3 +133,5 @@ routing("C64", "shared-prefix", "C. Routing effect, default shared-prefix worklo
 routing("trace", "synthetic", "Trace replay, Mooncake synthetic", "trace-synthetic")
 routing("trace", "conversation", "Trace replay, Mooncake conversation", "trace-conversation")
 fault()
+routing("gpu", "routing", "Shared-prefix on one H200", "routing-h200", base="docs",
+        label="cuda backend")
