@@ -43,8 +43,8 @@ using namespace device;
 template <typename T, int HD>
 __global__ void __launch_bounds__(shape<HD>::threads, shape<HD>::min_blocks)
     attention_kernel(const float* qkv, const std::int32_t* pos, attention_items items,
-                     const T* cache, kv_geometry g, int layer, T* out, int splits,
-                     float* part_o, float* part_ml) {
+                     const T* cache, kv_geometry g, int layer, T* out, int splits, float* part_o,
+                     float* part_ml) {
     using S = shape<HD>;
     __shared__ __align__(16) float q_s[S::rows][HD];
     __shared__ float kt_s[HD][S::keys + 1]; // K transposed, padded against bank conflicts
@@ -318,8 +318,7 @@ void paged_attention(const float* qkv, const std::int32_t* pos, const attention_
     case 64:
         return launch<64>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split, stream);
     case 128:
-        return launch<128>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split,
-                           stream);
+        return launch<128>(qkv, pos, items, n_items, kv_cache, type, g, layer, out, split, stream);
     default:
         return; // refused at construction (attention_supports)
     }

@@ -178,8 +178,7 @@ public:
             k.gap_ms += std::chrono::duration<double, std::milli>(call_start_ - last_end_).count();
         last_end_ = now;
         float ms = 0;
-        if (used_ >= 2 &&
-            cudaEventElapsedTime(&ms, events_[0], events_[used_ - 1]) == cudaSuccess)
+        if (used_ >= 2 && cudaEventElapsedTime(&ms, events_[0], events_[used_ - 1]) == cudaSuccess)
             k.gpu_ms += ms;
         for (std::size_t i = 1; i < used_; ++i) {
             if (cudaEventElapsedTime(&ms, events_[i - 1], events_[i]) != cudaSuccess)
@@ -487,10 +486,10 @@ cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
     s.rows = as_int(rows);
     s.items = as_int(items);
     // A decode graph replays while its sequences grow, so its split is chosen for any length.
-    s.splits = cuda::attention_splits(
-        s.items, geometry_.n_kv_heads,
-        s.decode ? std::numeric_limits<int>::max() / 2 : as_int(max_keys), attention_blocks_,
-        sm_count_);
+    s.splits =
+        cuda::attention_splits(s.items, geometry_.n_kv_heads,
+                               s.decode ? std::numeric_limits<int>::max() / 2 : as_int(max_keys),
+                               attention_blocks_, sm_count_);
     s.logit_rows = as_int(logit_rows);
     s.meta_ints = meta_arrays * cap + table_used;
     return s;
