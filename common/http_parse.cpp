@@ -63,24 +63,29 @@ bool all_tchar(std::string_view s) {
 }
 
 // Field values (and the reason phrase): printable ASCII, obs-text and tabs only, as Beast's
-// parser requires; the request fast path leaves anything else to Beast to judge.
+// parser requires; the request fast path leaves anything else to Beast to judge. Written as
+// byte arithmetic with no short-circuit, so the compiler vectorizes it (a `&&` in the loop kept
+// it scalar: 1.4 k instructions per proxied request).
 bool plain_value(std::string_view s) {
-    bool bad = false;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        bad |= (u < 0x20 && u != '\t') | (u == 0x7f);
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    unsigned char bad = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const unsigned char u = p[i];
+        bad |= static_cast<unsigned char>((u < 0x20) & (u != '\t')) |
+               static_cast<unsigned char>(u == 0x7f);
     }
-    return !bad;
+    return bad == 0;
 }
 
 // A request target: visible ASCII only.
 bool plain_target(std::string_view s) {
-    bool bad = false;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        bad |= (u <= 0x20) | (u >= 0x7f);
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    unsigned char bad = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const unsigned char u = p[i];
+        bad |= static_cast<unsigned char>((u <= 0x20) | (u >= 0x7f));
     }
-    return !bad;
+    return bad == 0;
 }
 
 std::string_view trim(std::string_view s) {
