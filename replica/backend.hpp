@@ -64,9 +64,6 @@ struct backend_options {
     // activation buffers are sized for it; a larger step grows them).
     std::string cuda_dtype = "bf16";
     bool cuda_graphs = true;
-    // cuda: time cuBLASLt's algorithms for the decode steps' projections at start-up and use
-    // the fastest (else cublasGemmEx's default choice everywhere).
-    bool cuda_tune_gemm = true;
     std::size_t max_batched_tokens = 2048;
 };
 

@@ -15,8 +15,6 @@ void add_engine_flags(common::flag_set& f, replica_config& cfg) {
           "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
     f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");
     f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
-    f.add("cuda-tune-gemm", cfg.cuda_tune_gemm,
-          "cuda: time cuBLASLt algorithms for the decode projections at start-up, keep the fastest");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");
     f.add("sim-prefill-a", cfg.sim.prefill_a, "sim: ms per squared uncached prompt token");
     f.add("sim-prefill-b", cfg.sim.prefill_b, "sim: ms per uncached prompt token");

@@ -26,7 +26,6 @@ struct replica_config {
     double gpu_memory_utilization = 0.9;
     std::string cuda_dtype = "bf16";            // cuda: weights and KV cache storage (bf16 | fp32)
     bool cuda_graphs = true;                    // cuda: replay decode steps from CUDA graphs
-    bool cuda_tune_gemm = true;                 // cuda: time cuBLASLt algorithms for decode GEMMs
     std::int64_t block_size = 16;               // tokens per KV block
     std::int64_t seed = 0;                      // weights and default sampling seed
     std::int64_t max_model_len = 8192;          // prompt + output tokens

@@ -13,7 +13,6 @@
 #include "replica/cuda_backend.hpp"
 
 #include "common/log.hpp"
-#include "replica/cuda_gemm.hpp"
 #include "replica/cuda_kernels.hpp"
 
 #include <cublas_v2.h>
@@ -259,12 +258,12 @@ private:
     step pack(std::span<const batch_entry> batch);
     void enqueue(const step& s);
     void gemm(const void* x, const void* w, float* y, int rows, int in, int out, float beta);
-    void tune_decode_gemms();
     void replay_decode(const step& s);
     void drop_graphs();
 
     model_config cfg_;
     cuda::dtype dtype_;
+    cudaDataType_t gemm_type_;
     std::size_t value_bytes_;
     std::size_t block_size_;
     std::size_t num_blocks_;
@@ -278,7 +277,6 @@ private:
     device_memory workspace_;
     cublas_ptr cublas_owner_;
     cublasHandle_t cublas_ = nullptr;
-    std::unique_ptr<cuda::gemm_runner> gemms_; // before cublas_owner_ goes (declared after it)
     std::vector<device_memory> weights_;
     const float* embedding_ = nullptr;
     const float* final_norm_ = nullptr;
@@ -304,6 +302,7 @@ private:
 cuda_backend::cuda_backend(const backend_options& options, const model_weights& weights)
     : cfg_(weights.cfg)
     , dtype_(options.cuda_dtype == "fp32" ? cuda::dtype::f32 : cuda::dtype::bf16)
+    , gemm_type_(dtype_ == cuda::dtype::f32 ? CUDA_R_32F : CUDA_R_16BF)
     , value_bytes_(cuda_dtype_bytes(options.cuda_dtype))
     , block_size_(options.block_size)
     , num_blocks_(options.num_blocks)
@@ -327,8 +326,6 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     check(cublasSetStream(cublas_, stream_), "cublasSetStream");
     check(cublasSetWorkspace(cublas_, workspace_.get(), workspace_.size()), "cublasSetWorkspace");
     check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"); // no TF32
-    gemms_ = std::make_unique<cuda::gemm_runner>(cublas_, stream_, dtype_ == cuda::dtype::f32,
-                                                 workspace_.get(), workspace_.size());
 
     std::size_t largest = weights.lm_head.size();
     for (const auto& lw : weights.layers)
@@ -354,8 +351,6 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     attention_blocks_ = 8 * sm_count_;
     attention_ws_ = device_memory(
         cuda::attention_workspace_floats(geometry_.head_dim, attention_blocks_) * sizeof(float));
-    if (options.cuda_tune_gemm)
-        tune_decode_gemms();
     check(cudaStreamSynchronize(stream_), "allocating the KV cache");
 }
 
@@ -504,32 +499,11 @@ cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
 // column-major, where these are yᵀ = wᵀ · xᵀ with no transposition: m = out, n = rows, k = in.
 void cuda_backend::gemm(const void* x, const void* w, float* y, int rows, int in, int out,
                         float beta) {
-    gemms_->run(x, w, y, rows, in, out, beta);
-}
-
-// Times the projections of every decode bucket (1 to 256 rows) on the step buffers (their
-// contents are overwritten; nothing is in them yet) with layer 0's weights.
-void cuda_backend::tune_decode_gemms() {
-    const auto& c = cfg_;
-    const int d = as_int(c.d_model), q_dim = as_int(c.q_dim()), d_ff = as_int(c.d_ff);
-    const int qkv_dim = as_int(c.q_dim() + 2 * c.kv_dim()), vocab = as_int(c.vocab);
-    const layer& w = layers_.front();
-    for (std::size_t rows = 1; rows <= max_graph_batch; rows *= 2) {
-        const int n = as_int(rows);
-        gemms_->tune(h_.get(), w.wqkv, qkv_.get<float>(), n, d, qkv_dim);
-        gemms_->tune(att_.get(), w.wo, x_.get<float>(), n, q_dim, d);
-        gemms_->tune(h_.get(), w.w_gate_up, gate_up_.get<float>(), n, d, 2 * d_ff);
-        gemms_->tune(act_.get(), w.w_down, x_.get<float>(), n, d_ff, d);
-        gemms_->tune(h_.get(), lm_head_, logits_.get<float>(), n, d, vocab);
-    }
-    check(cudaStreamSynchronize(stream_), "tuning the projections");
-    const auto& r = gemms_->report();
-    LANES_LOG(info, "cuda",
-              "decode projections: " << r.tuned << " of " << r.shapes
-                                     << " shapes run a faster cuBLASLt algorithm; summed over the "
-                                        "shapes "
-                                     << static_cast<long>(r.default_us) << " us -> "
-                                     << static_cast<long>(r.tuned_us) << " us");
+    const float alpha = 1.0f;
+    check(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &alpha, w, gemm_type_, out,
+                       x, gemm_type_, in, &beta, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
 }
 
 // The forward pass of one step on stream_, reading the metadata already copied to meta_.

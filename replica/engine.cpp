@@ -99,7 +99,6 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics)
     options.sim = cfg.sim;
     options.cuda_dtype = cfg.cuda_dtype;
     options.cuda_graphs = cfg.cuda_graphs;
-    options.cuda_tune_gemm = cfg.cuda_tune_gemm;
     options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
     if (options.kind != "sim") // sim needs no weights
         weights_ = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
