@@ -157,16 +157,32 @@ asio::awaitable<error_code> client_connection::write(request& req, duration time
 
 asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
                                                          std::string_view body, duration timeout) {
+    const auto w = start_write_raw(head, body);
+    if (w.done)
+        co_return w.ec;
+    co_return co_await finish_write_raw(head, body, w.written, timeout);
+}
+
+write_attempt client_connection::start_write_raw(std::string_view head, std::string_view body) {
     header_read_ = false;
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     auto w = write_now(*stream_, wire.data(), wire.size());
-    if (!w.done)
-        w.ec = co_await write_rest(*stream_, wire.data(), wire.size(), w.written, timeout);
     if (w.ec)
         open_ = false;
-    co_return w.ec;
+    return w;
+}
+
+asio::awaitable<error_code> client_connection::finish_write_raw(std::string_view head,
+                                                                std::string_view body,
+                                                                std::size_t written,
+                                                                duration timeout) {
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    const error_code ec = co_await write_rest(*stream_, wire.data(), wire.size(), written, timeout);
+    if (ec)
+        open_ = false;
+    co_return ec;
 }
 
 // Both readers work on what is already buffered and read from the socket only when that is not

@@ -7,6 +7,7 @@
 #include "common/http_parse.hpp"
 #include "common/http_server.hpp"
 #include "common/read_deadline.hpp"
+#include "common/socket_write.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -54,6 +55,14 @@ public:
     // serialize_header makes) then `body`, in one gathered write. Both must outlive the call.
     boost::asio::awaitable<boost::system::error_code>
     write_raw(std::string_view head, std::string_view body, duration timeout);
+    // write_raw in two steps, so that a request the socket takes at once costs no coroutine
+    // frame: start_write_raw hands the socket what it takes now; unless that is `done` (all
+    // sent, or failed: ec), finish_write_raw sends the rest. Same arguments to both.
+    write_attempt start_write_raw(std::string_view head, std::string_view body);
+    boost::asio::awaitable<boost::system::error_code> finish_write_raw(std::string_view head,
+                                                                       std::string_view body,
+                                                                       std::size_t written,
+                                                                       duration timeout);
     // Reads the response status line and headers (interim 1xx answers are skipped).
     boost::asio::awaitable<boost::system::error_code> read_header(duration timeout);
     const response_head& head() const { return head_; }

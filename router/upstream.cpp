@@ -121,7 +121,11 @@ asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
                 co_return ec;
             }
         }
-        ec = co_await link.conn->write_raw(head, req.body(), cfg_.upstream_write_timeout);
+        const auto w = link.conn->start_write_raw(head, req.body());
+        ec = w.ec;
+        if (!w.done)
+            ec = co_await link.conn->finish_write_raw(head, req.body(), w.written,
+                                                      cfg_.upstream_write_timeout);
         if (!ec)
             ec = co_await link.conn->read_header(cfg_.first_byte_timeout);
         if (!ec || !reused || link.client_gone)
