@@ -112,7 +112,7 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
                            {"stream_options", {{"include_usage", true}}}};
     if (!st.cfg.model.empty())
         body["model"] = st.cfg.model;
-    http::request req{bhttp::verb::post, st.target.base_path + "/v1/completions", 11};
+    http::outgoing_request req{bhttp::verb::post, st.target.base_path + "/v1/completions", 11};
     req.set(bhttp::field::content_type, "application/json");
     if (spec.session)
         req.set("x-session-id", *spec.session);

@@ -147,7 +147,7 @@ void client_connection::close() {
     open_ = false;
 }
 
-asio::awaitable<error_code> client_connection::write(request& req, duration timeout) {
+asio::awaitable<error_code> client_connection::write(outgoing_request& req, duration timeout) {
     if (req.find(beast_http::field::host) == req.end())
         req.set(beast_http::field::host, target_.authority());
     req.prepare_payload();
@@ -350,7 +350,7 @@ asio::awaitable<fetch_result> fetch(asio::any_io_executor ex, const url& target,
         return std::max(duration{1}, std::chrono::duration_cast<duration>(
                                          deadline - std::chrono::steady_clock::now()));
     };
-    request req{method, target.base_path + std::string(path), 11};
+    outgoing_request req{method, target.base_path + std::string(path), 11};
     req.set(beast_http::field::user_agent, "lanes");
     for (const auto& [name, value] : options.headers)
         req.set(name, value);

@@ -50,7 +50,8 @@ public:
     void rebind(boost::asio::any_io_executor ex);
 
     // Sends `req` (Host is set from the connected url when absent).
-    boost::asio::awaitable<boost::system::error_code> write(request& req, duration timeout);
+    boost::asio::awaitable<boost::system::error_code> write(outgoing_request& req,
+                                                            duration timeout);
     // Sends a request already on the wire format: `head` (start line, fields, blank line, as
     // serialize_header makes) then `body`, in one gathered write. Both must outlive the call.
     boost::asio::awaitable<boost::system::error_code>

@@ -286,10 +286,7 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
     if (verb == beast_http::verb::unknown || !plain_target(target) || version.size() != 8 ||
         !version.starts_with("HTTP/1.") || (version[7] != '0' && version[7] != '1'))
         return 0;
-    out = request{};
-    out.method(verb);
-    out.target(target);
-    out.version(version[7] == '1' ? 11 : 10);
+    out.start_in(data.substr(0, header_size), verb, method, target, version[7] == '1' ? 11 : 10);
 
     bool has_length = false;
     std::uint64_t length = 0;
@@ -314,7 +311,7 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
             default:
                 break;
             }
-            out.insert(name, value);
+            out.add(name, value);
             return true;
         });
     if (fields != fields_end::blank_line)

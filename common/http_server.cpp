@@ -8,6 +8,109 @@
 
 namespace lanes::common::http {
 
+namespace {
+
+constexpr char lower(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    return true;
+}
+
+// Whether the comma-separated list holds `token` (ASCII case-insensitively).
+bool has_token(std::string_view list, std::string_view token) {
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        std::string_view item = list.substr(0, comma);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+            item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+            item.remove_suffix(1);
+        if (iequal(item, token))
+            return true;
+        if (comma == std::string_view::npos)
+            break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+} // namespace
+
+// A few fields are usual; more grow the table.
+constexpr std::size_t usual_fields = 8;
+
+request::span request::keep(std::string_view s) {
+    const auto at = reinterpret_cast<std::uintptr_t>(s.data());
+    const auto base = reinterpret_cast<std::uintptr_t>(source_);
+    if (source_ && at >= base && at + s.size() <= base + text_.size()) // within start_in's copy
+        return {static_cast<std::uint32_t>(at - base), static_cast<std::uint32_t>(s.size())};
+    const span out{static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(s.size())};
+    source_ = nullptr; // appending may move text_: no more views into the source from here
+    text_.append(s);
+    return out;
+}
+
+void request::start(beast_http::verb verb, std::string_view method, std::string_view target,
+                    unsigned version, std::size_t text_bytes) {
+    source_ = nullptr;
+    text_.clear();
+    text_.reserve(text_bytes);
+    fields_.clear();
+    fields_.reserve(usual_fields);
+    body_.clear();
+    verb_ = verb;
+    version_ = version;
+    method_ = keep(method);
+    target_ = keep(target);
+}
+
+void request::start_in(std::string_view header, beast_http::verb verb, std::string_view method,
+                       std::string_view target, unsigned version) {
+    text_.assign(header);
+    source_ = header.data();
+    fields_.clear();
+    fields_.reserve(usual_fields);
+    body_.clear();
+    verb_ = verb;
+    version_ = version;
+    method_ = keep(method);
+    target_ = keep(target);
+}
+
+void request::add(std::string_view name, std::string_view value) {
+    const span n = keep(name);
+    fields_.emplace_back(n, keep(value));
+}
+
+std::optional<std::string_view> request::find(std::string_view name) const {
+    for (const auto& [n, v] : fields_)
+        if (iequal(slice(n), name))
+            return slice(v);
+    return std::nullopt;
+}
+
+std::string_view request::operator[](beast_http::field name) const {
+    const auto s = beast_http::to_string(name);
+    return (*this)[std::string_view(s.data(), s.size())];
+}
+
+bool request::keep_alive() const {
+    bool close = false, keep = false;
+    for (const auto& [n, v] : fields_)
+        if (iequal(slice(n), "connection")) {
+            close = close || has_token(slice(v), "close");
+            keep = keep || has_token(slice(v), "keep-alive");
+        }
+    return version_ >= 11 ? !close : keep && !close;
+}
+
 response make_response(const request& req, beast_http::status status, std::string body,
                        std::string_view content_type) {
     response res{status, req.version()};
@@ -38,7 +141,7 @@ std::string_view version_text(unsigned version) {
     return version == 10 ? "HTTP/1.0" : "HTTP/1.1";
 }
 
-std::string serialize_header(const request& req) {
+std::string serialize_header(const outgoing_request& req) {
     std::string out;
     out.reserve(256);
     out += req.method_string();

@@ -126,7 +126,15 @@ asio::awaitable<std::optional<request>> session::read_with_parser() {
             co_await refuse(400, "malformed HTTP request body: " + bec.message());
         co_return std::nullopt;
     }
-    co_return parser.release();
+    // Into the server's own request type, as the plain path makes it.
+    auto msg = parser.release();
+    const auto sv = [](auto s) { return std::string_view(s.data(), s.size()); };
+    request req;
+    req.start(msg.method(), sv(msg.method_string()), sv(msg.target()), msg.version(), 256);
+    for (const auto& f : msg)
+        req.add(sv(f.name_string()), sv(f.value()));
+    req.body() = std::move(msg.body());
+    co_return req;
 }
 
 // Feeds what is already buffered to the parser, with no I/O and no asynchronous operation: a

@@ -27,12 +27,12 @@ namespace {
 // The session key: x-session-id header, else the body's `user`, else a `session_id` cookie.
 std::optional<std::string> session_key(const http::request& req,
                                        const std::optional<std::string>& user) {
-    if (auto it = req.find("x-session-id"); it != req.end() && !it->value().empty())
-        return std::string(it->value());
+    if (auto id = req.find("x-session-id"); id && !id->empty())
+        return std::string(*id);
     if (user && !user->empty())
         return *user;
-    if (auto it = req.find(bhttp::field::cookie); it != req.end()) {
-        const std::string_view cookies(it->value().data(), it->value().size());
+    if (auto cookie = req.find("cookie")) {
+        const std::string_view cookies = *cookie;
         constexpr std::string_view key = "session_id=";
         for (std::size_t pos = 0; pos < cookies.size();) {
             const auto end = std::min(cookies.find(';', pos), cookies.size());
@@ -173,8 +173,8 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     }
 
     std::string request_id;
-    if (auto it = req.find(header_request_id); it != req.end() && !it->value().empty())
-        request_id = std::string(it->value());
+    if (auto id = req.find(header_request_id); id && !id->empty())
+        request_id = std::string(*id);
     else
         request_id = openai::make_id("req-");
 

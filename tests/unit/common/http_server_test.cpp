@@ -215,7 +215,7 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
                 const http::url target{"127.0.0.1", ts.port, ""};
                 auto ec = co_await c.connect(target, 2s);
                 REQUIRE(!ec);
-                http::request req{bhttp::verb::get, "/stream", 11};
+                http::outgoing_request req{bhttp::verb::get, "/stream", 11};
                 ec = co_await c.write(req, 2s);
                 REQUIRE(!ec);
                 ec = co_await c.read_header(2s);
@@ -445,7 +445,7 @@ TEST_CASE("client deadlines: first byte and stream idle", "[http]") {
         run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
             http::client_connection c(ex);
             connected = co_await c.connect(target, 2s);
-            http::request req{bhttp::verb::get, "/", 11};
+            http::outgoing_request req{bhttp::verb::get, "/", 11};
             written = co_await c.write(req, 2s);
             const auto start = std::chrono::steady_clock::now();
             ec = co_await c.read_header(200ms);
@@ -469,7 +469,7 @@ TEST_CASE("client deadlines: first byte and stream idle", "[http]") {
         run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
             http::client_connection c(ex);
             connected = co_await c.connect(target, 2s);
-            http::request req{bhttp::verb::get, "/", 11};
+            http::outgoing_request req{bhttp::verb::get, "/", 11};
             written = co_await c.write(req, 2s);
             header = co_await c.read_header(2s);
             chunked = c.chunked();
