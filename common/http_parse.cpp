@@ -27,15 +27,6 @@ bool iequals(std::string_view a, std::string_view lower_b) {
     return true;
 }
 
-bool iequals_any(std::string_view a, std::string_view b) {
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i]))
-            return false;
-    return true;
-}
-
 bool digit(char c) {
     return c >= '0' && c <= '9';
 }
@@ -175,7 +166,7 @@ bool parse_status_line(std::string_view line, unsigned& version, int& status,
 
 std::string_view response_head::field(std::string_view wanted) const {
     for (const auto& f : fields_)
-        if (iequals_any(slice(f.name), wanted))
+        if (iequals_ascii(slice(f.name), wanted))
             return slice(f.value);
     return {};
 }
@@ -320,6 +311,22 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
         return 0; // over the limit (Beast answers 413), or the body is not all here yet
     out.body().assign(data.substr(header_size, static_cast<std::size_t>(length)));
     return header_size + static_cast<std::size_t>(length);
+}
+
+bool iequals_ascii(std::string_view a, std::string_view b) {
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    return true;
+}
+
+bool list_has(std::string_view list, std::string_view token) {
+    bool found = false;
+    for_each_item(list,
+                  [&](std::string_view item) { found = found || iequals_ascii(item, token); });
+    return found;
 }
 
 } // namespace lanes::common::http

@@ -80,4 +80,9 @@ private:
 std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
                                 std::size_t body_limit, request& out);
 
+// Field names and tokens compare ASCII case-insensitively.
+bool iequals_ascii(std::string_view a, std::string_view b);
+// Whether a comma-separated field value (a Connection field's, say) holds `token`.
+bool list_has(std::string_view list, std::string_view token);
+
 } // namespace lanes::common::http

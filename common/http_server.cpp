@@ -3,45 +3,11 @@
 #include "common/http_server.hpp"
 
 #include "common/allocator.hpp"
+#include "common/http_parse.hpp"
 #include "common/http_session.hpp"
 #include "common/log.hpp"
 
 namespace lanes::common::http {
-
-namespace {
-
-constexpr char lower(char c) {
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequal(std::string_view a, std::string_view b) {
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i]))
-            return false;
-    return true;
-}
-
-// Whether the comma-separated list holds `token` (ASCII case-insensitively).
-bool has_token(std::string_view list, std::string_view token) {
-    while (!list.empty()) {
-        const auto comma = list.find(',');
-        std::string_view item = list.substr(0, comma);
-        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
-            item.remove_prefix(1);
-        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
-            item.remove_suffix(1);
-        if (iequal(item, token))
-            return true;
-        if (comma == std::string_view::npos)
-            break;
-        list.remove_prefix(comma + 1);
-    }
-    return false;
-}
-
-} // namespace
 
 // A few fields are usual; more grow the table.
 constexpr std::size_t usual_fields = 8;
@@ -57,11 +23,10 @@ request::span request::keep(std::string_view s) {
     return out;
 }
 
-void request::start(beast_http::verb verb, std::string_view method, std::string_view target,
-                    unsigned version, std::size_t text_bytes) {
-    source_ = nullptr;
-    text_.clear();
-    text_.reserve(text_bytes);
+void request::reset(std::string_view text, const char* source, beast_http::verb verb,
+                    std::string_view method, std::string_view target, unsigned version) {
+    text_.assign(text);
+    source_ = source;
     fields_.clear();
     fields_.reserve(usual_fields);
     body_.clear();
@@ -71,17 +36,15 @@ void request::start(beast_http::verb verb, std::string_view method, std::string_
     target_ = keep(target);
 }
 
+void request::start(beast_http::verb verb, std::string_view method, std::string_view target,
+                    unsigned version, std::size_t text_bytes) {
+    text_.reserve(text_bytes);
+    reset({}, nullptr, verb, method, target, version);
+}
+
 void request::start_in(std::string_view header, beast_http::verb verb, std::string_view method,
                        std::string_view target, unsigned version) {
-    text_.assign(header);
-    source_ = header.data();
-    fields_.clear();
-    fields_.reserve(usual_fields);
-    body_.clear();
-    verb_ = verb;
-    version_ = version;
-    method_ = keep(method);
-    target_ = keep(target);
+    reset(header, header.data(), verb, method, target, version);
 }
 
 void request::add(std::string_view name, std::string_view value) {
@@ -91,7 +54,7 @@ void request::add(std::string_view name, std::string_view value) {
 
 std::optional<std::string_view> request::find(std::string_view name) const {
     for (const auto& [n, v] : fields_)
-        if (iequal(slice(n), name))
+        if (iequals_ascii(slice(n), name))
             return slice(v);
     return std::nullopt;
 }
@@ -104,9 +67,9 @@ std::string_view request::operator[](beast_http::field name) const {
 bool request::keep_alive() const {
     bool close = false, keep = false;
     for (const auto& [n, v] : fields_)
-        if (iequal(slice(n), "connection")) {
-            close = close || has_token(slice(v), "close");
-            keep = keep || has_token(slice(v), "keep-alive");
+        if (iequals_ascii(slice(n), "connection")) {
+            close = close || list_has(slice(v), "close");
+            keep = keep || list_has(slice(v), "keep-alive");
         }
     return version_ >= 11 ? !close : keep && !close;
 }

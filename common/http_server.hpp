@@ -80,6 +80,8 @@ private:
     };
     std::string_view slice(span s) const { return {text_.data() + s.offset, s.size}; }
     span keep(std::string_view s);
+    void reset(std::string_view text, const char* source, beast_http::verb verb,
+               std::string_view method, std::string_view target, unsigned version);
 
     std::string text_;
     const char* source_ = nullptr; // start_in's header: views into it map to offsets in text_

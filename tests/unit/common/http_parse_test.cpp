@@ -171,3 +171,43 @@ TEST_CASE("parse_plain_request reads plain requests and leaves the rest to Beast
         CHECK(parse_plain_request(other, 16384, 1024, req) == 0);
     }
 }
+
+TEST_CASE("the server's request: fields by name in any case, keep-alive, views kept as offsets",
+          "[http]") {
+    using lanes::common::http::request;
+    request req;
+    req.start(bhttp::verb::get, "GET", "/a", 11);
+    req.add("Connection", "Upgrade, close");
+    req.add("X-Thing", "1");
+    req.add("x-thing", "2");
+    CHECK(req.method_string() == "GET");
+    CHECK(req.target() == "/a");
+    CHECK_FALSE(req.keep_alive());                                      // "close" in a list
+    CHECK(req.find("x-THING") == std::optional<std::string_view>("1")); // the first of two
+    CHECK_FALSE(req.find("x-other"));
+    CHECK(req["x-other"].empty());
+    REQUIRE(req.field_count() == 3);
+    CHECK(req.name(2) == "x-thing");
+
+    req.start(bhttp::verb::get, "GET", "/", 10);
+    CHECK_FALSE(req.keep_alive()); // HTTP/1.0 closes unless told
+    req.add("connection", " Keep-Alive ");
+    CHECK(req.keep_alive());
+
+    // start_in: views into the header become offsets into the request's own copy; a view from
+    // elsewhere is appended. Both read back the same after the source is gone.
+    std::string header = "PUT /x HTTP/1.1\r\nHost: h\r\n\r\n";
+    const std::string other = "X-Added";
+    req.start_in(header, bhttp::verb::put, std::string_view(header).substr(0, 3),
+                 std::string_view(header).substr(4, 2), 11);
+    req.add(std::string_view(header).substr(17, 4), std::string_view(header).substr(23, 1));
+    req.add(other, "v");
+    req.add(std::string_view(header).substr(17, 4), "again");
+    header.assign(header.size(), '#');
+    CHECK(req.method_string() == "PUT");
+    CHECK(req.target() == "/x");
+    CHECK(req["host"] == "h");
+    CHECK(req["x-added"] == "v");
+    CHECK(req.value(2) == "again");
+    CHECK(req.keep_alive());
+}
