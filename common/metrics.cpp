@@ -213,40 +213,66 @@ family<T>::family(std::string name, std::string help, std::vector<std::string> l
         with({}); // an unlabeled metric is exposed (as 0) from the start
 }
 
+namespace {
+
+// FNV-1a over the values, each followed by a byte no label value can make ambiguous here.
+template <class Values>
+std::uint64_t values_hash(const Values& values) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const auto& v : values) {
+        for (const char c : std::string_view(v))
+            h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+        h = (h ^ 0xffU) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+template <class A, class B>
+bool same_values(const A& a, const B& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+        return std::string_view(x) == std::string_view(y);
+    });
+}
+
+} // namespace
+
 template <class T>
 T& family<T>::with(const label_values& values) {
-    if (values.size() != label_names_.size())
-        throw std::invalid_argument("metric " + name_ + ": expected " +
-                                    std::to_string(label_names_.size()) + " label values, got " +
-                                    std::to_string(values.size()));
-    std::lock_guard lock(mutex_);
-    if (auto it = children_.find(values); it != children_.end())
-        return *it->second;
-    return add_child(values);
+    return with_values(values);
 }
 
 template <class T>
 T& family<T>::with(std::initializer_list<std::string_view> values) {
+    return with_values(std::span<const std::string_view>(values.begin(), values.size()));
+}
+
+template <class T>
+template <class Values>
+T& family<T>::with_values(const Values& values) {
     if (values.size() != label_names_.size())
         throw std::invalid_argument("metric " + name_ + ": expected " +
                                     std::to_string(label_names_.size()) + " label values, got " +
                                     std::to_string(values.size()));
-    const std::span<const std::string_view> key(values.begin(), values.size());
+    const std::uint64_t hash = values_hash(values);
     std::lock_guard lock(mutex_);
-    if (auto it = children_.find(key); it != children_.end())
-        return *it->second;
-    return add_child(label_values(values.begin(), values.end()));
+    const auto [first, last] = index_.equal_range(hash);
+    for (auto it = first; it != last; ++it)
+        if (same_values(*it->second.first, values))
+            return *it->second.second;
+    return add_child(label_values(values.begin(), values.end()), hash);
 }
 
 // Called with the mutex held.
 template <class T>
-T& family<T>::add_child(label_values values) {
+T& family<T>::add_child(label_values values, std::uint64_t hash) {
     std::unique_ptr<T> child;
     if constexpr (std::is_same_v<T, histogram>)
         child = std::make_unique<T>(buckets_);
     else
         child = std::make_unique<T>();
-    return *children_.emplace(std::move(values), std::move(child)).first->second;
+    const auto placed = children_.emplace(std::move(values), std::move(child)).first;
+    index_.emplace(hash, std::make_pair(&placed->first, placed->second.get()));
+    return *placed->second;
 }
 
 template class family<counter>;

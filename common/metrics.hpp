@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace lanes::common::metrics {
@@ -99,8 +100,13 @@ private:
                 });
         }
     };
-    T& add_child(label_values values);
-    std::map<label_values, std::unique_ptr<T>, values_less> children_;
+    template <class Values>
+    T& with_values(const Values& values);
+    T& add_child(label_values values, std::uint64_t hash);
+    std::map<label_values, std::unique_ptr<T>, values_less> children_; // exposition order
+    // Lookups by a hash of the values (a handful of string compares on a hit), where walking
+    // the ordered map compared whole strings at every level: one lookup per proxied request.
+    std::unordered_multimap<std::uint64_t, std::pair<const label_values*, T*>> index_;
 };
 
 // Owns families and writes them in registration order. Names are validated at registration
