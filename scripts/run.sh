@@ -3,7 +3,8 @@
 # CUDA when a GPU is usable, else CPU) and the router on port 8000 in front of them, in the
 # foreground. Ctrl-C stops everything cleanly.
 #   LANES_REPLICAS=N (default 4), LANES_PORT (default 8000), LANES_POLICY, LANES_BACKEND,
-#   LANES_PRESET; extra arguments go to lanes-router.
+#   LANES_PRESET, LANES_START_TIMEOUT_S (how long to wait for the replicas to listen, 60);
+#   extra arguments go to lanes-router.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -28,6 +29,20 @@ for i in $(seq 0 $((n - 1))); do
         --backend "${LANES_BACKEND:-auto}" --preset "${LANES_PRESET:-tiny}" &
     pids+=($!)
     router_args+=(--replica "http://127.0.0.1:$p")
+done
+# The router starts once every replica listens (a model takes a moment to build), so that its
+# first health checks find them up instead of ejecting them for a few seconds. Bounded:
+# LANES_START_TIMEOUT_S (60).
+deadline=$((SECONDS + ${LANES_START_TIMEOUT_S:-60}))
+for i in $(seq 0 $((n - 1))); do
+    until (exec 3<>"/dev/tcp/127.0.0.1/$((first_replica_port + i))") 2>/dev/null; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "lanes: replica on port $((first_replica_port + i)) is not listening; starting" \
+                "the router anyway" >&2
+            break
+        fi
+        sleep 0.1
+    done
 done
 "$bin/router/lanes-router" --host 0.0.0.0 --port "$port" \
     ${LANES_POLICY:+--policy "$LANES_POLICY"} "${router_args[@]}" "$@" &
