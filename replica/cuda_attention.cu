@@ -275,14 +275,19 @@ int rows_for(int head_dim) {
 } // namespace
 
 int attention_splits(int items, int n_kv_heads, int max_keys, int max_blocks, int sm_count) {
+    // Aim at about this many blocks per multiprocessor; a step with fewer than half as many is
+    // split, into shares of at least two tiles, at most attention_max_splits, within the
+    // workspace.
+    constexpr int target_blocks_per_sm = 4;
+    constexpr int min_share_keys =
+        2 * shape<64>::keys; // two tiles (the tile is the same for every HD)
     const int blocks = items * n_kv_heads;
-    // Enough blocks for about four per multiprocessor; fewer than half that is worth splitting,
-    // into shares of at least two tiles, at most attention_max_splits, within the workspace.
-    const int target = 4 * sm_count;
-    if (blocks <= 0 || 2 * blocks >= target || max_keys <= 64)
+    const int target = target_blocks_per_sm * sm_count;
+    if (blocks <= 0 || 2 * blocks >= target || max_keys <= min_share_keys)
         return 1;
     int splits = (target + blocks - 1) / blocks;
-    splits = std::min({splits, (max_keys + 63) / 64, attention_max_splits, max_blocks / blocks});
+    splits = std::min({splits, (max_keys + min_share_keys - 1) / min_share_keys,
+                       attention_max_splits, max_blocks / blocks});
     return std::max(splits, 1);
 }
 

@@ -14,17 +14,14 @@
 
 #include "common/log.hpp"
 #include "replica/cuda_kernels.hpp"
+#include "replica/cuda_profile.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -128,98 +125,6 @@ int as_int(std::size_t v) {
     return static_cast<int>(v);
 }
 
-// With LANES_CUDA_PROFILE=1 in the environment (a diagnostic, off by default): every eagerly run
-// step records a CUDA event after each operation and adds each operation's GPU time to its total,
-// and every step's GPU time (events around it) and host time (the forward call, and the engine's
-// time between calls) are summed by kind; the totals are printed to stderr when the backend goes.
-// Graph replays carry no per-operation events, so per-operation figures need --cuda-graphs false.
-class step_profile {
-public:
-    step_profile()
-        : enabled_(std::getenv("LANES_CUDA_PROFILE") != nullptr &&
-                   std::string_view(std::getenv("LANES_CUDA_PROFILE")) == "1") {}
-    step_profile(const step_profile&) = delete;
-    step_profile& operator=(const step_profile&) = delete;
-    ~step_profile() {
-        for (auto e : events_)
-            cudaEventDestroy(e);
-    }
-    bool enabled() const { return enabled_; }
-    // Marks the end of operation `name` on the stream (nothing while a graph is being captured).
-    void mark(const char* name, cudaStream_t stream) {
-        if (!enabled_ || capturing_)
-            return;
-        if (used_ == events_.size()) {
-            cudaEvent_t e = nullptr;
-            check(cudaEventCreate(&e), "cudaEventCreate");
-            events_.push_back(e);
-            names_.push_back(nullptr);
-        }
-        names_[used_] = name;
-        check(cudaEventRecord(events_[used_++], stream), "cudaEventRecord");
-    }
-    void set_capturing(bool on) { capturing_ = on; }
-    void begin_step(cudaStream_t stream) {
-        if (!enabled_)
-            return;
-        used_ = 0;
-        call_start_ = clock::now();
-        mark("(start)", stream);
-    }
-    // After the step's synchronisation: adds up the marks.
-    void end_step(const char* kind, int rows) {
-        if (!enabled_)
-            return;
-        const auto now = clock::now();
-        auto& k = kinds_[std::string(kind) + " rows " + std::to_string(rows)];
-        ++k.steps;
-        k.host_ms += std::chrono::duration<double, std::milli>(now - call_start_).count();
-        if (last_end_.time_since_epoch().count() != 0)
-            k.gap_ms += std::chrono::duration<double, std::milli>(call_start_ - last_end_).count();
-        last_end_ = now;
-        float ms = 0;
-        if (used_ >= 2 && cudaEventElapsedTime(&ms, events_[0], events_[used_ - 1]) == cudaSuccess)
-            k.gpu_ms += ms;
-        for (std::size_t i = 1; i < used_; ++i) {
-            if (cudaEventElapsedTime(&ms, events_[i - 1], events_[i]) != cudaSuccess)
-                continue;
-            auto& op = ops_[std::string(kind) + " rows " + std::to_string(rows) + " " + names_[i]];
-            op.first += ms;
-            ++op.second;
-        }
-    }
-    void report() const {
-        if (!enabled_)
-            return;
-        std::fprintf(stderr, "cuda profile: kind, steps, mean GPU ms, mean forward() ms, "
-                             "mean ms between forward() calls\n");
-        for (const auto& [name, k] : kinds_)
-            std::fprintf(stderr, "cuda profile: %s, %ld, %.4f, %.4f, %.4f\n", name.c_str(), k.steps,
-                         k.gpu_ms / static_cast<double>(k.steps),
-                         k.host_ms / static_cast<double>(k.steps),
-                         k.steps > 1 ? k.gap_ms / static_cast<double>(k.steps - 1) : 0.0);
-        std::fprintf(stderr, "cuda profile: operation, count, mean GPU us, total GPU ms\n");
-        for (const auto& [name, op] : ops_)
-            std::fprintf(stderr, "cuda profile: %s, %ld, %.2f, %.3f\n", name.c_str(), op.second,
-                         1e3 * op.first / static_cast<double>(op.second), op.first);
-    }
-
-private:
-    using clock = std::chrono::steady_clock;
-    struct kind_totals {
-        long steps = 0;
-        double gpu_ms = 0, host_ms = 0, gap_ms = 0;
-    };
-    bool enabled_ = false;
-    bool capturing_ = false;
-    std::vector<cudaEvent_t> events_;
-    std::vector<const char*> names_;
-    std::size_t used_ = 0;
-    clock::time_point call_start_{}, last_end_{};
-    std::map<std::string, kind_totals> kinds_;
-    std::map<std::string, std::pair<double, long>> ops_;
-};
-
 class cuda_backend final : public backend {
 public:
     cuda_backend(const backend_options& options, const model_weights& weights);
@@ -293,7 +198,7 @@ private:
     // Split attention's workspace, for up to attention_blocks_ blocks (items x KV heads x shares).
     int attention_blocks_ = 0;
     device_memory attention_ws_;
-    step_profile profile_;
+    cuda::step_profile profile_;
 
     std::array<cudaGraphExec_t, graph_buckets> graphs_{};
     std::array<bool, graph_buckets> warmed_{};
@@ -348,7 +253,7 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     check(cudaMemsetAsync(kv_.get(), 0, kv_.size(), stream_), "cudaMemset");
     reserve(std::max(options.max_batched_tokens, max_graph_batch),
             std::max<std::size_t>(num_blocks_, 1024));
-    attention_blocks_ = 8 * sm_count_;
+    attention_blocks_ = cuda::attention_blocks_per_sm * sm_count_;
     attention_ws_ = device_memory(
         cuda::attention_workspace_floats(geometry_.head_dim, attention_blocks_) * sizeof(float));
     check(cudaStreamSynchronize(stream_), "allocating the KV cache");
@@ -523,7 +428,7 @@ void cuda_backend::enqueue(const step& s) {
     const cuda::attention_split split{
         s.splits, ws, ws + cuda::attention_output_floats(geometry_.head_dim, attention_blocks_)};
 
-    step_profile& p = profile_;
+    cuda::step_profile& p = profile_;
     cuda::embed(embedding_, tokens, x, s.rows, d, as_int(c.vocab), stream_);
     p.mark("embed", stream_);
     for (std::size_t l = 0; l < layers_.size(); ++l) {

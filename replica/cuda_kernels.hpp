@@ -62,6 +62,8 @@ bool attention_supports(int head_dim, int group);
 // Splitting each item's keys over several blocks (see cuda_attention.cu): how many shares, and
 // the workspace they write. splits 1 needs no workspace.
 constexpr int attention_max_splits = 32;
+// The workspace a backend keeps for split steps: this many blocks per multiprocessor.
+constexpr int attention_blocks_per_sm = 8;
 struct attention_split {
     int splits = 1;
     float* part_o = nullptr;  // [items][kv heads][splits][rows per item][head_dim]
