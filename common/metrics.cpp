@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>

@@ -3,14 +3,12 @@
 // live as long as the registry, so references returned by `with()` stay valid.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -89,21 +87,10 @@ private:
     std::vector<std::string> label_names_;
     std::vector<double> buckets_;
     mutable std::mutex mutex_;
-    // Label values in order; comparable with a list of views, so lookups need no copies.
-    struct values_less {
-        using is_transparent = void;
-        template <class A, class B>
-        bool operator()(const A& a, const B& b) const {
-            return std::lexicographical_compare(
-                a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-                    return std::string_view(x) < std::string_view(y);
-                });
-        }
-    };
     template <class Values>
     T& with_values(const Values& values);
     T& add_child(label_values values, std::uint64_t hash);
-    std::map<label_values, std::unique_ptr<T>, values_less> children_; // exposition order
+    std::map<label_values, std::unique_ptr<T>> children_; // exposition order
     // Lookups by a hash of the values (a handful of string compares on a hit), where walking
     // the ordered map compared whole strings at every level: one lookup per proxied request.
     std::unordered_multimap<std::uint64_t, std::pair<const label_values*, T*>> index_;
