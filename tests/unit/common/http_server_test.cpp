@@ -374,45 +374,46 @@ struct canned_server {
     ~canned_server() { thread.join(); }
 };
 
+// What the client makes of `reply` to a GET.
+http::fetch_result fetch_canned(std::string reply) {
+    canned_server cs(std::move(reply));
+    return fetch_sync(cs.port(), bhttp::verb::get, "/");
+}
+
 TEST_CASE("client reads a body that runs to the close, and reports cut ones", "[http]") {
     SECTION("no Content-Length, no chunking: the body ends at the close") {
-        canned_server cs("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r =
+            fetch_canned("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end");
         CHECK(!r.ec);
         CHECK(r.status == 200);
         CHECK(r.body == "to the end");
     }
     SECTION("a Content-Length body cut short is an error") {
-        canned_server cs("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r = fetch_canned("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
         CHECK(r.ec == bhttp::error::partial_message);
     }
     SECTION("a close before any byte of the answer") {
-        canned_server cs("");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r = fetch_canned("");
         CHECK(r.ec == bhttp::error::end_of_stream);
     }
     SECTION("a header cut short") {
-        canned_server cs("HTTP/1.1 200 OK\r\nContent-Le");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r = fetch_canned("HTTP/1.1 200 OK\r\nContent-Le");
         CHECK(r.ec == bhttp::error::partial_message);
     }
     SECTION("a chunked body is decoded, trailers dropped") {
-        canned_server cs("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         "3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nx-t: 1\r\n\r\n");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r = fetch_canned("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                    "3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nx-t: 1\r\n\r\n");
         CHECK(!r.ec);
         CHECK(r.body == "abcde");
     }
     SECTION("a chunked body cut short is an error") {
-        canned_server cs("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r = fetch_canned("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab");
         CHECK(r.ec == bhttp::error::partial_message);
     }
     SECTION("an interim 100 Continue is skipped") {
-        canned_server cs("HTTP/1.1 100 Continue\r\n\r\n"
+        const auto r =
+            fetch_canned("HTTP/1.1 100 Continue\r\n\r\n"
                          "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
         CHECK(!r.ec);
         CHECK(r.status == 201);
         CHECK(r.body == "ok");
@@ -420,8 +421,7 @@ TEST_CASE("client reads a body that runs to the close, and reports cut ones", "[
         CHECK(r.headers[1] == std::pair<std::string, std::string>{"X-A", "b"});
     }
     SECTION("a malformed header is an error") {
-        canned_server cs("HTTP/1.1 200 OK\r\nbad field\r\n\r\n");
-        const auto r = fetch_sync(cs.port(), bhttp::verb::get, "/");
+        const auto r = fetch_canned("HTTP/1.1 200 OK\r\nbad field\r\n\r\n");
         CHECK(r.ec == bhttp::error::bad_field);
     }
 }
