@@ -87,10 +87,17 @@ std::string text(std::size_t n, char seed) {
 // cuBLAS heuristics for these shapes, the capture of this batch's decode graph) stay out of what
 // is measured. Their prompts are longer than the measured ones (so the step buffers do not grow
 // later and drop the graph) and share no block with them.
-void warm_up(replica::engine& eng, int batch = 1, std::size_t prompt_len = 40) {
+// Each warm-up request decodes 4 tokens: its bucket's first decode step runs eagerly, the second
+// is captured, the third replays.
+constexpr std::size_t warm_up_prompt_len = 40, warm_up_prompt_margin = 8;
+constexpr std::int64_t warm_up_tokens = 4;
+
+void warm_up(replica::engine& eng, int batch = 1, std::size_t measured_prompt_len = 0) {
+    const std::size_t len =
+        std::max(warm_up_prompt_len, measured_prompt_len + warm_up_prompt_margin);
     std::vector<replica::engine_request> reqs;
     for (int i = 0; i < batch; ++i)
-        reqs.push_back(request(text(prompt_len, 'w'), 4));
+        reqs.push_back(request(text(len, 'w'), warm_up_tokens));
     run(eng, reqs);
 }
 
@@ -107,7 +114,7 @@ nlohmann::json decode_run(const replica::replica_config& cfg, const bench_option
     replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
     replica::engine eng(cfg, m);
     eng.start();
-    warm_up(eng, b, static_cast<std::size_t>(std::max<std::int64_t>(40, o.decode_prompt_len + 8)));
+    warm_up(eng, b, static_cast<std::size_t>(o.decode_prompt_len));
     std::vector<replica::engine_request> reqs;
     for (int i = 0; i < b; ++i)
         reqs.push_back(
