@@ -143,11 +143,16 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
     while (!st->stopping.load()) {
         // A connection on a worker (one thread per worker) needs no strand; on the shared
         // io_context its I/O is serialised by one when several threads run it.
-        asio::any_io_executor target = st->io.get_executor();
-        if (!st->workers.empty())
-            target = st->workers[st->next_worker++ % st->workers.size()]->get_executor();
-        else if (st->cfg.threads > 1)
-            target = asio::make_strand(st->io);
+        asio::io_context* context = &st->io;
+        std::size_t slot = 0;
+        if (!st->workers.empty()) {
+            slot = st->next_worker++ % st->workers.size();
+            context = st->workers[slot];
+        }
+        const bool shared_context = st->workers.empty() && st->cfg.threads > 1;
+        asio::any_io_executor target = context->get_executor();
+        if (shared_context)
+            target = asio::make_strand(*context);
         auto [ec, socket] = co_await st->acceptor->async_accept(target, use_tuple);
         if (ec) {
             if (ec == asio::error::operation_aborted || st->stopping.load())
@@ -156,7 +161,20 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
             continue;
         }
         auto executor = socket.get_executor();
-        auto s = std::make_shared<session>(std::move(socket), st);
+        // The io_context's list of watches waiting to start: made again when none of its
+        // sessions holds it (weak here, so it goes with its io_context, never after it).
+        std::shared_ptr<watch_delay> watches;
+        if (st->cfg.client_watch_delay.count() > 0) {
+            if (st->watch_lists.size() <= slot)
+                st->watch_lists.resize(slot + 1);
+            watches = st->watch_lists[slot].lock();
+            if (!watches) {
+                watches = std::make_shared<watch_delay>(context->get_executor(),
+                                                        st->cfg.client_watch_delay, shared_context);
+                st->watch_lists[slot] = watches;
+            }
+        }
+        auto s = std::make_shared<session>(std::move(socket), st, std::move(watches));
         LANES_LOG(debug, "http", st->name << ": connection from " << s->remote());
         {
             std::lock_guard lock(st->mutex);

@@ -100,6 +100,9 @@ struct server_config {
     duration body_read_timeout{30'000};       // end of headers -> end of body
     duration write_timeout{30'000};           // each response write (header or chunk)
     duration shutdown_grace{10'000};          // how long stop() lets in-flight requests run
+    // A handler that asked to hear of its client leaving (on_client_closed) is watched from this
+    // long after (up to twice it): a request answered sooner costs no watch. 0: at once.
+    duration client_watch_delay{10};
     // Threads running the io_context. With one, connections skip strands (nothing can run
     // concurrently), which saves a dispatch per I/O completion.
     unsigned threads = 1;

@@ -333,19 +333,40 @@ void session::on_client_closed(std::function<void()> on_closed) {
     if (buffer_.size() > 0 || broken_)
         return; // the client already sent more bytes: it is still there
     on_closed_ = std::move(on_closed);
-    arm_watch(++watch_generation_);
+    if (watch_wanted_)
+        return; // a later attempt of the same request: the watch in place serves it
+    watch_wanted_ = true;
+    if (watch_delay_)
+        watch_delay_->add(*this);
+    else
+        arm_watch();
+}
+
+// On the io_context's thread, from the watch delay's tick (this session is out of its list).
+void session::watch_now() {
+    auto self = weak_from_this().lock();
+    if (!self)
+        return; // going away
+    asio::dispatch(stream_.get_executor(), [self] {
+        if (self->watch_wanted_ && !self->watch_armed_)
+            self->arm_watch();
+    });
 }
 
 // A receive with MSG_PEEK, pending while the handler works: it completes with 0 bytes (eof) when
 // the peer closes, with an error when it resets, and with data (left in the socket, not consumed)
 // when the client pipelines its next request, which means it is still there. Unlike async_wait,
 // a pending read op needs no epoll_ctl to arm: the socket is registered for input once.
-void session::arm_watch(std::uint64_t generation) {
+void session::arm_watch() {
+    watch_armed_ = true;
     stream_.socket().async_receive(
         asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
-        [self = shared_from_this(), generation](boost::system::error_code ec, std::size_t n) {
-            if (generation != self->watch_generation_ || !self->on_closed_ ||
-                ec == asio::error::operation_aborted)
+        [self = shared_from_this(), generation = watch_generation_](boost::system::error_code ec,
+                                                                    std::size_t n) {
+            if (generation != self->watch_generation_ || ec == asio::error::operation_aborted)
+                return; // stop_watching() ended this watch
+            self->watch_armed_ = false;
+            if (!self->on_closed_)
                 return;
             if (!ec && n > 0) {
                 self->on_closed_ = nullptr; // pipelined data: the client is still there
@@ -359,12 +380,18 @@ void session::arm_watch(std::uint64_t generation) {
 }
 
 void session::stop_watching() {
-    if (!on_closed_)
+    if (!watch_wanted_)
         return;
+    watch_wanted_ = false;
     on_closed_ = nullptr;
     ++watch_generation_;
-    boost::system::error_code ec;
-    stream_.socket().cancel(ec); // only the watch is pending here
+    if (watch_delay_)
+        watch_delay_->remove(*this);
+    if (watch_armed_) {
+        watch_armed_ = false;
+        boost::system::error_code ec;
+        stream_.socket().cancel(ec); // only the watch is pending here
+    }
 }
 
 bool session::write_at_once(const asio::const_buffer* wire, std::size_t count,

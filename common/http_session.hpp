@@ -6,6 +6,7 @@
 #include "common/http_server.hpp"
 #include "common/read_deadline.hpp"
 #include "common/socket_write.hpp"
+#include "common/watch_delay.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -53,6 +54,8 @@ struct server::state {
     std::optional<tcp::acceptor> acceptor;
     std::vector<asio::io_context*> workers; // connections go round-robin here when set
     std::size_t next_worker = 0;            // used by the accept loop only
+    // Per io_context (worker, or the one `io`): its sessions' delayed watches. Accept loop only.
+    std::vector<std::weak_ptr<watch_delay>> watch_lists;
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> active{0};
     std::atomic<std::size_t> connections{0};
@@ -60,11 +63,16 @@ struct server::state {
     std::set<std::weak_ptr<session>, std::owner_less<std::weak_ptr<session>>> sessions;
 };
 
-class session : public response_writer, public std::enable_shared_from_this<session> {
+class session : public response_writer,
+                public watch_delay::waiter,
+                public std::enable_shared_from_this<session> {
 public:
-    session(tcp::socket socket, std::shared_ptr<server::state> st)
+    // `watches`: where the client-closed watch waits before it is armed; none arms it at once.
+    session(tcp::socket socket, std::shared_ptr<server::state> st,
+            std::shared_ptr<watch_delay> watches)
         : stream_(std::move(socket))
-        , st_(std::move(st)) {
+        , st_(std::move(st))
+        , watch_delay_(std::move(watches)) {
         boost::system::error_code ec;
         remote_ = stream_.socket().remote_endpoint(ec);
         // No Nagle: a streamed response is a header and then one small write per token. With
@@ -73,6 +81,11 @@ public:
         // tcp_nodelay is on by default for keep-alive connections).
         stream_.socket().set_option(tcp::no_delay(true), ec);
         prepare_for_write_now(stream_);
+    }
+
+    ~session() {
+        if (watch_delay_)
+            watch_delay_->remove(*this); // an unfinished handler's, at shutdown
     }
 
     asio::awaitable<void> run();
@@ -95,6 +108,7 @@ public:
     asio::awaitable<bool> write_framed(std::string_view chunks) override;
     asio::awaitable<bool> end_stream() override;
     void on_client_closed(std::function<void()> on_closed) override;
+    void watch_now() override;
     bool started() const override { return started_; }
     const tcp::endpoint& remote() const override { return remote_; }
 
@@ -113,7 +127,7 @@ private:
     asio::awaitable<void> write_the_rest(const asio::const_buffer* wire, std::size_t count,
                                          std::size_t written);
     void stop_watching();
-    void arm_watch(std::uint64_t generation);
+    void arm_watch();
 
     beast::tcp_stream stream_;
     read_deadline idle_deadline_; // the keep-alive wait for the next request
@@ -126,9 +140,12 @@ private:
     bool keep_alive_ = true;
     bool head_request_ = false; // the request being answered is a HEAD: send no body
     unsigned version_ = 11;
+    std::shared_ptr<watch_delay> watch_delay_;
     std::function<void()> on_closed_;
-    std::uint64_t watch_generation_ = 0;
-    char watch_byte_ = 0; // the client-closed watch peeks into it
+    bool watch_wanted_ = false;          // from on_client_closed() to the handler's end
+    bool watch_armed_ = false;           // the peeking receive is pending
+    std::uint64_t watch_generation_ = 0; // of the watch in force; older completions are ignored
+    char watch_byte_ = 0;                // the client-closed watch peeks into it
 };
 
 } // namespace lanes::common::http

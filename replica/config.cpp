@@ -49,6 +49,8 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("body-read-timeout", cfg.http.body_read_timeout, "time to receive the body");
     f.add("write-timeout", cfg.http.write_timeout, "time for each response write");
     f.add("shutdown-grace", cfg.http.shutdown_grace, "how long SIGTERM lets requests finish");
+    f.add("client-watch-delay", cfg.http.client_watch_delay,
+          "how soon a request starts watching for its client leaving (0: at once)");
     return f;
 }
 
@@ -82,6 +84,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.default_max_tokens >= 1, "--default-max-tokens must be at least 1");
     need(cfg.threads >= 1 && cfg.threads <= 256, "--threads must be in 1..256");
     need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
+    need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
     need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),

@@ -83,6 +83,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("body-read-timeout", cfg.http.body_read_timeout, "time to receive the body");
     f.add("write-timeout", cfg.http.write_timeout, "time for each response write");
     f.add("shutdown-grace", cfg.http.shutdown_grace, "how long SIGTERM lets requests finish");
+    f.add("client-watch-delay", cfg.http.client_watch_delay,
+          "how soon a request starts watching for its client leaving (0: at once)");
     return f;
 }
 
@@ -176,6 +178,7 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.first_byte_timeout.count() > 0, "--first-byte-timeout must be positive");
     need(cfg.stream_idle_timeout.count() > 0, "--stream-idle-timeout must be positive");
     need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
+    need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
     need(cfg.stale_after.count() > 0, "--stale-after must be positive");
     need(cfg.monitor.scrape_interval.count() > 0, "--scrape-interval must be positive");
     need(cfg.monitor.health_interval.count() > 0, "--health-interval must be positive");

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -26,10 +28,23 @@ struct test_server {
     unsigned short port = 0;
     std::thread thread;
 
+    std::atomic<int> client_left{0}; // /watch: the client-closed callbacks that ran
+
     explicit test_server(http::server_config cfg)
         : srv(
               io, cfg,
-              [](http::request& req, http::response_writer& out) -> asio::awaitable<void> {
+              [this](http::request& req, http::response_writer& out) -> asio::awaitable<void> {
+                  if (req.target() == "/watch") { // waits up to 3 s for its client to leave
+                      auto timer = std::make_shared<asio::steady_timer>(
+                          co_await asio::this_coro::executor, 3s);
+                      out.on_client_closed([this, timer] {
+                          client_left.fetch_add(1);
+                          timer->cancel();
+                      });
+                      boost::system::error_code ec;
+                      co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                      co_return; // no answer: the client is gone, or the test gave up
+                  }
                   if (req.target() == "/stream") {
                       co_await out.begin_stream(bhttp::status::ok, "text/event-stream");
                       for (int i = 0; i < 3; ++i)
@@ -506,4 +521,30 @@ TEST_CASE("parse_url accepts base URLs and rejects others", "[http]") {
     CHECK(why.find("https") != std::string::npos);
     CHECK(!http::parse_url("http://x:99999"));
     CHECK(!http::parse_url("http://:80"));
+}
+
+TEST_CASE("a handler hears of its client leaving, with the watch delayed or not", "[http]") {
+    http::server_config cfg;
+    SECTION("delayed (the default)") {
+        cfg.client_watch_delay = 10ms;
+    }
+    SECTION("at once") {
+        cfg.client_watch_delay = 0ms;
+    }
+    test_server ts(cfg);
+    {
+        asio::io_context io;
+        asio::ip::tcp::socket s(io);
+        s.connect({asio::ip::make_address("127.0.0.1"), ts.port});
+        asio::write(s, asio::buffer(std::string("GET /watch HTTP/1.1\r\nHost: t\r\n\r\n")));
+        std::this_thread::sleep_for(50ms); // the handler is waiting by now
+        CHECK(ts.client_left.load() == 0);
+        s.close();
+    }
+    // The watch is armed 10-20 ms after the request at most, then the close is seen at once; the
+    // handler's own timer would end it after 3 s.
+    const auto start = std::chrono::steady_clock::now();
+    while (ts.client_left.load() == 0 && std::chrono::steady_clock::now() - start < 2s)
+        std::this_thread::sleep_for(5ms);
+    CHECK(ts.client_left.load() == 1);
 }
