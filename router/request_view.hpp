@@ -31,4 +31,12 @@ struct request_view {
 
 std::optional<request_view> extract_request(common::openai::endpoint kind, std::string_view body);
 
+// extract_request's first tier, for completions: a one-pass scanner that reads ASCII bodies with
+// a string prompt and declines (nullopt) anything else, which the on-demand parser then takes.
+// What it accepts it reads exactly as that parser does.
+std::optional<request_view> scan_completion_request(std::string_view body);
+// The second tier alone (for tests): simdjson's on-demand parser.
+std::optional<request_view> extract_request_on_demand(common::openai::endpoint kind,
+                                                      std::string_view body);
+
 } // namespace lanes::router
