@@ -2,6 +2,7 @@
 // each to the handler, write whole or streamed responses, and watch for a client that leaves.
 #include "common/http_session.hpp"
 
+#include "common/head_writer.hpp"
 #include "common/http_parse.hpp"
 #include "common/log.hpp"
 #include "common/openai.hpp"
@@ -232,32 +233,27 @@ asio::awaitable<bool> session::send(beast_http::status status, std::string_view 
     started_ = true;
     if (st_->stopping.load())
         keep_alive_ = false;
-    using namespace std::string_view_literals;
-    std::array<char, 24> number{};
-    std::string head;
-    head.reserve(256);
-    head.append(version_text(version_)).append(" "sv);
-    head.append(number.data(), std::to_chars(number.data(), number.data() + number.size(),
-                                             static_cast<unsigned>(status))
-                                   .ptr);
-    head.append(" "sv).append(beast_http::obsolete_reason(status));
-    head.append("\r\nServer: "sv).append(server_header);
-    head.append("\r\nContent-Type: "sv).append(content_type).append("\r\n"sv);
+    const std::string_view reason = beast_http::obsolete_reason(status);
+    // The literals below come to under 128 bytes; each header adds ": " and CR LF.
+    std::size_t bound = 128 + reason.size() + server_header.size() + content_type.size();
     for (const auto& [name, value] : headers)
-        head.append(name).append(": "sv).append(value).append("\r\n"sv);
-    head.append("Content-Length: "sv);
-    head.append(number.data(),
-                std::to_chars(number.data(), number.data() + number.size(), body.size()).ptr);
-    head.append("\r\n"sv);
+        bound += name.size() + value.size() + 4;
+    head_writer head(head_buffer_, bound);
+    head.put(version_text(version_)).put(" ").put_number(static_cast<unsigned>(status));
+    head.put(" ").put(reason).put("\r\nServer: ").put(server_header);
+    head.put("\r\nContent-Type: ").put(content_type).put("\r\n");
+    for (const auto& [name, value] : headers)
+        head.put(name).put(": ").put(value).put("\r\n");
+    head.put("Content-Length: ").put_number(body.size()).put("\r\n");
     // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
     if (!keep_alive_ && version_ >= 11)
-        head.append("Connection: close\r\n"sv);
+        head.put("Connection: close\r\n");
     else if (keep_alive_ && version_ < 11)
-        head.append("Connection: keep-alive\r\n"sv);
-    head.append("\r\n"sv);
+        head.put("Connection: keep-alive\r\n");
+    head.put("\r\n");
     if (head_request_)
         body = {};
-    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head.text()), asio::buffer(body)};
     std::size_t written = 0;
     if (!write_at_once(wire.data(), wire.size(), written))
         co_await write_the_rest(wire.data(), wire.size(), written);

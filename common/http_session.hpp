@@ -140,6 +140,7 @@ private:
     bool keep_alive_ = true;
     bool head_request_ = false; // the request being answered is a HEAD: send no body
     unsigned version_ = 11;
+    std::string head_buffer_; // a whole response's head, kept for the next one
     std::shared_ptr<watch_delay> watch_delay_;
     std::function<void()> on_closed_;
     bool watch_wanted_ = false;          // from on_client_closed() to the handler's end

@@ -1,6 +1,7 @@
 // The proxy's upstream half: send a request to the chosen replica over a pooled keep-alive
 // connection, then relay its answer (whole, or SSE chunk by chunk), watching for a client that
 // leaves meanwhile.
+#include "common/head_writer.hpp"
 #include "common/http_client.hpp"
 #include "router/proxy_detail.hpp"
 
@@ -55,23 +56,24 @@ bool not_forwarded(std::string_view name) {
 
 std::string proxy_detail::upstream_head(const http::request& req, std::string_view base_path,
                                         std::string_view authority, std::string_view request_id) {
-    using namespace std::string_view_literals;
-    std::array<char, 24> length{};
-    const auto length_end =
-        std::to_chars(length.data(), length.data() + length.size(), req.body().size()).ptr;
+    // The literals below come to under 128 bytes; each header adds ": " and CR LF.
+    std::size_t bound = 128 + req.method_string().size() + base_path.size() + req.target().size() +
+                        authority.size() + header_request_id.size() + request_id.size();
+    for (std::size_t i = 0; i < req.field_count(); ++i)
+        bound += req.name(i).size() + req.value(i).size() + 4;
     std::string head;
-    head.reserve(256 + req.target().size());
-    head.append(req.method_string()).append(" "sv).append(base_path).append(req.target());
-    head.append(" HTTP/1.1\r\nHost: "sv).append(authority).append("\r\n"sv);
+    common::head_writer out(head, bound);
+    out.put(req.method_string()).put(" ").put(base_path).put(req.target());
+    out.put(" HTTP/1.1\r\nHost: ").put(authority).put("\r\n");
     for (std::size_t i = 0; i < req.field_count(); ++i) {
         const std::string_view name = req.name(i);
         if (not_forwarded(name))
             continue;
-        head.append(name).append(": "sv).append(req.value(i)).append("\r\n"sv);
+        out.put(name).put(": ").put(req.value(i)).put("\r\n");
     }
-    head.append(header_request_id).append(": "sv).append(request_id);
-    head.append("\r\nContent-Length: "sv).append(length.data(), length_end - length.data());
-    head.append("\r\n\r\n"sv);
+    out.put(header_request_id).put(": ").put(request_id);
+    out.put("\r\nContent-Length: ").put_number(req.body().size()).put("\r\n\r\n");
+    head.resize(out.text().size());
     return head;
 }
 
