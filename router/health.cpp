@@ -25,23 +25,29 @@ bool health_tracker::on_failure(time_point now) {
         state_ = breaker_state::open;
         opened_at_ = now;
     }
+    note_clean();
     return trip;
 }
 
 bool health_tracker::on_success(time_point now) {
+    if (clean_.load(std::memory_order_acquire))
+        return false; // closed, no failures to forget
     std::lock_guard lock(mutex_);
     advance(now);
     failures_ = 0;
-    if (state_ != breaker_state::half_open)
-        return false;
-    if (++successes_ < cfg_.success_threshold)
-        return false;
-    state_ = breaker_state::closed;
-    successes_ = 0;
-    return true;
+    bool closed_now = false;
+    if (state_ == breaker_state::half_open && ++successes_ >= cfg_.success_threshold) {
+        state_ = breaker_state::closed;
+        successes_ = 0;
+        closed_now = true;
+    }
+    note_clean();
+    return closed_now;
 }
 
 bool health_tracker::routable(time_point now) {
+    if (clean_.load(std::memory_order_acquire))
+        return true;
     return state(now) != breaker_state::open;
 }
 

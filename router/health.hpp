@@ -5,6 +5,7 @@
 // Thread-safe; time is passed in so tests control it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -36,7 +37,14 @@ public:
 
 private:
     void advance(time_point now); // open -> half_open after open_time
+    // Called with the mutex held, after any change.
+    void note_clean() {
+        clean_.store(state_ == breaker_state::closed && failures_ == 0, std::memory_order_release);
+    }
 
+    // Closed with no failure counted: the common case, where a success changes nothing and the
+    // replica is routable, answered without the mutex (a proxied request asks both).
+    std::atomic<bool> clean_{true};
     std::mutex mutex_;
     health_config cfg_;
     breaker_state state_ = breaker_state::closed;

@@ -12,6 +12,8 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <charconv>
 #include <chrono>
 
 namespace lanes::router {
@@ -49,6 +51,10 @@ std::optional<std::string> session_key(const http::request& req,
 
 } // namespace
 
+namespace {
+std::atomic<std::uint64_t> proxies_made{0};
+} // namespace
+
 proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
              replica_monitor& monitor, std::unique_ptr<policy> pol)
     : cfg_(cfg)
@@ -56,7 +62,33 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , metrics_(metrics)
     , monitor_(monitor)
     , admin_(cfg.admin_token, pool)
-    , policy_(std::move(pol)) {}
+    , policy_(std::move(pol))
+    , instance_(++proxies_made) {}
+
+common::metrics::counter& proxy::requests_counter(const std::string& replica_id, int status,
+                                                  route_reason reason) {
+    // The last child used on this thread, keyed by this proxy's number (never reused, unlike
+    // its address), so a child of a proxy's metrics that are gone is never handed out.
+    struct last_used {
+        std::uint64_t proxy = 0;
+        std::string replica;
+        int status = 0;
+        route_reason reason{};
+        common::metrics::counter* counter = nullptr;
+    };
+    thread_local last_used last;
+    if (last.proxy == instance_ && last.status == status && last.reason == reason &&
+        last.replica == replica_id)
+        return *last.counter;
+    std::array<char, 12> code{};
+    const auto code_end = std::to_chars(code.data(), code.data() + code.size(), status).ptr;
+    auto& counter = metrics_.requests.with(
+        {replica_id,
+         std::string_view(code.data(), static_cast<std::size_t>(code_end - code.data())),
+         to_string(reason)});
+    last = {instance_, replica_id, status, reason, &counter};
+    return counter;
+}
 
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
     const std::string_view target(req.target().data(), req.target().size());
@@ -90,6 +122,7 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
 void proxy::release_snapshot() {
     std::lock_guard lock(policy_mutex_);
     snap_replicas_.clear();
+    snap_stats_.clear();
     snap_.replicas.clear();
     snap_version_ = UINT64_MAX;
 }
@@ -97,14 +130,17 @@ void proxy::release_snapshot() {
 decision proxy::pick(const route_request& rr, const tried_set& tried,
                      std::shared_ptr<replica>& chosen) {
     std::lock_guard lock(policy_mutex_);
-    pool_.refresh(snap_, snap_replicas_, snap_version_, clock_type::now(), cfg_.stale_after);
+    pool_.refresh(snap_, snap_replicas_, snap_version_, clock_type::now(), cfg_.stale_after,
+                  snap_stats_);
     if (snap_version_ != seen_version_) {
         policy_->on_replicas_changed(snap_);
         seen_version_ = snap_version_;
     }
     const decision d = policy_->pick(rr, snap_, tried);
-    if (d.replica)
+    if (d.replica) {
         chosen = snap_replicas_[*d.replica];
+        policy_->on_routed(rr, chosen->id()); // under the same lock as the choice
+    }
     return d;
 }
 
@@ -147,10 +183,6 @@ std::optional<openai::api_error> proxy::route_for(const http::request& req, bool
 
 // Tells the policy where the request went and counts the router's predicted prefix hit.
 void proxy::note_routed(const route_request& rr, const routed& r) {
-    {
-        std::lock_guard lock(policy_mutex_);
-        policy_->on_routed(rr, r.target->id());
-    }
     metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
     // A replica always computes the prompt's last token, so at most (tokens - 1) / block size
     // blocks can hit (vLLM's cap, which lanes replicas share).
@@ -197,9 +229,9 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             std::lock_guard lock(policy_mutex_);
             policy_->on_request_done(r.target->id());
         }
-        const std::string code = std::to_string(last.status ? last.status : 502);
+        const int code = last.status ? last.status : 502;
         if (last.answered || last.sent_any) {
-            metrics_.requests.with({r.target->id(), code, to_string(d.reason)}).inc();
+            requests_counter(r.target->id(), code, d.reason).inc();
             metrics_.duration.observe(seconds_since(start));
             if (cfg_.access_log)
                 LANES_LOG(info, "access",
@@ -215,7 +247,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             LANES_LOG(debug, "proxy",
                       request_id << " client went away while " << r.target->id()
                                  << " worked on it");
-            metrics_.requests.with({r.target->id(), "499", to_string(d.reason)}).inc();
+            requests_counter(r.target->id(), 499, d.reason).inc();
             metrics_.duration.observe(seconds_since(start));
             co_return;
         }

@@ -40,6 +40,11 @@ private:
     std::optional<common::openai::api_error> route_for(const common::http::request& req, bool chat,
                                                        std::vector<common::block_hash>& blocks,
                                                        std::string& model, route_request& rr) const;
+    // requests_total's child for an answered request; the last one used on the thread is
+    // remembered, as a steady stream of requests mostly repeats the same three labels.
+    common::metrics::counter& requests_counter(const std::string& replica_id, int status,
+                                               route_reason reason);
+    // The routing metrics of a dispatched attempt (predicted hit and query tokens).
     void note_routed(const route_request& rr, const routed& r);
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
@@ -60,7 +65,8 @@ private:
     common::http::response failure_response(const common::http::request& req,
                                             const attempt_result& last, bool tried_any);
     common::http::header_list route_headers(const routed& r) const;
-    // Refreshes the snapshot, asks the policy; `chosen` is the picked replica.
+    // Refreshes the snapshot, asks the policy and tells it of its choice; `chosen` is the picked
+    // replica.
     decision pick(const route_request& rr, const tried_set& tried,
                   std::shared_ptr<replica>& chosen);
 
@@ -71,10 +77,12 @@ private:
     admin admin_;
     std::mutex policy_mutex_; // guards policy_ and everything below: policies are single-threaded
     std::unique_ptr<policy> policy_;
+    const std::uint64_t instance_; // this proxy's number, from 1 (requests_counter's key)
     std::uint64_t seen_version_ = 0;
     pool_snapshot snap_; // the policy's view, refreshed in place on every decision
     std::vector<std::shared_ptr<replica>> snap_replicas_; // lines up with snap_.replicas
     std::uint64_t snap_version_ = UINT64_MAX;
+    std::vector<std::pair<std::uint64_t, scraped_stats>> snap_stats_; // refresh()'s cache
 };
 
 } // namespace lanes::router

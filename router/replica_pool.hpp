@@ -51,6 +51,8 @@ public:
 
     scraped_stats stats() const;
     void set_stats(const scraped_stats& s);
+    // Counts set_stats() calls: a reader that saw this version already holds the latest stats.
+    std::uint64_t stats_version() const { return stats_version_.load(std::memory_order_acquire); }
 
     // An idle keep-alive connection, or nullptr.
     std::unique_ptr<common::http::client_connection> take_idle();
@@ -64,6 +66,7 @@ private:
     std::string id_;
     mutable std::mutex mutex_;
     scraped_stats stats_;
+    std::atomic<std::uint64_t> stats_version_{0};
     std::vector<std::unique_ptr<common::http::client_connection>> idle_;
 };
 
@@ -96,10 +99,13 @@ public:
     // A consistent view for a policy, `replicas` lining up with snap.replicas, kept up to date in
     // place: the list of replicas (and their ids) is copied again only when the pool changed
     // since `seen_version`, which it updates; the live fields (health, in flight, scraped load)
-    // are read every time. Saves a string copy per replica per request.
+    // are read every time. Saves a string copy per replica per request. `stats` keeps each
+    // replica's scraped stats as last read, with their version, so they are copied (under the
+    // replica's lock) only after a scrape changed them.
     void refresh(pool_snapshot& snap, std::vector<std::shared_ptr<replica>>& replicas,
                  std::uint64_t& seen_version, std::chrono::steady_clock::time_point now,
-                 std::chrono::milliseconds stale_after) const;
+                 std::chrono::milliseconds stale_after,
+                 std::vector<std::pair<std::uint64_t, scraped_stats>>& stats) const;
 
 private:
     health_config health_cfg_;
