@@ -211,3 +211,35 @@ TEST_CASE("the server's request: fields by name in any case, keep-alive, views k
     CHECK(req.value(2) == "again");
     CHECK(req.keep_alive());
 }
+
+TEST_CASE("framing field names match in any case and only those names", "[http]") {
+    // Eight bytes at a time with the case bit set: the letters' case is ignored, and no other
+    // byte a field name may hold passes for a '-' or a letter.
+    for (const std::string name :
+         {"content-length", "CONTENT-LENGTH", "Content-Length", "cOnTeNt-LeNgTh"}) {
+        INFO(name);
+        const auto p = parse("HTTP/1.1 200 OK\r\n" + name + ": 7\r\n\r\n");
+        REQUIRE_FALSE(p.ec);
+        CHECK(p.head.framing() == body_framing::length);
+        CHECK(p.head.content_length() == 7);
+    }
+    for (const std::string name : {"content_length", "content.length", "content~length",
+                                   "contentXlength", "content-lengtH2"}) {
+        INFO(name);
+        const auto p = parse("HTTP/1.1 200 OK\r\n" + name + ": 7\r\n\r\n");
+        REQUIRE_FALSE(p.ec);
+        CHECK(p.head.framing() == body_framing::until_close); // an ordinary field
+    }
+    CHECK(parse("HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: chunked\r\n\r\n").head.framing() ==
+          body_framing::chunked);
+    CHECK_FALSE(parse("HTTP/1.1 200 OK\r\nCONNECTION: close\r\nContent-Length: 0\r\n\r\n")
+                    .head.keep_alive());
+    // Values: a control byte is found wherever it sits, past sixteen bytes or in the last one.
+    CHECK(parse("HTTP/1.1 200 OK\r\nX: " + std::string(40, 'v') + "\x01\r\n\r\n").ec ==
+          bhttp::error::bad_value);
+    CHECK(parse("HTTP/1.1 200 OK\r\nX: " + std::string(17, 'v') + "\x7f" + std::string(3, 'v') +
+                "\r\n\r\n")
+              .ec == bhttp::error::bad_value);
+    CHECK_FALSE(
+        parse("HTTP/1.1 200 OK\r\nX: tab\tand obs-text \xe9\r\nContent-Length: 0\r\n\r\n").ec);
+}
