@@ -88,7 +88,14 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
         return hashes;
     // Block 0 holds the BOS (4-byte form); every later block is prompt bytes, whose byte-form
     // hash input is the parent followed by the bytes exactly as they are in the text.
-    std::vector<token_id> first(block_size);
+    // Usual block sizes fit on the stack; larger ones take a vector.
+    std::array<token_id, stack_block_tokens> first_on_stack;
+    std::vector<token_id> first_on_heap;
+    if (block_size > stack_block_tokens)
+        first_on_heap.resize(block_size);
+    const std::span<token_id> first = block_size <= stack_block_tokens
+                                          ? std::span<token_id>(first_on_stack.data(), block_size)
+                                          : std::span<token_id>(first_on_heap);
     first[0] = bos_token;
     for (std::size_t i = 1; i < block_size; ++i)
         first[i] = static_cast<unsigned char>(text[i - 1]);

@@ -220,7 +220,6 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         if (!d.replica)
             break;
         routed r{std::move(chosen), d, request_id, start};
-        tried.push_back(r.target->id());
         if (attempt > 0)
             metrics_.retries.inc();
         note_routed(rr, r);
@@ -254,6 +253,8 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         LANES_LOG(warn, "proxy",
                   request_id << " attempt " << attempt + 1 << " on " << r.target->id()
                              << " failed: " << last.failure);
+        tried.push_back(r.target->id()); // a retry goes elsewhere (kept only then: no copy
+                                         // for the requests that need none)
     }
     // Nothing reached the client: answer with the last upstream error, or our own.
     http::response res = failure_response(req, last, !tried.empty());

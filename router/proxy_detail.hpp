@@ -44,7 +44,7 @@ std::string upstream_head(const common::http::request& req, std::string_view bas
 struct proxy::routed {
     std::shared_ptr<replica> target;
     decision choice;
-    std::string request_id;
+    std::string_view request_id; // generate()'s, which outlives every attempt
     proxy_detail::clock_type::time_point start;
 };
 

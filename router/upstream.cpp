@@ -158,7 +158,7 @@ void proxy::recycle(routed& r, upstream_link& link) {
 http::header_list proxy::route_headers(const routed& r) const {
     return {{std::string(header_replica), r.target->id()},
             {std::string(header_reason), std::string(to_string(r.choice.reason))},
-            {std::string(header_request_id), r.request_id}};
+            {std::string(header_request_id), std::string(r.request_id)}};
 }
 
 // A non-streamed answer (or a 5xx): read whole, bounded, then sent in one piece — so a failure

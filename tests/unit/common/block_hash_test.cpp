@@ -116,8 +116,8 @@ TEST_CASE("block size changes the hashes", "[block_hash]") {
 
 TEST_CASE("hash_prompt_blocks equals hashing the encoded prompt", "[block_hash]") {
     std::string text;
-    for (int n = 0; n < 300; ++n) {
-        for (std::size_t block : {1u, 7u, 16u, 64u})
+    for (int n = 0; n < 600; ++n) {
+        for (std::size_t block : {1u, 7u, 16u, 64u, 256u, 257u}) // 257: past the stack buffer
             REQUIRE(lanes::common::hash_prompt_blocks(text, block) ==
                     lanes::common::hash_blocks(lanes::common::encode_prompt(text), block));
         text.push_back(static_cast<char>(n * 37 % 256));
