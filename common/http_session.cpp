@@ -28,10 +28,10 @@ std::string limit_error(int status, std::string message) {
 
 asio::awaitable<void> session::run() {
     while (!st_->stopping.load()) {
-        std::optional<request> req = co_await read_request();
-        if (!req)
+        const bool got = co_await read_request();
+        if (!got)
             break;
-        co_await serve(*req);
+        co_await serve(req_);
         if (broken_ || !keep_alive_)
             break;
     }
@@ -41,7 +41,7 @@ asio::awaitable<void> session::run() {
     stream_.socket().close(ec);
 }
 
-asio::awaitable<std::optional<request>> session::read_request() {
+asio::awaitable<bool> session::read_request() {
     const auto& cfg = st_->cfg;
     idle_ = true;
     if (buffer_.size() == 0) {
@@ -52,20 +52,19 @@ asio::awaitable<std::optional<request>> session::read_request() {
         idle_deadline_.stop();
         if (ec) {
             LANES_LOG(debug, "http", "connection from " << remote_ << " closed: " << ec.message());
-            co_return std::nullopt; // idle timeout, client closed, or shutdown
+            co_return false; // idle timeout, client closed, or shutdown
         }
         buffer_.commit(n);
     }
     idle_ = false;
     { // The common case, a plain request that arrived whole, without Beast's parser.
-        request req;
         const std::string_view data(static_cast<const char*>(buffer_.data().data()),
                                     buffer_.size());
         if (const std::size_t used =
-                parse_plain_request(data, cfg.header_limit, cfg.body_limit, req)) {
+                parse_plain_request(data, cfg.header_limit, cfg.body_limit, req_)) {
             buffer_.consume(used);
-            version_ = req.version();
-            co_return req;
+            version_ = req_.version();
+            co_return true;
         }
     }
     co_return co_await read_with_parser();
@@ -74,7 +73,7 @@ asio::awaitable<std::optional<request>> session::read_request() {
 // Beast's parser for everything parse_plain_request leaves: a request still arriving, chunked,
 // with Expect, over a limit, or malformed. A coroutine of its own, so that the parser's space is
 // not part of every request's coroutine frame.
-asio::awaitable<std::optional<request>> session::read_with_parser() {
+asio::awaitable<bool> session::read_with_parser() {
     const auto& cfg = st_->cfg;
     beast_http::request_parser<beast_http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
@@ -87,20 +86,20 @@ asio::awaitable<std::optional<request>> session::read_with_parser() {
     }
     if (hec == beast_http::error::header_limit) {
         co_await refuse(431, "request header fields too large");
-        co_return std::nullopt;
+        co_return false;
     }
     if (hec == beast_http::error::body_limit) { // a Content-Length over the limit
         co_await refuse(413,
                         "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
-        co_return std::nullopt;
+        co_return false;
     }
     if (hec == beast::error::timeout || hec == beast_http::error::end_of_stream) {
         LANES_LOG(debug, "http", "header from " << remote_ << " not read: " << hec.message());
-        co_return std::nullopt;
+        co_return false;
     }
     if (hec) {
         co_await refuse(400, "malformed HTTP request: " + hec.message());
-        co_return std::nullopt;
+        co_return false;
     }
     version_ = parser.get().version();
     if (beast::iequals(parser.get()[beast_http::field::expect], "100-continue")) {
@@ -108,7 +107,7 @@ asio::awaitable<std::optional<request>> session::read_with_parser() {
         stream_.expires_after(cfg.write_timeout);
         auto [cec, cn] = co_await beast_http::async_write(stream_, cont, use_tuple);
         if (cec)
-            co_return std::nullopt;
+            co_return false;
     }
     stream_.expires_after(cfg.body_read_timeout);
     boost::system::error_code bec;
@@ -119,23 +118,22 @@ asio::awaitable<std::optional<request>> session::read_with_parser() {
     if (bec == beast_http::error::body_limit) {
         co_await refuse(413,
                         "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
-        co_return std::nullopt;
+        co_return false;
     }
     if (bec) {
         if (bec != beast::error::timeout && bec != beast_http::error::end_of_stream &&
             bec != beast_http::error::partial_message)
             co_await refuse(400, "malformed HTTP request body: " + bec.message());
-        co_return std::nullopt;
+        co_return false;
     }
     // Into the server's own request type, as the plain path makes it.
     auto msg = parser.release();
     const auto sv = [](auto s) { return std::string_view(s.data(), s.size()); };
-    request req;
-    req.start(msg.method(), sv(msg.method_string()), sv(msg.target()), msg.version(), 256);
+    req_.start(msg.method(), sv(msg.method_string()), sv(msg.target()), msg.version(), 256);
     for (const auto& f : msg)
-        req.add(sv(f.name_string()), sv(f.value()));
-    req.body() = std::move(msg.body());
-    co_return req;
+        req_.add(sv(f.name_string()), sv(f.value()));
+    req_.body() = std::move(msg.body());
+    co_return true;
 }
 
 // Feeds what is already buffered to the parser, with no I/O and no asynchronous operation: a

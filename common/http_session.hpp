@@ -113,9 +113,10 @@ public:
     const tcp::endpoint& remote() const override { return remote_; }
 
 private:
-    // Reads one request; nullopt when the connection should close (after answering any error).
-    asio::awaitable<std::optional<request>> read_request();
-    asio::awaitable<std::optional<request>> read_with_parser();
+    // Reads one request into req_; false when the connection should close (after answering any
+    // error).
+    asio::awaitable<bool> read_request();
+    asio::awaitable<bool> read_with_parser();
     asio::awaitable<void> refuse(int status, std::string message);
     bool parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
                         boost::system::error_code& ec);
@@ -132,6 +133,7 @@ private:
     beast::tcp_stream stream_;
     read_deadline idle_deadline_; // the keep-alive wait for the next request
     beast::flat_buffer buffer_;
+    request req_; // the request being served; reused, so its buffers are allocated once
     std::shared_ptr<server::state> st_;
     tcp::endpoint remote_;
     bool idle_ = true;
