@@ -26,12 +26,48 @@ std::string limit_error(int status, std::string message) {
 
 } // namespace
 
+// Reads and serves requests until the connection is to close. Reading and serving are written
+// out here rather than as coroutines of their own: each would cost a frame and a resumption per
+// request.
 asio::awaitable<void> session::run() {
+    const auto& cfg = st_->cfg;
     while (!st_->stopping.load()) {
-        const bool got = co_await read_request();
-        if (!got)
-            break;
-        co_await serve(req_);
+        idle_ = true;
+        if (buffer_.size() == 0) {
+            stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
+            idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
+            auto [ec, n] = co_await stream_.socket().async_read_some(
+                buffer_.prepare(first_read_size), use_tuple);
+            idle_deadline_.stop();
+            if (ec) {
+                LANES_LOG(debug, "http",
+                          "connection from " << remote_ << " closed: " << ec.message());
+                break; // idle timeout, client closed, or shutdown
+            }
+            buffer_.commit(n);
+        }
+        idle_ = false;
+        if (!take_plain_request()) {
+            const bool got = co_await read_with_parser();
+            if (!got)
+                break;
+        }
+
+        start_serving();
+        std::string failure;
+        try {
+            co_await st_->h(req_, *this);
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+        if (finish_serving(failure)) {
+            response res = make_response(
+                req_, beast_http::status::internal_server_error,
+                limit_error(500, failure.empty() ? "no response produced" : "internal error"));
+            co_await send(std::move(res));
+        }
+        if (st_->stopping.load())
+            keep_alive_ = false;
         if (broken_ || !keep_alive_)
             break;
     }
@@ -41,33 +77,40 @@ asio::awaitable<void> session::run() {
     stream_.socket().close(ec);
 }
 
-asio::awaitable<bool> session::read_request() {
+// The common case, a plain request that arrived whole: read into req_ without Beast's parser.
+bool session::take_plain_request() {
     const auto& cfg = st_->cfg;
-    idle_ = true;
-    if (buffer_.size() == 0) {
-        stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
-        idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
-        auto [ec, n] =
-            co_await stream_.socket().async_read_some(buffer_.prepare(first_read_size), use_tuple);
-        idle_deadline_.stop();
-        if (ec) {
-            LANES_LOG(debug, "http", "connection from " << remote_ << " closed: " << ec.message());
-            co_return false; // idle timeout, client closed, or shutdown
-        }
-        buffer_.commit(n);
+    const std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const std::size_t used = parse_plain_request(data, cfg.header_limit, cfg.body_limit, req_);
+    if (used == 0)
+        return false;
+    buffer_.consume(used);
+    version_ = req_.version();
+    return true;
+}
+
+void session::start_serving() {
+    started_ = false;
+    keep_alive_ = req_.keep_alive();
+    head_request_ = req_.method() == beast_http::verb::head;
+    st_->active.fetch_add(1);
+    LANES_LOG(debug, "http",
+              "request from " << remote_ << ": " << req_.method_string() << " " << req_.target());
+}
+
+// After the handler: true when nothing was answered and a 500 must go out.
+bool session::finish_serving(const std::string& failure) {
+    stop_watching();
+    LANES_LOG(debug, "http",
+              "handled request from " << remote_ << (started_ ? "" : " (no answer)")
+                                      << (broken_ ? " (connection broken)" : ""));
+    st_->active.fetch_sub(1);
+    if (!failure.empty()) {
+        LANES_LOG(error, "http", st_->name << ": handler failed: " << failure);
+        if (started_)
+            broken_ = true; // a half-written response cannot be repaired: close
     }
-    idle_ = false;
-    { // The common case, a plain request that arrived whole, without Beast's parser.
-        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
-                                    buffer_.size());
-        if (const std::size_t used =
-                parse_plain_request(data, cfg.header_limit, cfg.body_limit, req_)) {
-            buffer_.consume(used);
-            version_ = req_.version();
-            co_return true;
-        }
-    }
-    co_return co_await read_with_parser();
+    return !started_;
 }
 
 // Beast's parser for everything parse_plain_request leaves: a request still arriving, chunked,
@@ -167,41 +210,6 @@ asio::awaitable<void> session::refuse(int status, std::string message) {
     keep_alive_ = false;
     head_request_ = false; // refused before any request was taken up
     co_await send(std::move(res));
-}
-
-asio::awaitable<void> session::serve(request& req) {
-    started_ = false;
-    keep_alive_ = req.keep_alive();
-    head_request_ = req.method() == beast_http::verb::head;
-    st_->active.fetch_add(1);
-    std::string failure;
-    LANES_LOG(debug, "http",
-              "request from " << remote_ << ": " << req.method_string() << " " << req.target());
-    try {
-        co_await st_->h(req, *this);
-    } catch (const std::exception& e) {
-        failure = e.what();
-    }
-    stop_watching();
-    LANES_LOG(debug, "http",
-              "handled request from " << remote_ << (started_ ? "" : " (no answer)")
-                                      << (broken_ ? " (connection broken)" : ""));
-    st_->active.fetch_sub(1);
-    if (!failure.empty()) {
-        LANES_LOG(error, "http", st_->name << ": handler failed: " << failure);
-        if (started_) {
-            broken_ = true; // a half-written response cannot be repaired: close
-            co_return;
-        }
-    }
-    if (!started_) {
-        response res = make_response(
-            req, beast_http::status::internal_server_error,
-            limit_error(500, failure.empty() ? "no response produced" : "internal error"));
-        co_await send(std::move(res));
-    }
-    if (st_->stopping.load())
-        keep_alive_ = false;
 }
 
 asio::awaitable<bool> session::send(response res) {

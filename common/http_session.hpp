@@ -113,14 +113,15 @@ public:
     const tcp::endpoint& remote() const override { return remote_; }
 
 private:
-    // Reads one request into req_; false when the connection should close (after answering any
-    // error).
-    asio::awaitable<bool> read_request();
+    // Reads the request that begins in buffer_ into req_ with Beast's parser; false when the
+    // connection should close (after answering any error).
     asio::awaitable<bool> read_with_parser();
+    bool take_plain_request();
+    void start_serving();
+    bool finish_serving(const std::string& failure);
     asio::awaitable<void> refuse(int status, std::string message);
     bool parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
                         boost::system::error_code& ec);
-    asio::awaitable<void> serve(request& req);
     // A write of `count` buffers in two steps (see write_now): the part the socket takes at once,
     // true when nothing is left; then, only if needed, a coroutine for the rest. A failure of
     // either marks the connection broken.

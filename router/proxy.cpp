@@ -90,33 +90,42 @@ common::metrics::counter& proxy::requests_counter(const std::string& replica_id,
     return counter;
 }
 
+namespace {
+
+// An answer whose delivery nobody waits on (the session sees a broken connection itself).
+asio::awaitable<void> answered(asio::awaitable<bool> send) {
+    co_await std::move(send);
+}
+
+} // namespace
+
+// Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited, which
+// saves a frame and a resumption per request.
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
     const std::string_view target(req.target().data(), req.target().size());
     const std::string_view path = target.substr(0, target.find('?'));
     const bool post = req.method() == bhttp::verb::post;
     const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
     auto refuse = [&](int status, std::string type, std::string message) {
-        return out.send(http::make_response(
+        return answered(out.send(http::make_response(
             req, static_cast<bhttp::status>(status),
-            openai::error_json(make_error(status, std::move(type), std::move(message)))));
+            openai::error_json(make_error(status, std::move(type), std::move(message))))));
     };
     if (path == "/v1/completions" || path == "/v1/chat/completions") {
         if (!post)
-            co_await refuse(405, "MethodNotAllowed", "use POST");
-        else
-            co_await generate(req, out, path == "/v1/chat/completions");
-    } else if (path == "/health" && get) {
-        co_await out.send(http::make_response(req, bhttp::status::ok, "", "text/plain"));
-    } else if (path == "/metrics" && get) {
-        co_await out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(pool_),
-                                              common::metrics::registry::content_type));
-    } else if (path == "/v1/models" && get) {
-        co_await models(req, out);
-    } else if (admin::handles(path)) {
-        co_await admin_.handle(req, out);
-    } else {
-        co_await refuse(404, "NotFoundError", "no route for " + std::string(path));
+            return refuse(405, "MethodNotAllowed", "use POST");
+        return generate(req, out, path == "/v1/chat/completions");
     }
+    if (path == "/health" && get)
+        return answered(out.send(http::make_response(req, bhttp::status::ok, "", "text/plain")));
+    if (path == "/metrics" && get)
+        return answered(out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(pool_),
+                                                     common::metrics::registry::content_type)));
+    if (path == "/v1/models" && get)
+        return models(req, out);
+    if (admin::handles(path))
+        return admin_.handle(req, out);
+    return refuse(404, "NotFoundError", "no route for " + std::string(path));
 }
 
 void proxy::release_snapshot() {
