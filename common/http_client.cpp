@@ -230,64 +230,70 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     }
 }
 
-asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
+bool client_connection::take_buffered_piece(std::string& out, error_code& ec) {
     out.clear();
-    while (!body_done_) {
-        if (buffer_.size() > 0) {
-            const std::string_view data(static_cast<const char*>(buffer_.data().data()),
-                                        buffer_.size());
-            switch (head_.framing()) {
-            case body_framing::length: {
-                const auto n =
-                    static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), left_));
-                out.assign(data.substr(0, n));
-                buffer_.consume(n);
-                left_ -= n;
-                body_done_ = left_ == 0;
-                co_return error_code{};
-            }
-            case body_framing::until_close:
-                out.assign(data);
-                buffer_.consume(data.size());
-                co_return error_code{};
-            case body_framing::chunked: {
-                bool bad = false;
-                const std::size_t used = decoder_.decode(data, out, bad);
-                buffer_.consume(used);
-                if (bad) {
-                    open_ = false;
-                    co_return beast_http::error::bad_chunk;
-                }
-                body_done_ = decoder_.done();
-                if (!out.empty() || body_done_)
-                    co_return error_code{};
-                if (used > 0 && buffer_.size() > 0)
-                    continue; // framing only so far: decode on
-                break;
-            }
-            case body_framing::none:
-                break;
-            }
+    ec = {};
+    while (!body_done_ && buffer_.size() > 0) {
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        switch (head_.framing()) {
+        case body_framing::length: {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), left_));
+            out.assign(data.substr(0, n));
+            buffer_.consume(n);
+            left_ -= n;
+            body_done_ = left_ == 0;
+            return true;
         }
+        case body_framing::until_close:
+            out.assign(data);
+            buffer_.consume(data.size());
+            return true;
+        case body_framing::chunked: {
+            bool bad = false;
+            const std::size_t used = decoder_.decode(data, out, bad);
+            buffer_.consume(used);
+            if (bad) {
+                open_ = false;
+                ec = beast_http::error::bad_chunk;
+                return true;
+            }
+            body_done_ = decoder_.done();
+            if (!out.empty() || body_done_)
+                return true;
+            if (used > 0 && buffer_.size() > 0)
+                continue; // framing only so far: decode on
+            return false;
+        }
+        case body_framing::none:
+            return false;
+        }
+    }
+    return body_done_;
+}
+
+asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
+    error_code ec;
+    while (!take_buffered_piece(out, ec)) {
         start_deadline(idle_timeout);
-        auto [ec, n] = co_await stream_->socket().async_read_some(
+        auto [rec, n] = co_await stream_->socket().async_read_some(
             buffer_.prepare(chunk_buffer_size), use_tuple);
         deadline_.stop();
-        ec = deadline_.result(ec);
-        if (ec == asio::error::eof) { // the end of a body that runs to the close, or a cut
+        rec = deadline_.result(rec);
+        if (rec == asio::error::eof) { // the end of a body that runs to the close, or a cut
             open_ = false;
             if (head_.framing() != body_framing::until_close)
                 co_return beast_http::error::partial_message;
             body_done_ = true;
             co_return error_code{};
         }
-        if (ec) {
+        if (rec) {
             open_ = false;
-            co_return ec;
+            co_return rec;
         }
         buffer_.commit(n);
     }
-    co_return error_code{};
+    co_return ec;
 }
 
 bool client_connection::done() const {

@@ -71,6 +71,10 @@ public:
     // waits at most `idle_timeout` for bytes.
     boost::asio::awaitable<boost::system::error_code> read_chunk(std::string& out,
                                                                  duration idle_timeout);
+    // read_chunk without waiting, from what is already buffered: true when that settled the call
+    // (a piece in `out`, the body's end, or an error in `ec`), false when bytes must be read
+    // first (then call read_chunk). Saves a coroutine when the answer arrived with its header.
+    bool take_buffered_piece(std::string& out, boost::system::error_code& ec);
     bool done() const;
     // True when the response completed and the server allows another request on this connection.
     bool reusable() const;

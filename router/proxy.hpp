@@ -53,11 +53,6 @@ private:
     // One attempt on one replica. Sets `sent_any` once bytes reached the client.
     boost::asio::awaitable<attempt_result> forward(common::http::request& req,
                                                    common::http::response_writer& out, routed& r);
-    boost::asio::awaitable<boost::system::error_code> send_upstream(common::http::request& req,
-                                                                    routed& r, upstream_link& link);
-    boost::asio::awaitable<void> relay_whole(common::http::response_writer& out, routed& r,
-                                             upstream_link& link, const std::string& content_type,
-                                             attempt_result& result);
     boost::asio::awaitable<void> relay_stream(common::http::response_writer& out, routed& r,
                                               upstream_link& link, const std::string& content_type,
                                               attempt_result& result);

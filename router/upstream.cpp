@@ -77,6 +77,9 @@ std::string proxy_detail::upstream_head(const http::request& req, std::string_vi
     return head;
 }
 
+// One attempt: send the request, read the answer's header, relay the answer. Sending and a whole
+// answer's relay are written out here rather than as coroutines of their own (a frame and a
+// resumption each per request); a stream goes to relay_stream.
 asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
                                                       http::response_writer& out, routed& r) {
     attempt_result result;
@@ -93,7 +96,36 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         ~unhook() { link->conn.reset(); }
     } unhook_on_exit{link};
 
-    const error_code ec = co_await send_upstream(req, r, *link);
+    // Send the request and read the response header. A pooled connection may have been closed
+    // by the replica meanwhile, so a failure on a reused one is retried once on a fresh
+    // connection (no bytes reached anyone). On a connect failure link->conn is left empty.
+    auto executor = co_await asio::this_coro::executor;
+    const std::string head =
+        upstream_head(req, r.target->address().base_path, r.target->authority(), r.request_id);
+    error_code ec;
+    for (int tries = 0; tries < 2; ++tries) {
+        link->conn = r.target->take_idle();
+        const bool reused = link->conn != nullptr;
+        if (reused) {
+            link->conn->rebind(executor);
+        } else {
+            link->conn = std::make_unique<http::client_connection>(executor);
+            ec = co_await link->conn->connect(r.target->address(), cfg_.connect_timeout);
+            if (ec) {
+                link->conn.reset();
+                break;
+            }
+        }
+        const auto w = link->conn->start_write_raw(head, req.body());
+        ec = w.ec;
+        if (!w.done)
+            ec = co_await link->conn->finish_write_raw(head, req.body(), w.written,
+                                                       cfg_.upstream_write_timeout);
+        if (!ec)
+            ec = co_await link->conn->read_header(cfg_.first_byte_timeout);
+        if (!ec || !reused || link->client_gone)
+            break;
+    }
     if (ec) {
         result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
         result.client_gone = link->client_gone;
@@ -104,47 +136,50 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     result.status = link->conn->head().status();
     monitor_.report(r.target, result.status < 500);
     const std::string content_type(link->conn->head().field("content-type"));
-    if (content_type.starts_with("text/event-stream") && result.status < 500)
+    if (content_type.starts_with("text/event-stream") && result.status < 500) {
         co_await relay_stream(out, r, *link, content_type, result);
-    else
-        co_await relay_whole(out, r, *link, content_type, result);
+        result.client_gone = link->client_gone;
+        co_return result;
+    }
+
+    // A whole answer (or a 5xx): read whole, bounded, then sent in one piece, so that a failure
+    // while reading it is still retryable. A body that came with the header needs no wait.
+    std::string body, piece;
+    while (!link->conn->done()) {
+        if (!link->conn->take_buffered_piece(piece, ec))
+            ec = co_await link->conn->read_chunk(piece, cfg_.stream_idle_timeout);
+        if (ec) {
+            result.failure = "upstream body: " + ec.message();
+            result.client_gone = link->client_gone;
+            co_return result;
+        }
+        if (body.size() + piece.size() > cfg_.upstream_body_limit) {
+            result.failure = "upstream body over --upstream-body-limit";
+            result.client_gone = link->client_gone;
+            co_return result;
+        }
+        if (body.empty())
+            body.swap(piece); // the usual single piece: taken, not copied
+        else
+            body += piece;
+    }
+    metrics_.first_byte.observe(seconds_since(r.start));
+    recycle(r, *link);
+    if (result.status >= 500) {
+        result.failure = "upstream status " + std::to_string(result.status);
+        result.failed_body = std::move(body);
+        result.failed_content_type = content_type;
+        result.client_gone = link->client_gone;
+        co_return result;
+    }
+    const std::array<http::header_view, 3> headers{{{header_replica, r.target->id()},
+                                                    {header_reason, to_string(r.choice.reason)},
+                                                    {header_request_id, r.request_id}}};
+    result.sent_any = true;
+    result.answered =
+        co_await out.send(static_cast<bhttp::status>(result.status), content_type, headers, body);
     result.client_gone = link->client_gone;
     co_return result;
-}
-
-// Sends the request and reads the response header. A pooled connection may have been closed by
-// the replica meanwhile, so a failure on a reused one is retried once on a fresh connection (no
-// bytes reached anyone). On a connect failure link.conn is left empty.
-asio::awaitable<error_code> proxy::send_upstream(http::request& req, routed& r,
-                                                 upstream_link& link) {
-    auto executor = co_await asio::this_coro::executor;
-    const std::string head =
-        upstream_head(req, r.target->address().base_path, r.target->authority(), r.request_id);
-    error_code ec;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        link.conn = r.target->take_idle();
-        const bool reused = link.conn != nullptr;
-        if (reused) {
-            link.conn->rebind(executor);
-        } else {
-            link.conn = std::make_unique<http::client_connection>(executor);
-            ec = co_await link.conn->connect(r.target->address(), cfg_.connect_timeout);
-            if (ec) {
-                link.conn.reset();
-                co_return ec;
-            }
-        }
-        const auto w = link.conn->start_write_raw(head, req.body());
-        ec = w.ec;
-        if (!w.done)
-            ec = co_await link.conn->finish_write_raw(head, req.body(), w.written,
-                                                      cfg_.upstream_write_timeout);
-        if (!ec)
-            ec = co_await link.conn->read_header(cfg_.first_byte_timeout);
-        if (!ec || !reused || link.client_gone)
-            break;
-    }
-    co_return ec;
 }
 
 // Back to the pool once the response is complete (the hook lets go of it first: once pooled,
@@ -159,38 +194,6 @@ http::header_list proxy::route_headers(const routed& r) const {
     return {{std::string(header_replica), r.target->id()},
             {std::string(header_reason), std::string(to_string(r.choice.reason))},
             {std::string(header_request_id), std::string(r.request_id)}};
-}
-
-// A non-streamed answer (or a 5xx): read whole, bounded, then sent in one piece — so a failure
-// while reading it is still retryable.
-asio::awaitable<void> proxy::relay_whole(http::response_writer& out, routed& r, upstream_link& link,
-                                         const std::string& content_type, attempt_result& result) {
-    std::string body, piece;
-    while (!link.conn->done()) {
-        if (auto ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
-            result.failure = "upstream body: " + ec.message();
-            co_return;
-        }
-        if (body.size() + piece.size() > cfg_.upstream_body_limit) {
-            result.failure = "upstream body over --upstream-body-limit";
-            co_return;
-        }
-        body += piece;
-    }
-    metrics_.first_byte.observe(seconds_since(r.start));
-    recycle(r, link);
-    if (result.status >= 500) {
-        result.failure = "upstream status " + std::to_string(result.status);
-        result.failed_body = std::move(body);
-        result.failed_content_type = content_type;
-        co_return;
-    }
-    const std::array<http::header_view, 3> headers{{{header_replica, r.target->id()},
-                                                    {header_reason, to_string(r.choice.reason)},
-                                                    {header_request_id, r.request_id}}};
-    result.sent_any = true;
-    result.answered =
-        co_await out.send(static_cast<bhttp::status>(result.status), content_type, headers, body);
 }
 
 // SSE: each upstream piece is relayed as soon as it arrives. After the first byte a retry is

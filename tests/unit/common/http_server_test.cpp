@@ -548,3 +548,38 @@ TEST_CASE("a handler hears of its client leaving, with the watch delayed or not"
         std::this_thread::sleep_for(5ms);
     CHECK(ts.client_left.load() == 1);
 }
+
+TEST_CASE("client takes a body that came with its header without waiting", "[http]") {
+    // The whole answer in one write with a held connection: after the header, the body is
+    // buffered, so take_buffered_piece settles it; a second call reports the end.
+    canned_server cs("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 300ms);
+    asio::io_context io;
+    std::string piece, second;
+    bool first_settled = false, end_settled = false, done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            http::client_connection c(io.get_executor());
+            const http::url target{"127.0.0.1", cs.port(), ""};
+            auto ec = co_await c.connect(target, 2s);
+            REQUIRE(!ec);
+            http::outgoing_request req{bhttp::verb::get, "/", 11};
+            ec = co_await c.write(req, 2s);
+            REQUIRE(!ec);
+            ec = co_await c.read_header(2s);
+            REQUIRE(!ec);
+            boost::system::error_code tec;
+            first_settled = c.take_buffered_piece(piece, tec);
+            CHECK(!tec);
+            done = c.done();
+            end_settled = c.take_buffered_piece(second, tec);
+            CHECK(!tec);
+        },
+        asio::detached);
+    io.run();
+    CHECK(first_settled);
+    CHECK(piece == "hello");
+    CHECK(done);
+    CHECK(end_settled);
+    CHECK(second.empty());
+}
