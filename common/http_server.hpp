@@ -122,6 +122,15 @@ public:
                                               std::string_view content_type,
                                               std::span<const header_view> headers,
                                               std::string_view body) = 0;
+    // The send above in two steps, for a caller that wants no coroutine when the socket takes
+    // the whole answer at once (the usual case): send's result then, or nullopt when a part is
+    // left, which send_rest() sends (await it next, before writing anything else). `headers`
+    // and `body` must outlive send_rest().
+    virtual std::optional<bool> send_at_once(beast_http::status status,
+                                             std::string_view content_type,
+                                             std::span<const header_view> headers,
+                                             std::string_view body) = 0;
+    virtual boost::asio::awaitable<bool> send_rest() = 0;
     virtual boost::asio::awaitable<bool> begin_stream(beast_http::status status,
                                                       std::string_view content_type,
                                                       const header_list& headers = {}) = 0;

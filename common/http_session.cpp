@@ -234,8 +234,16 @@ asio::awaitable<bool> session::send(response res) {
 
 asio::awaitable<bool> session::send(beast_http::status status, std::string_view content_type,
                                     std::span<const header_view> headers, std::string_view body) {
+    if (const auto sent = send_at_once(status, content_type, headers, body))
+        co_return *sent;
+    co_return co_await send_rest();
+}
+
+std::optional<bool> session::send_at_once(beast_http::status status, std::string_view content_type,
+                                          std::span<const header_view> headers,
+                                          std::string_view body) {
     if (broken_)
-        co_return false;
+        return false;
     started_ = true;
     if (st_->stopping.load())
         keep_alive_ = false;
@@ -259,10 +267,15 @@ asio::awaitable<bool> session::send(beast_http::status status, std::string_view 
     head.put("\r\n");
     if (head_request_)
         body = {};
-    const std::array<asio::const_buffer, 2> wire{asio::buffer(head.text()), asio::buffer(body)};
-    std::size_t written = 0;
-    if (!write_at_once(wire.data(), wire.size(), written))
-        co_await write_the_rest(wire.data(), wire.size(), written);
+    rest_ = {asio::buffer(head.text()), asio::buffer(body)};
+    rest_written_ = 0;
+    if (write_at_once(rest_.data(), rest_.size(), rest_written_))
+        return !broken_;
+    return std::nullopt;
+}
+
+asio::awaitable<bool> session::send_rest() {
+    co_await write_the_rest(rest_.data(), rest_.size(), rest_written_);
     co_return !broken_;
 }
 

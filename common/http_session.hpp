@@ -13,6 +13,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -102,6 +103,10 @@ public:
     asio::awaitable<bool> send(beast_http::status status, std::string_view content_type,
                                std::span<const header_view> headers,
                                std::string_view body) override;
+    std::optional<bool> send_at_once(beast_http::status status, std::string_view content_type,
+                                     std::span<const header_view> headers,
+                                     std::string_view body) override;
+    asio::awaitable<bool> send_rest() override;
     asio::awaitable<bool> begin_stream(beast_http::status status, std::string_view content_type,
                                        const header_list& headers) override;
     asio::awaitable<bool> write_chunk(std::string_view data) override;
@@ -143,7 +148,9 @@ private:
     bool keep_alive_ = true;
     bool head_request_ = false; // the request being answered is a HEAD: send no body
     unsigned version_ = 11;
-    std::string head_buffer_; // a whole response's head, kept for the next one
+    std::string head_buffer_;                // a whole response's head, kept for the next one
+    std::array<asio::const_buffer, 2> rest_; // send_at_once's answer, for send_rest()
+    std::size_t rest_written_ = 0;
     std::shared_ptr<watch_delay> watch_delay_;
     std::function<void()> on_closed_;
     bool watch_wanted_ = false;          // from on_client_closed() to the handler's end

@@ -176,8 +176,11 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
                                                     {header_reason, to_string(r.choice.reason)},
                                                     {header_request_id, r.request_id}}};
     result.sent_any = true;
-    result.answered =
-        co_await out.send(static_cast<bhttp::status>(result.status), content_type, headers, body);
+    if (const auto sent = out.send_at_once(static_cast<bhttp::status>(result.status), content_type,
+                                           headers, body))
+        result.answered = *sent;
+    else
+        result.answered = co_await out.send_rest();
     result.client_gone = link->client_gone;
     co_return result;
 }

@@ -134,6 +134,11 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
         CHECK(r.status == 200);
         CHECK(r.body.size() == o.body.size());
         CHECK(r.body == o.body);
+        // The same through the parts overload, whose rest goes out in send_rest().
+        const auto p = fetch_sync(ts.port, bhttp::verb::post, "/parts", o);
+        REQUIRE(!p.ec);
+        CHECK(p.status == 201);
+        CHECK(p.body == o.body);
         http::fetch_options big;
         big.body_limit = 16 << 20;
         const auto s = fetch_sync(ts.port, bhttp::verb::get, "/bigstream", big);
