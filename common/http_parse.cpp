@@ -92,33 +92,6 @@ bool plain_value(std::string_view s, const char* limit) {
     return bad == 0;
 }
 
-// Case-insensitive equality of a field name that passed the tchar check and `lower`, made of
-// lower-case letters, digits and '-' only. Setting bit 5 of a tchar byte then turns exactly the
-// upper-case letters into their lower-case forms and no other tchar into a byte `lower` can
-// hold (a '-' could only come from CR, a digit only from a control byte), so eight bytes
-// compare at once.
-bool name_equals(std::string_view name, std::string_view lower) {
-    const std::size_t n = name.size();
-    if (n != lower.size())
-        return false;
-    if (n >= 8) {
-        const auto load = [](const char* at) {
-            std::uint64_t v;
-            std::memcpy(&v, at, sizeof v);
-            return v;
-        };
-        constexpr std::uint64_t case_bits = 0x2020202020202020ull;
-        for (std::size_t i = 0; i + 8 < n; i += 8)
-            if ((load(name.data() + i) | case_bits) != load(lower.data() + i))
-                return false;
-        return (load(name.data() + n - 8) | case_bits) == load(lower.data() + n - 8);
-    }
-    for (std::size_t i = 0; i < n; ++i)
-        if ((name[i] | 0x20) != lower[i])
-            return false;
-    return true;
-}
-
 // A request target: visible ASCII only.
 bool plain_target(std::string_view s) {
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -276,18 +249,18 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
                                {offset(value), static_cast<std::uint32_t>(value.size())}});
             // The three fields that frame the body (names of different lengths: cheap to tell
             // apart).
-            if (name.size() == 14 && name_equals(name, "content-length")) {
+            if (name.size() == 14 && field_name_is(name, "content-length")) {
                 std::uint64_t n = 0;
                 if (!parse_length(value, n) || (f.has_length && n != f.length))
                     return false; // malformed, or two different lengths: no telling which is true
                 f.has_length = true;
                 f.length = n;
-            } else if (name.size() == 17 && name_equals(name, "transfer-encoding")) {
+            } else if (name.size() == 17 && field_name_is(name, "transfer-encoding")) {
                 f.has_te = true;
                 for_each_item(value, [&](std::string_view coding) {
                     f.chunked_last = iequals(coding, "chunked");
                 });
-            } else if (name.size() == 10 && name_equals(name, "connection")) {
+            } else if (name.size() == 10 && field_name_is(name, "connection")) {
                 for_each_item(value, [&](std::string_view option) {
                     f.close = f.close || iequals(option, "close");
                     f.keep = f.keep || iequals(option, "keep-alive");
@@ -337,18 +310,18 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
         for_each_field(data, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
             switch (name.size()) {
             case 6: // Expect: 100-continue needs an interim answer
-                if (name_equals(name, "expect"))
+                if (field_name_is(name, "expect"))
                     return false;
                 break;
             case 14:
-                if (name_equals(name, "content-length")) {
+                if (field_name_is(name, "content-length")) {
                     if (has_length || !parse_length(value, length))
                         return false;
                     has_length = true;
                 }
                 break;
             case 17: // a chunked body, or a coding the server must refuse
-                if (name_equals(name, "transfer-encoding"))
+                if (field_name_is(name, "transfer-encoding"))
                     return false;
                 break;
             default:
@@ -363,6 +336,31 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
         return 0; // over the limit (Beast answers 413), or the body is not all here yet
     out.body().assign(data.substr(header_size, static_cast<std::size_t>(length)));
     return header_size + static_cast<std::size_t>(length);
+}
+
+// Setting bit 5 of a tchar byte turns exactly the upper-case letters into their lower-case forms
+// and no other tchar into a byte `lower` can hold (a '-' could only come from CR, a digit only
+// from a control byte), so eight bytes compare at once.
+bool field_name_is(std::string_view name, std::string_view lower) {
+    const std::size_t n = name.size();
+    if (n != lower.size())
+        return false;
+    if (n >= 8) {
+        const auto load = [](const char* at) {
+            std::uint64_t v;
+            std::memcpy(&v, at, sizeof v);
+            return v;
+        };
+        constexpr std::uint64_t case_bits = 0x2020202020202020ull;
+        for (std::size_t i = 0; i + 8 < n; i += 8)
+            if ((load(name.data() + i) | case_bits) != load(lower.data() + i))
+                return false;
+        return (load(name.data() + n - 8) | case_bits) == load(lower.data() + n - 8);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        if ((name[i] | 0x20) != lower[i])
+            return false;
+    return true;
 }
 
 bool iequals_ascii(std::string_view a, std::string_view b) {

@@ -67,7 +67,7 @@ std::string_view request::operator[](beast_http::field name) const {
 bool request::keep_alive() const {
     bool close = false, keep = false;
     for (const auto& [n, v] : fields_)
-        if (iequals_ascii(slice(n), "connection")) {
+        if (field_name_is(slice(n), "connection")) {
             close = close || list_has(slice(v), "close");
             keep = keep || list_has(slice(v), "keep-alive");
         }

@@ -3,6 +3,7 @@
 // leaves meanwhile.
 #include "common/head_writer.hpp"
 #include "common/http_client.hpp"
+#include "common/http_parse.hpp"
 #include "router/proxy_detail.hpp"
 
 #include <boost/asio.hpp>
@@ -25,7 +26,7 @@ namespace {
 // Fields not forwarded (the router sets Host and Content-Length itself), and the request id,
 // which it sets once. Compared by length first: most fields differ from all of them there.
 bool not_forwarded(std::string_view name) {
-    const auto is = [name](std::string_view n) { return boost::beast::iequals(name, n); };
+    const auto is = [name](std::string_view n) { return http::field_name_is(name, n); };
     switch (name.size()) {
     case 2:
         return is("te");
