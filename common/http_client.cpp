@@ -187,46 +187,59 @@ asio::awaitable<error_code> client_connection::finish_write_raw(std::string_view
 
 // Both readers work on what is already buffered and read from the socket only when that is not
 // enough: a small response usually arrives whole in one read.
-asio::awaitable<error_code> client_connection::read_header(duration timeout) {
-    bool deadline_set = false;
-    for (;;) {
-        if (buffer_.size() > 0) {
-            error_code ec;
-            const std::string_view data(static_cast<const char*>(buffer_.data().data()),
-                                        buffer_.size());
-            const std::size_t used = head_.parse(data, head_request_, response_header_limit, ec);
-            if (ec) {
-                open_ = false;
-                co_return ec;
-            }
-            if (used > 0) {
-                buffer_.consume(used);
-                if (head_.status() < 200 && head_.status() != 101)
-                    continue; // an interim answer (100 Continue, 103): the real one follows
-                header_read_ = true;
-                deadline_.stop();
-                left_ = head_.content_length();
-                decoder_ = chunk_decoder{};
-                body_done_ = head_.framing() == body_framing::none ||
-                             (head_.framing() == body_framing::length && left_ == 0);
-                co_return error_code{};
-            }
-        }
-        if (!deadline_set) { // one deadline for the whole header, from its first read
-            start_deadline(timeout);
-            deadline_set = true;
-        }
-        auto [ec, n] = co_await stream_->socket().async_read_some(
-            buffer_.prepare(chunk_buffer_size), use_tuple);
+bool client_connection::take_buffered_header(error_code& ec) {
+    ec = {};
+    while (buffer_.size() > 0) {
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        const std::size_t used = head_.parse(data, head_request_, response_header_limit, ec);
         if (ec) {
             open_ = false;
             deadline_.stop();
-            if (ec == asio::error::eof)
-                co_return buffer_.size() == 0 ? beast_http::error::end_of_stream
-                                              : beast_http::error::partial_message;
-            co_return deadline_.result(ec);
+            return true;
         }
-        buffer_.commit(n);
+        if (used == 0)
+            return false;
+        buffer_.consume(used);
+        if (head_.status() < 200 && head_.status() != 101)
+            continue; // an interim answer (100 Continue, 103): the real one follows
+        header_read_ = true;
+        deadline_.stop();
+        left_ = head_.content_length();
+        decoder_ = chunk_decoder{};
+        body_done_ = head_.framing() == body_framing::none ||
+                     (head_.framing() == body_framing::length && left_ == 0);
+        return true;
+    }
+    return false;
+}
+
+asio::awaitable<std::tuple<error_code, std::size_t>> client_connection::read_more() {
+    return stream_->socket().async_read_some(buffer_.prepare(chunk_buffer_size), use_tuple);
+}
+
+error_code client_connection::header_bytes_read(error_code ec, std::size_t n) {
+    if (ec) {
+        open_ = false;
+        deadline_.stop();
+        if (ec == asio::error::eof)
+            return buffer_.size() == 0 ? beast_http::error::end_of_stream
+                                       : beast_http::error::partial_message;
+        return deadline_.result(ec);
+    }
+    buffer_.commit(n);
+    return {};
+}
+
+asio::awaitable<error_code> client_connection::read_header(duration timeout) {
+    error_code ec;
+    if (take_buffered_header(ec))
+        co_return ec;
+    start_deadline(timeout); // one deadline for the whole header, from its first read
+    for (;;) {
+        auto [rec, n] = co_await read_more();
+        if ((ec = header_bytes_read(rec, n)) || take_buffered_header(ec))
+            co_return ec;
     }
 }
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace lanes::common::http {
@@ -66,6 +67,16 @@ public:
                                                                        duration timeout);
     // Reads the response status line and headers (interim 1xx answers are skipped).
     boost::asio::awaitable<boost::system::error_code> read_header(duration timeout);
+    // read_header's steps, for a caller that reads the header in its own coroutine (a frame
+    // fewer): take_buffered_header parses what is buffered (true when that settled it: the
+    // header read, or an error in `ec`); if not, start_deadline(timeout) once, then await
+    // read_more() and pass its result to header_bytes_read() (an error ends the header) until
+    // take_buffered_header settles it.
+    bool take_buffered_header(boost::system::error_code& ec);
+    // Sets the deadline (first byte, stream idle) for the read about to start.
+    void start_deadline(duration timeout);
+    boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> read_more();
+    boost::system::error_code header_bytes_read(boost::system::error_code ec, std::size_t n);
     const response_head& head() const { return head_; }
     // Next piece of the body as it arrives; `out` is empty and done() true at the end. Each call
     // waits at most `idle_timeout` for bytes.
@@ -89,9 +100,6 @@ public:
     read_framed_chunks(std::string& out, duration idle_timeout, std::size_t max_buffered);
 
 private:
-    // Sets the deadline (first byte, stream idle) for the read about to start.
-    void start_deadline(duration timeout);
-
     std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
     read_deadline deadline_;
     boost::beast::flat_buffer buffer_;

@@ -122,8 +122,16 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         if (!w.done)
             ec = co_await link->conn->finish_write_raw(head, req.body(), w.written,
                                                        cfg_.upstream_write_timeout);
-        if (!ec)
-            ec = co_await link->conn->read_header(cfg_.first_byte_timeout);
+        // The header, read here rather than in read_header's coroutine (a frame fewer).
+        if (!ec && !link->conn->take_buffered_header(ec)) {
+            link->conn->start_deadline(cfg_.first_byte_timeout);
+            for (;;) {
+                auto [rec, n] = co_await link->conn->read_more();
+                if ((ec = link->conn->header_bytes_read(rec, n)) ||
+                    link->conn->take_buffered_header(ec))
+                    break;
+            }
+        }
         if (!ec || !reused || link->client_gone)
             break;
     }

@@ -339,3 +339,65 @@ TEST_CASE("a client that leaves before its answer: the replica aborts, no retry,
         10s));
     CHECK(router_metrics().sum("lanes_router_retries_total").value_or(0) == 0.0);
 }
+
+TEST_CASE("a replica that never answers: 502 after --first-byte-timeout, not a hang",
+          "[router][failover]") {
+    // A backend that answers GET (health, metrics) at once and never answers a POST.
+    namespace asio = boost::asio;
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    const unsigned short port = acceptor.local_endpoint().port();
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> held;
+    std::mutex held_mutex;
+    std::thread server([&] {
+        while (!stop.load()) {
+            auto s = std::make_shared<asio::ip::tcp::socket>(io);
+            boost::system::error_code ec;
+            acceptor.accept(*s, ec);
+            if (ec || stop.load())
+                break;
+            std::lock_guard lock(held_mutex);
+            held.emplace_back([s, &stop] {
+                char buf[4096];
+                boost::system::error_code rec;
+                while (!stop.load()) {
+                    const std::size_t n = s->read_some(asio::buffer(buf), rec);
+                    if (rec)
+                        return;
+                    if (std::string_view(buf, n).starts_with("GET "))
+                        asio::write(*s,
+                                    asio::buffer(std::string_view(
+                                        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
+                                    rec);
+                    // a POST: read, never answered
+                }
+            });
+        }
+    });
+    {
+        test::process router(LANES_ROUTER_BIN,
+                             {"--host", "127.0.0.1", "--port", "0", "--replica",
+                              "http://127.0.0.1:" + std::to_string(port), "--first-byte-timeout",
+                              "300ms", "--max-retries", "0"});
+        REQUIRE(test::wait_healthy(router.port(), 10s));
+        const auto start = std::chrono::steady_clock::now();
+        const auto r = test::post_json(router.port(), "/v1/completions",
+                                       R"({"prompt":"anyone there?","max_tokens":2})");
+        const auto took = std::chrono::steady_clock::now() - start;
+        CHECK(r.status == 502);
+        CHECK(r.body.find("every replica tried failed") != std::string::npos);
+        CHECK(took >= 250ms);
+        CHECK(took < 3s);
+    }
+    stop = true;
+    boost::system::error_code ec;
+    // Wake the accept with a connection of our own, then let the held connections go.
+    asio::ip::tcp::socket poke(io);
+    poke.connect(acceptor.local_endpoint(), ec);
+    server.join();
+    poke.close(ec);
+    std::lock_guard lock(held_mutex);
+    for (auto& t : held)
+        t.join();
+}
