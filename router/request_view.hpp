@@ -1,5 +1,6 @@
 // The fast path of the router's request parsing: pull out only what routing needs (the prompt or
-// the rendered chat, model, stream, user) with an on-demand JSON parser. Anything unusual
+// the rendered chat, model, stream, user), first with a one-pass scanner for plain completions
+// bodies, then with simdjson's on-demand parser for what the scanner declines. Anything unusual
 // (malformed JSON, unexpected types, unknown content parts) returns nullopt and the caller falls
 // back to openai::parse_generation_request, which names the exact problem. The replica validates
 // the remaining fields (max_tokens, temperature, ...) and its 400 is relayed unchanged.
