@@ -50,6 +50,9 @@ private:
                                           common::http::response_writer& out, bool chat);
     boost::asio::awaitable<void> models(common::http::request& req,
                                         common::http::response_writer& out);
+    // One attempt on one replica. Sets `sent_any` once bytes reached the client.
+    boost::asio::awaitable<attempt_result> forward(common::http::request& req,
+                                                   common::http::response_writer& out, routed& r);
     boost::asio::awaitable<void> relay_stream(common::http::response_writer& out, routed& r,
                                               upstream_link& link, const std::string& content_type,
                                               attempt_result& result);

@@ -1,6 +1,5 @@
-// What the proxy's two halves share (router/proxy.cpp: parse, route, each attempt and a whole
-// answer's relay; router/upstream.cpp: the upstream request's head and the SSE relay). Private to
-// those two files.
+// What the proxy's two halves share (router/proxy.cpp: parse, route, retry; router/upstream.cpp:
+// send to a replica and relay its answer). Private to those two files.
 #pragma once
 
 #include "common/http_client.hpp"

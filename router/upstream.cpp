@@ -1,6 +1,6 @@
-// The proxy's upstream half: the head of a request to a replica, the SSE relay, and giving a
-// connection back to its pool. (An attempt itself, with a whole answer's relay, is written out in
-// proxy::generate, router/proxy.cpp: a coroutine frame fewer per request.)
+// The proxy's upstream half: send a request to the chosen replica over a pooled keep-alive
+// connection, then relay its answer (whole, or SSE chunk by chunk), watching for a client that
+// leaves meanwhile.
 #include "common/head_writer.hpp"
 #include "common/http_client.hpp"
 #include "common/http_parse.hpp"
@@ -76,6 +76,122 @@ std::string proxy_detail::upstream_head(const http::request& req, std::string_vi
     out.put("\r\nContent-Length: ").put_number(req.body().size()).put("\r\n\r\n");
     head.resize(out.text().size());
     return head;
+}
+
+// One attempt: send the request, read the answer's header, relay the answer. Sending and a whole
+// answer's relay are written out here rather than as coroutines of their own (a frame and a
+// resumption each per request); a stream goes to relay_stream.
+asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
+                                                      http::response_writer& out, routed& r) {
+    attempt_result result;
+    inflight_guard guard(r.target);
+    r.target->requests_total.fetch_add(1);
+    auto link = std::make_shared<upstream_link>();
+    out.on_client_closed([link] {
+        link->client_gone = true;
+        if (link->conn)
+            link->conn->close();
+    });
+    struct unhook { // the hook must not outlive this attempt's hold on the connection
+        std::shared_ptr<upstream_link> link;
+        ~unhook() { link->conn.reset(); }
+    } unhook_on_exit{link};
+
+    // Send the request and read the response header. A pooled connection may have been closed
+    // by the replica meanwhile, so a failure on a reused one is retried once on a fresh
+    // connection (no bytes reached anyone). On a connect failure link->conn is left empty.
+    auto executor = co_await asio::this_coro::executor;
+    const std::string head =
+        upstream_head(req, r.target->address().base_path, r.target->authority(), r.request_id);
+    error_code ec;
+    for (int tries = 0; tries < 2; ++tries) {
+        link->conn = r.target->take_idle();
+        const bool reused = link->conn != nullptr;
+        if (reused) {
+            link->conn->rebind(executor);
+        } else {
+            link->conn = std::make_unique<http::client_connection>(executor);
+            ec = co_await link->conn->connect(r.target->address(), cfg_.connect_timeout);
+            if (ec) {
+                link->conn.reset();
+                break;
+            }
+        }
+        const auto w = link->conn->start_write_raw(head, req.body());
+        ec = w.ec;
+        if (!w.done)
+            ec = co_await link->conn->finish_write_raw(head, req.body(), w.written,
+                                                       cfg_.upstream_write_timeout);
+        // The header, read here rather than in read_header's coroutine (a frame fewer).
+        if (!ec && !link->conn->take_buffered_header(ec)) {
+            link->conn->start_deadline(cfg_.first_byte_timeout);
+            for (;;) {
+                auto [rec, n] = co_await link->conn->read_more();
+                if ((ec = link->conn->header_bytes_read(rec, n)) ||
+                    link->conn->take_buffered_header(ec))
+                    break;
+            }
+        }
+        if (!ec || !reused || link->client_gone)
+            break;
+    }
+    if (ec) {
+        result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
+        result.client_gone = link->client_gone;
+        if (!link->client_gone) // a client that left is not the replica's fault
+            monitor_.report(r.target, false);
+        co_return result;
+    }
+    result.status = link->conn->head().status();
+    monitor_.report(r.target, result.status < 500);
+    const std::string content_type(link->conn->head().field("content-type"));
+    if (content_type.starts_with("text/event-stream") && result.status < 500) {
+        co_await relay_stream(out, r, *link, content_type, result);
+        result.client_gone = link->client_gone;
+        co_return result;
+    }
+
+    // A whole answer (or a 5xx): read whole, bounded, then sent in one piece, so that a failure
+    // while reading it is still retryable. A body that came with the header needs no wait.
+    std::string body, piece;
+    while (!link->conn->done()) {
+        if (!link->conn->take_buffered_piece(piece, ec))
+            ec = co_await link->conn->read_chunk(piece, cfg_.stream_idle_timeout);
+        if (ec) {
+            result.failure = "upstream body: " + ec.message();
+            result.client_gone = link->client_gone;
+            co_return result;
+        }
+        if (body.size() + piece.size() > cfg_.upstream_body_limit) {
+            result.failure = "upstream body over --upstream-body-limit";
+            result.client_gone = link->client_gone;
+            co_return result;
+        }
+        if (body.empty())
+            body.swap(piece); // the usual single piece: taken, not copied
+        else
+            body += piece;
+    }
+    metrics_.first_byte.observe(seconds_since(r.start));
+    recycle(r, *link);
+    if (result.status >= 500) {
+        result.failure = "upstream status " + std::to_string(result.status);
+        result.failed_body = std::move(body);
+        result.failed_content_type = content_type;
+        result.client_gone = link->client_gone;
+        co_return result;
+    }
+    const std::array<http::header_view, 3> headers{{{header_replica, r.target->id()},
+                                                    {header_reason, to_string(r.choice.reason)},
+                                                    {header_request_id, r.request_id}}};
+    result.sent_any = true;
+    if (const auto sent = out.send_at_once(static_cast<bhttp::status>(result.status), content_type,
+                                           headers, body))
+        result.answered = *sent;
+    else
+        result.answered = co_await out.send_rest();
+    result.client_gone = link->client_gone;
+    co_return result;
 }
 
 // Back to the pool once the response is complete (the hook lets go of it first: once pooled,
