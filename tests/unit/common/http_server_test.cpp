@@ -86,6 +86,17 @@ http::fetch_result fetch_sync(unsigned short port, bhttp::verb method, std::stri
     return http::fetch_blocking(target, method, path, options);
 }
 
+// Connects `c` to 127.0.0.1:`port` and sends GET `path`: how the client tests begin.
+asio::awaitable<void> connect_and_get(http::client_connection& c, unsigned short port,
+                                      std::string path) {
+    const http::url target{"127.0.0.1", port, ""};
+    auto ec = co_await c.connect(target, 2s);
+    REQUIRE(!ec);
+    http::outgoing_request req{bhttp::verb::get, path, 11};
+    ec = co_await c.write(req, 2s);
+    REQUIRE(!ec);
+}
+
 // Sends raw bytes and returns everything the server answers until it closes (or 2 s pass).
 std::string raw_exchange(unsigned short port, const std::string& bytes) {
     asio::io_context io;
@@ -232,13 +243,8 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
             io,
             [&]() -> asio::awaitable<void> {
                 http::client_connection c(io.get_executor());
-                const http::url target{"127.0.0.1", ts.port, ""};
-                auto ec = co_await c.connect(target, 2s);
-                REQUIRE(!ec);
-                http::outgoing_request req{bhttp::verb::get, "/stream", 11};
-                ec = co_await c.write(req, 2s);
-                REQUIRE(!ec);
-                ec = co_await c.read_header(2s);
+                co_await connect_and_get(c, ts.port, "/stream");
+                auto ec = co_await c.read_header(2s);
                 REQUIRE(!ec);
                 std::string piece;
                 while (!c.done()) {
@@ -565,13 +571,8 @@ TEST_CASE("client takes a body that came with its header without waiting", "[htt
         io,
         [&]() -> asio::awaitable<void> {
             http::client_connection c(io.get_executor());
-            const http::url target{"127.0.0.1", cs.port(), ""};
-            auto ec = co_await c.connect(target, 2s);
-            REQUIRE(!ec);
-            http::outgoing_request req{bhttp::verb::get, "/", 11};
-            ec = co_await c.write(req, 2s);
-            REQUIRE(!ec);
-            ec = co_await c.read_header(2s);
+            co_await connect_and_get(c, cs.port(), "/");
+            auto ec = co_await c.read_header(2s);
             REQUIRE(!ec);
             boost::system::error_code tec;
             first_settled = c.take_buffered_piece(piece, tec);
