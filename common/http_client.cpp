@@ -1,6 +1,7 @@
 #include "common/http_client.hpp"
 
 #include "common/chunked.hpp"
+#include "common/read_later.hpp"
 #include "common/socket_write.hpp"
 
 #include <boost/asio.hpp>
@@ -215,7 +216,8 @@ bool client_connection::take_buffered_header(error_code& ec) {
 }
 
 asio::awaitable<std::tuple<error_code, std::size_t>> client_connection::read_more() {
-    return stream_->socket().async_read_some(buffer_.prepare(chunk_buffer_size), use_tuple);
+    // Read right after the request went out, the answer is not there yet: start the read later.
+    return read_some_later(stream_->socket(), buffer_.prepare(chunk_buffer_size), &deadline_);
 }
 
 error_code client_connection::header_bytes_read(error_code ec, std::size_t n) {

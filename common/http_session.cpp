@@ -6,6 +6,7 @@
 #include "common/http_parse.hpp"
 #include "common/log.hpp"
 #include "common/openai.hpp"
+#include "common/read_later.hpp"
 
 namespace lanes::common::http {
 
@@ -32,8 +33,9 @@ asio::awaitable<void> session::run() {
         if (buffer_.size() == 0) {
             stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
             idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
-            auto [ec, n] = co_await stream_.socket().async_read_some(
-                buffer_.prepare(first_read_size), use_tuple);
+            // Right after an answer, the next request is seldom there yet: start the read later.
+            auto [ec, n] = co_await read_some_later(
+                stream_.socket(), buffer_.prepare(first_read_size), &idle_deadline_);
             idle_deadline_.stop();
             if (ec) {
                 LANES_LOG(debug, "http",

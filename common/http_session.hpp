@@ -92,10 +92,14 @@ public:
     asio::awaitable<void> run();
 
     // Called (on any thread) by server::stop(): closes the connection if it waits for a request.
+    // Closed rather than cancelled: the read may not have started yet (read_some_later), and a
+    // read that starts on a closed socket ends at once.
     void close_if_idle() {
         asio::post(stream_.get_executor(), [self = shared_from_this()] {
-            if (self->idle_)
-                self->stream_.cancel();
+            if (self->idle_) {
+                boost::system::error_code ignored;
+                self->stream_.socket().close(ignored);
+            }
         });
     }
 

@@ -70,6 +70,10 @@ error_code read_deadline::result(error_code ec) const {
     return ec;
 }
 
+bool read_deadline::fired() const {
+    return state_ && state_->fired;
+}
+
 void read_deadline::release() {
     if (!state_)
         return;

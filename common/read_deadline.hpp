@@ -28,6 +28,9 @@ public:
     void stop();
     // The read's result, with a cancellation by this deadline reported as Beast's timeout.
     boost::system::error_code result(boost::system::error_code ec) const;
+    // The deadline of the read in progress has passed and cancelled what the socket had pending
+    // (a read that starts after that must not wait: see read_some_later).
+    bool fired() const;
     // The socket closes or goes away: cancels the timer (a pending wait would keep its
     // io_context's run() going until the deadline). Call it where the socket's thread, or no
     // thread, runs that io_context.

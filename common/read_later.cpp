@@ -1,0 +1,43 @@
+#include "common/read_later.hpp"
+
+#include "common/read_deadline.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <utility>
+
+namespace lanes::common::http {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+struct start_later {
+    template <typename Handler>
+    void operator()(Handler&& h, asio::ip::tcp::socket* socket, asio::mutable_buffer buffer,
+                    const read_deadline* deadline) const {
+        asio::post(socket->get_executor(),
+                   [socket, buffer, deadline, h = std::forward<Handler>(h)]() mutable {
+                       if (deadline && deadline->fired()) {
+                           std::move(h)(error_code(asio::error::operation_aborted), 0);
+                           return;
+                       }
+                       socket->async_read_some(buffer, std::move(h));
+                   });
+    }
+};
+
+} // namespace
+
+asio::awaitable<std::tuple<error_code, std::size_t>>
+read_some_later(asio::ip::tcp::socket& socket, asio::mutable_buffer buffer,
+                const read_deadline* deadline) {
+    auto token = asio::as_tuple(asio::use_awaitable);
+    return asio::async_initiate<decltype(token), void(error_code, std::size_t)>(
+        start_later{}, token, &socket, buffer, deadline);
+}
+
+} // namespace lanes::common::http
