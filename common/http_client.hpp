@@ -128,6 +128,9 @@ struct fetch_options {
     std::string body;
     std::string content_type = "application/json";
     header_list headers;
+    // Ask the server to keep the connection open (fetch_on can then use it again); without it the
+    // request says `Connection: close`.
+    bool keep_alive = false;
 };
 
 // One request on a fresh connection; reads the whole body (bounded by body_limit). `target` and
@@ -136,6 +139,16 @@ struct fetch_options {
 boost::asio::awaitable<fetch_result> fetch(boost::asio::any_io_executor ex, const url& target,
                                            beast_http::verb method, std::string_view path,
                                            const fetch_options& options);
+
+// fetch() on `conn`, an open connection kept from an earlier fetch_on (moved onto `ex`), or on a
+// fresh one when `conn` is null or closed (a fresh one is left in `conn`). A kept connection that
+// fails before the answer's header (the server closed it while it sat idle) is replaced by a fresh
+// one and the request sent again, once. Afterwards `conn` is open only when options.keep_alive is
+// set and the answer allows another request on it.
+boost::asio::awaitable<fetch_result> fetch_on(std::unique_ptr<client_connection>& conn,
+                                              boost::asio::any_io_executor ex, const url& target,
+                                              beast_http::verb method, std::string_view path,
+                                              const fetch_options& options);
 
 // fetch() on a private io_context, blocking the calling thread until it completes (for tools
 // and tests that run no io_context of their own).

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
         router::monitor_config monitor_cfg = cfg.monitor;
         monitor_cfg.dns_names = cfg.replica_dns;
         monitor_cfg.connect_timeout = cfg.connect_timeout;
+        monitor_cfg.max_idle_connections = static_cast<std::size_t>(cfg.max_idle_connections);
         router::replica_monitor monitor(io, pool, metrics, monitor_cfg);
         router::proxy front(cfg, pool, metrics, monitor, router::make_policy(cfg.policy, options));
         common::http::server server(

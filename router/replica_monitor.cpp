@@ -68,14 +68,19 @@ asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration i
     }
 }
 
-asio::awaitable<http::fetch_result> replica_monitor::get(const replica& r, std::string_view path,
+asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string_view path,
                                                          common::http::duration timeout) {
     http::fetch_options options;
     options.connect_timeout = cfg_.connect_timeout;
     options.total_timeout = timeout;
+    options.keep_alive = true;
     const auto executor = co_await asio::this_coro::executor;
-    co_return co_await http::fetch(executor, r.address(), boost::beast::http::verb::get, path,
-                                   options);
+    auto conn = r.take_idle();
+    auto res = co_await http::fetch_on(conn, executor, r.address(), boost::beast::http::verb::get,
+                                       path, options);
+    if (conn && conn->is_open())
+        r.give_back(std::move(conn), cfg_.max_idle_connections);
+    co_return res;
 }
 
 asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {

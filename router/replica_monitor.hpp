@@ -29,6 +29,9 @@ struct monitor_config {
     common::http::duration health_timeout{1'000};
     common::http::duration dns_interval{5'000};
     common::http::duration connect_timeout{1'000};
+    // Scrapes and probes use the replica's idle keep-alive connections, as requests do, and give
+    // back at most this many (the router's --max-idle-connections).
+    std::size_t max_idle_connections = 64;
     std::vector<std::string> dns_names; // host:port
 };
 
@@ -49,8 +52,9 @@ private:
                                                   std::atomic<bool> replica::*busy,
                                                   replica_task task);
     boost::asio::awaitable<void> dns_loop();
-    // GET `path` from a replica on a fresh connection within `timeout`.
-    boost::asio::awaitable<common::http::fetch_result> get(const replica& r, std::string_view path,
+    // GET `path` from a replica within `timeout`, on one of its idle keep-alive connections
+    // when it has one (a fresh one otherwise), which is given back when the answer allows.
+    boost::asio::awaitable<common::http::fetch_result> get(replica& r, std::string_view path,
                                                            common::http::duration timeout);
     boost::asio::awaitable<void> scrape(std::shared_ptr<replica> r);
     boost::asio::awaitable<void> probe(std::shared_ptr<replica> r);
