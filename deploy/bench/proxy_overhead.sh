@@ -106,9 +106,13 @@ done = function(summary, latency, requests)
 end
 LUA
 
+# The order turns each round (nginx haproxy lanes, then haproxy lanes nginx, ...), so that none
+# of the three always runs first or last after the others warmed the machine.
 declare -A rps p50 p99
+names=(nginx haproxy lanes)
 for round in $(seq 1 "$rounds"); do
-    for name in nginx haproxy lanes; do
+    shift_by=$(( (round - 1) % 3 ))
+    for name in "${names[@]:shift_by}" "${names[@]:0:shift_by}"; do
         port_var="${name}_port"
         line=$(wrk -t1 -c"$connections" -d"$duration" -s "$work/post.lua" \
             "http://127.0.0.1:${!port_var}/v1/completions" | grep '^RESULT')
@@ -129,6 +133,17 @@ for name, r, a, b in [("nginx", "${rps[nginx]}", "${p50[nginx]}", "${p99[nginx]}
                   "p99_ms": statistics.median(f(b)), "runs_rps": f(r)}
 best = max(data["nginx"]["rps"], data["haproxy"]["rps"])
 data["lanes_vs_best_rps"] = data["lanes"]["rps"] / best
+# Paired within each round (the machine's speed drifts between rounds more than the proxies
+# differ): lanes over the better of the other two that round, and its p99 over their lower p99.
+g = lambda n, k: [float(x) for x in {"rps": rps_s, "p99": p99_s}[k][n].split()]
+rps_s = {"nginx": "${rps[nginx]}", "haproxy": "${rps[haproxy]}", "lanes": "${rps[lanes]}"}
+p99_s = {"nginx": "${p99[nginx]}", "haproxy": "${p99[haproxy]}", "lanes": "${p99[lanes]}"}
+rps_ratio = [l / max(n, h) for n, h, l in zip(g("nginx", "rps"), g("haproxy", "rps"), g("lanes", "rps"))]
+p99_ratio = [l / min(n, h) for n, h, l in zip(g("nginx", "p99"), g("haproxy", "p99"), g("lanes", "p99"))]
+data["paired"] = {"rps_ratio_median": statistics.median(rps_ratio),
+                  "p99_ratio_median": statistics.median(p99_ratio),
+                  "rounds_lanes_ahead": sum(r >= 1.0 for r in rps_ratio),
+                  "rps_ratios": rps_ratio, "p99_ratios": p99_ratio}
 data["config"] = {"rounds": $rounds, "duration": "$duration", "connections": $connections,
                   "body_bytes": ${#body}}
 json.dump(data, open(sys.argv[1], "w"), indent=2)
@@ -137,4 +152,7 @@ for n in ("nginx", "haproxy", "lanes"):
     d = data[n]
     print("%-8s %10.0f %8.3f %8.3f" % (n, d["rps"], d["p50_ms"], d["p99_ms"]))
 print("lanes / best of nginx, haproxy: %.2fx req/s" % data["lanes_vs_best_rps"])
+pr = data["paired"]
+print("paired by round (median): lanes / best %.2fx req/s, p99 / lower %.2fx; lanes ahead in %d of %d rounds"
+      % (pr["rps_ratio_median"], pr["p99_ratio_median"], pr["rounds_lanes_ahead"], len(pr["rps_ratios"])))
 PY
