@@ -49,6 +49,10 @@ std::optional<bool> session::send_at_once(beast_http::status status, std::string
     std::size_t bound = 128 + reason.size() + server_header.size() + content_type.size();
     for (const auto& [name, value] : headers)
         bound += name.size() + value.size() + 4;
+    // A small body is copied behind the head: one buffer is one send() (see write_now).
+    const bool with_body = !head_request_ && body.size() <= copy_body_limit;
+    if (with_body)
+        bound += body.size();
     head_writer head(head_buffer_, bound);
     head.put(version_text(version_)).put(" ").put_number(static_cast<unsigned>(status));
     head.put(" ").put(reason).put("\r\nServer: ").put(server_header);
@@ -62,8 +66,12 @@ std::optional<bool> session::send_at_once(beast_http::status status, std::string
     else if (keep_alive_ && version_ < 11)
         head.put("Connection: keep-alive\r\n");
     head.put("\r\n");
-    if (head_request_)
+    if (head_request_) {
         body = {};
+    } else if (with_body) {
+        head.put(body);
+        body = {};
+    }
     rest_ = {asio::buffer(head.text()), asio::buffer(body)};
     rest_written_ = 0;
     if (write_at_once(rest_.data(), rest_.size(), rest_written_))

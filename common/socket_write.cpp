@@ -23,7 +23,13 @@ write_attempt write_now(boost::beast::tcp_stream& stream, const asio::const_buff
     write_attempt w;
     if (!stream.socket().non_blocking())
         return w; // not prepared: the asynchronous path does it all
-    w.written = stream.socket().write_some(all, w.ec);
+    // Asio picks send() for a single buffer and sendmsg() for a sequence; sendmsg's iovec
+    // handling costs the kernel more. An empty last buffer (a body copied into the head) is
+    // left out.
+    if (count == 1 || (count == 2 && buffers[1].size() == 0))
+        w.written = stream.socket().write_some(buffers[0], w.ec);
+    else
+        w.written = stream.socket().write_some(all, w.ec);
     if (w.ec == asio::error::would_block || w.ec == asio::error::try_again)
         w.ec = {};
     w.done = w.ec || w.written == asio::buffer_size(all);

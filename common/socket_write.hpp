@@ -12,6 +12,11 @@
 
 namespace lanes::common::http {
 
+// Bodies up to this size are copied behind their head and written with it as one buffer (one
+// send() where a head and a body are a sendmsg() with two iovecs, which costs the kernel more
+// than copying a few KB).
+inline constexpr std::size_t copy_body_limit = 4096;
+
 // Puts the socket in non-blocking mode, which write_now needs; call it on every socket written
 // this way (a socket re-created from a native handle loses the setting).
 void prepare_for_write_now(boost::beast::tcp_stream& stream);

@@ -35,9 +35,11 @@ inline common::openai::api_error make_error(int status, std::string type, std::s
 
 // The upstream request's start line and fields in wire format: the client's end-to-end fields in
 // order (repeats kept), then Host, the request id and Content-Length; HTTP/1.1 keep-alive.
-// `base_path` and `authority` are the replica's (its URL's path prefix, and host:port).
+// `base_path` and `authority` are the replica's (its URL's path prefix, and host:port). With
+// `with_body` the request's body follows the blank line, for one write of the whole request.
 std::string upstream_head(const common::http::request& req, std::string_view base_path,
-                          std::string_view authority, std::string_view request_id);
+                          std::string_view authority, std::string_view request_id,
+                          bool with_body = false);
 
 } // namespace proxy_detail
 

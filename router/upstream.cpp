@@ -56,12 +56,15 @@ bool not_forwarded(std::string_view name) {
 } // namespace
 
 std::string proxy_detail::upstream_head(const http::request& req, std::string_view base_path,
-                                        std::string_view authority, std::string_view request_id) {
+                                        std::string_view authority, std::string_view request_id,
+                                        bool with_body) {
     // The literals below come to under 128 bytes; each header adds ": " and CR LF.
     std::size_t bound = 128 + req.method_string().size() + base_path.size() + req.target().size() +
                         authority.size() + header_request_id.size() + request_id.size();
     for (std::size_t i = 0; i < req.field_count(); ++i)
         bound += req.name(i).size() + req.value(i).size() + 4;
+    if (with_body)
+        bound += req.body().size();
     std::string head;
     common::head_writer out(head, bound);
     out.put(req.method_string()).put(" ").put(base_path).put(req.target());
@@ -74,6 +77,8 @@ std::string proxy_detail::upstream_head(const http::request& req, std::string_vi
     }
     out.put(header_request_id).put(": ").put(request_id);
     out.put("\r\nContent-Length: ").put_number(req.body().size()).put("\r\n\r\n");
+    if (with_body)
+        out.put(req.body());
     head.resize(out.text().size());
     return head;
 }
@@ -101,8 +106,11 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     // by the replica meanwhile, so a failure on a reused one is retried once on a fresh
     // connection (no bytes reached anyone). On a connect failure link->conn is left empty.
     auto executor = co_await asio::this_coro::executor;
-    const std::string head =
-        upstream_head(req, r.target->address().base_path, r.target->authority(), r.request_id);
+    // A small body travels in the head's buffer (one send(); see write_now).
+    const bool body_in_head = req.body().size() <= http::copy_body_limit;
+    const std::string head = upstream_head(req, r.target->address().base_path,
+                                           r.target->authority(), r.request_id, body_in_head);
+    const std::string_view request_body = body_in_head ? std::string_view{} : req.body();
     error_code ec;
     for (int tries = 0; tries < 2; ++tries) {
         link->conn = r.target->take_idle();
@@ -117,10 +125,10 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
                 break;
             }
         }
-        const auto w = link->conn->start_write_raw(head, req.body());
+        const auto w = link->conn->start_write_raw(head, request_body);
         ec = w.ec;
         if (!w.done)
-            ec = co_await link->conn->finish_write_raw(head, req.body(), w.written,
+            ec = co_await link->conn->finish_write_raw(head, request_body, w.written,
                                                        cfg_.upstream_write_timeout);
         // The header, read here rather than in read_header's coroutine (a frame fewer).
         if (!ec && !link->conn->take_buffered_header(ec)) {
