@@ -224,9 +224,11 @@ error_code client_connection::header_bytes_read(error_code ec, std::size_t n) {
     if (ec) {
         open_ = false;
         deadline_.stop();
-        if (ec == asio::error::eof)
-            return buffer_.size() == 0 ? beast_http::error::end_of_stream
-                                       : beast_http::error::partial_message;
+        if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+            if (buffer_.size() != 0)
+                return beast_http::error::partial_message; // the server had begun to answer
+            return ec == asio::error::eof ? beast_http::error::end_of_stream : ec;
+        }
         return deadline_.result(ec);
     }
     buffer_.commit(n);
@@ -358,6 +360,11 @@ bool client_connection::reusable() const {
     return is_open() && done() && head_.keep_alive();
 }
 
+bool closed_while_idle(error_code ec) {
+    return ec == beast_http::error::end_of_stream || ec == asio::error::connection_reset ||
+           ec == asio::error::broken_pipe;
+}
+
 namespace {
 
 // The request fetch sends, with `Connection: close` unless the connection is to be kept.
@@ -395,7 +402,8 @@ asio::awaitable<fetch_result> fetch_on(std::unique_ptr<client_connection>& conn,
     for (;;) {
         if (!reused) {
             conn = std::make_unique<client_connection>(ex);
-            if ((result.ec = co_await conn->connect(target, options.connect_timeout)))
+            const duration connect_timeout = std::min(options.connect_timeout, left());
+            if ((result.ec = co_await conn->connect(target, connect_timeout)))
                 co_return result;
         }
         outgoing_request req = fetch_request(target, method, path, options);
@@ -405,7 +413,9 @@ asio::awaitable<fetch_result> fetch_on(std::unique_ptr<client_connection>& conn,
         if (!result.ec)
             break;
         conn->close();
-        if (!reused || result.ec == beast::error::timeout)
+        // Sent again only when nothing came back and the method may be repeated.
+        const bool repeatable = method == beast_http::verb::get || method == beast_http::verb::head;
+        if (!reused || !repeatable || !closed_while_idle(result.ec))
             co_return result;
         reused = false;
     }

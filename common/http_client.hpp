@@ -113,6 +113,12 @@ private:
     bool body_done_ = false;    // the whole body of that answer has been read
 };
 
+// True for a failure that shows a kept-alive connection had been closed by the server while it
+// sat idle: the write failed, or the connection ended (closed or reset) before any byte of an
+// answer. A request that failed so can go again on a fresh connection; after any other failure
+// (a timeout, part of an answer) the server may have acted on it.
+bool closed_while_idle(boost::system::error_code ec);
+
 struct fetch_result {
     boost::system::error_code ec; // transport error, or timeout
     int status = 0;
@@ -141,9 +147,9 @@ boost::asio::awaitable<fetch_result> fetch(boost::asio::any_io_executor ex, cons
                                            const fetch_options& options);
 
 // fetch() on `conn`, an open connection kept from an earlier fetch_on (moved onto `ex`), or on a
-// fresh one when `conn` is null or closed (a fresh one is left in `conn`). A kept connection that
-// fails before the answer's header (the server closed it while it sat idle) is replaced by a fresh
-// one and the request sent again, once. Afterwards `conn` is open only when options.keep_alive is
+// fresh one when `conn` is null or closed (a fresh one is left in `conn`). A GET or HEAD on a kept
+// connection the server had closed while it sat idle (closed_while_idle) is sent again, once, on a
+// fresh one. Afterwards `conn` is open only when options.keep_alive is
 // set and the answer allows another request on it.
 boost::asio::awaitable<fetch_result> fetch_on(std::unique_ptr<client_connection>& conn,
                                               boost::asio::any_io_executor ex, const url& target,

@@ -42,6 +42,8 @@ asio::awaitable<void> session::run() {
                           "connection from " << remote_ << " closed: " << ec.message());
                 break; // idle timeout, client closed, or shutdown
             }
+            if (!stream_.socket().is_open())
+                break; // closed by server::stop() after the bytes came: as if just before
             buffer_.commit(n);
         }
         idle_ = false;

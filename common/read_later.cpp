@@ -2,7 +2,9 @@
 
 #include "common/read_deadline.hpp"
 
+#include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -19,14 +21,16 @@ struct start_later {
     template <typename Handler>
     void operator()(Handler&& h, asio::ip::tcp::socket* socket, asio::mutable_buffer buffer,
                     const read_deadline* deadline) const {
-        asio::post(socket->get_executor(),
-                   [socket, buffer, deadline, h = std::forward<Handler>(h)]() mutable {
-                       if (deadline && deadline->fired()) {
-                           std::move(h)(error_code(asio::error::operation_aborted), 0);
-                           return;
-                       }
-                       socket->async_read_some(buffer, std::move(h));
-                   });
+        asio::post(socket->get_executor(), [socket, buffer, deadline,
+                                            h = std::forward<Handler>(h)]() mutable {
+            if (deadline && deadline->fired()) {
+                // Completed through the handler's own executor, as the read would.
+                asio::dispatch(asio::append(
+                    std::move(h), error_code(asio::error::operation_aborted), std::size_t{0}));
+                return;
+            }
+            socket->async_read_some(buffer, std::move(h));
+        });
     }
 };
 

@@ -103,8 +103,8 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     } unhook_on_exit{link};
 
     // Send the request and read the response header. A pooled connection may have been closed
-    // by the replica meanwhile, so a failure on a reused one is retried once on a fresh
-    // connection (no bytes reached anyone). On a connect failure link->conn is left empty.
+    // by the replica meanwhile, so a reused one that fails that way (closed_while_idle) is
+    // replaced once by a fresh connection. On a connect failure link->conn is left empty.
     auto executor = co_await asio::this_coro::executor;
     // A small body travels in the head's buffer (one send(); see write_now).
     const bool body_in_head = req.body().size() <= http::copy_body_limit;
@@ -140,7 +140,9 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
                     break;
             }
         }
-        if (!ec || !reused || link->client_gone)
+        // Sent again only when the replica had closed the pooled connection (nothing reached
+        // it); after a timeout or part of an answer it may be working on the request.
+        if (!ec || !reused || link->client_gone || !http::closed_while_idle(ec))
             break;
     }
     if (ec) {
