@@ -357,7 +357,8 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
 }
 
 bool client_connection::reusable() const {
-    return is_open() && done() && head_.keep_alive();
+    // Bytes past the end of the answer would be read as the next request's answer.
+    return is_open() && done() && head_.keep_alive() && buffer_.size() == 0;
 }
 
 bool closed_while_idle(error_code ec) {

@@ -113,7 +113,9 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     const std::string_view request_body = body_in_head ? std::string_view{} : req.body();
     error_code ec;
     for (int tries = 0; tries < 2; ++tries) {
-        link->conn = r.target->take_idle();
+        // The second try is always on a fresh connection: the pool's other idle connections
+        // have sat there as long as the one that failed, and are likely closed too.
+        link->conn = tries == 0 ? r.target->take_idle() : nullptr;
         const bool reused = link->conn != nullptr;
         if (reused) {
             link->conn->rebind(executor);
@@ -122,6 +124,10 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
             ec = co_await link->conn->connect(r.target->address(), cfg_.connect_timeout);
             if (ec) {
                 link->conn.reset();
+                break;
+            }
+            if (link->client_gone) { // left while we connected: the hook found no socket
+                ec = asio::error::operation_aborted;
                 break;
             }
         }

@@ -7,8 +7,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -340,69 +342,132 @@ TEST_CASE("a client that leaves before its answer: the replica aborts, no retry,
     CHECK(router_metrics().sum("lanes_router_retries_total").value_or(0) == 0.0);
 }
 
+// A hand-written backend on loopback: each accepted connection is served by `serve` on a thread
+// of its own until the destructor stops the accept loop and joins them. `serve` should return
+// once `stopping` is set or its socket fails.
+class raw_backend {
+public:
+    using socket_ptr = std::shared_ptr<boost::asio::ip::tcp::socket>;
+    using serve_fn = std::function<void(socket_ptr, const std::atomic<bool>& stopping)>;
+
+    explicit raw_backend(serve_fn serve)
+        : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+        accepting_ = std::thread([this, serve = std::move(serve)] {
+            while (!stop_.load()) {
+                auto s = std::make_shared<boost::asio::ip::tcp::socket>(io_);
+                boost::system::error_code ec;
+                acceptor_.accept(*s, ec);
+                if (ec || stop_.load())
+                    break;
+                std::lock_guard lock(mutex_);
+                served_.emplace_back([s, serve, this] { serve(s, stop_); });
+            }
+        });
+    }
+    ~raw_backend() {
+        stop_ = true;
+        boost::system::error_code ec;
+        boost::asio::ip::tcp::socket poke(io_); // wakes the accept
+        poke.connect(acceptor_.local_endpoint(), ec);
+        accepting_.join();
+        poke.close(ec);
+        std::lock_guard lock(mutex_);
+        for (auto& t : served_)
+            t.join();
+    }
+    std::string url() const {
+        return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+    }
+
+private:
+    boost::asio::io_context io_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    std::atomic<bool> stop_{false};
+    std::mutex mutex_;
+    std::vector<std::thread> served_;
+    std::thread accepting_;
+};
+
+TEST_CASE("a pool of connections the replica closed while idle: each request still answered",
+          "[router][failover]") {
+    // A backend that answers every request as if keeping the connection, then closes it: each
+    // connection the router pools is closed by the time it is used again (as a replica's
+    // keep-alive timeout does after a lull), so a request may meet several in a row.
+    raw_backend backend([](raw_backend::socket_ptr s, const std::atomic<bool>&) {
+        namespace asio = boost::asio;
+        char buf[8192];
+        boost::system::error_code rec;
+        const std::size_t n = s->read_some(asio::buffer(buf), rec); // one small request
+        if (rec)
+            return;
+        const std::string body = std::string_view(buf, n).starts_with("POST ")
+                                     ? R"({"id":"cmpl-1","object":"text_completion",)"
+                                       R"("choices":[{"index":0,"text":"ok"}]})"
+                                     : "";
+        const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: " +
+                                   std::to_string(body.size()) + "\r\n\r\n" + body;
+        asio::write(*s, asio::buffer(answer), rec);
+        s->shutdown(asio::ip::tcp::socket::shutdown_both, rec);
+        s->close(rec);
+    });
+    test::process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica",
+                                            backend.url(), "--max-retries", "0"});
+    REQUIRE(test::wait_healthy(router.port(), 10s));
+    const std::string prompt = R"({"prompt":"hello","max_tokens":2})";
+    // Four at once leave four pooled connections, all closed by the backend.
+    std::array<int, 4> first{};
+    std::vector<std::thread> clients;
+    for (auto& status : first)
+        clients.emplace_back([&status, &router, &prompt] {
+            status = test::post_json(router.port(), "/v1/completions", prompt).status;
+        });
+    for (auto& t : clients)
+        t.join();
+    std::this_thread::sleep_for(200ms);
+    std::vector<int> after;
+    for (int i = 0; i < 8; ++i)
+        after.push_back(test::post_json(router.port(), "/v1/completions", prompt).status);
+    for (const int status : first)
+        CHECK(status == 200);
+    for (const int status : after)
+        CHECK(status == 200);
+}
+
 TEST_CASE("a replica that never answers: 502 after --first-byte-timeout, not a hang",
           "[router][failover]") {
     // A backend that answers GET (health, metrics) at once and never answers a POST.
-    namespace asio = boost::asio;
-    asio::io_context io;
-    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    const unsigned short port = acceptor.local_endpoint().port();
-    std::atomic<bool> stop{false};
     std::atomic<int> posts{0};
-    std::vector<std::thread> held;
-    std::mutex held_mutex;
-    std::thread server([&] {
-        while (!stop.load()) {
-            auto s = std::make_shared<asio::ip::tcp::socket>(io);
-            boost::system::error_code ec;
-            acceptor.accept(*s, ec);
-            if (ec || stop.load())
-                break;
-            std::lock_guard lock(held_mutex);
-            held.emplace_back([s, &stop, &posts] {
-                char buf[4096];
-                boost::system::error_code rec;
-                while (!stop.load()) {
-                    const std::size_t n = s->read_some(asio::buffer(buf), rec);
-                    if (rec)
-                        return;
-                    if (std::string_view(buf, n).starts_with("GET "))
-                        asio::write(*s,
-                                    asio::buffer(std::string_view(
-                                        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
-                                    rec);
-                    else if (std::string_view(buf, n).starts_with("POST "))
-                        posts.fetch_add(1); // read, never answered
-                }
-            });
+    raw_backend backend([&posts](raw_backend::socket_ptr s, const std::atomic<bool>& stopping) {
+        namespace asio = boost::asio;
+        char buf[4096];
+        boost::system::error_code rec;
+        while (!stopping.load()) {
+            const std::size_t n = s->read_some(asio::buffer(buf), rec);
+            if (rec)
+                return;
+            if (std::string_view(buf, n).starts_with("GET "))
+                asio::write(
+                    *s,
+                    asio::buffer(std::string_view("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
+                    rec);
+            else if (std::string_view(buf, n).starts_with("POST "))
+                posts.fetch_add(1); // read, never answered
         }
     });
-    {
-        test::process router(LANES_ROUTER_BIN,
-                             {"--host", "127.0.0.1", "--port", "0", "--replica",
-                              "http://127.0.0.1:" + std::to_string(port), "--first-byte-timeout",
-                              "300ms", "--max-retries", "0"});
-        REQUIRE(test::wait_healthy(router.port(), 10s));
-        const auto start = std::chrono::steady_clock::now();
-        const auto r = test::post_json(router.port(), "/v1/completions",
-                                       R"({"prompt":"anyone there?","max_tokens":2})");
-        const auto took = std::chrono::steady_clock::now() - start;
-        CHECK(r.status == 502);
-        CHECK(r.body.find("every replica tried failed") != std::string::npos);
-        CHECK(took >= 250ms);
-        CHECK(took < 3s);
-        // Sent once: the health probes leave kept connections in the pool, and a timeout on one
-        // is no sign of a stale connection, so the request is not sent again on a fresh one.
-        CHECK(posts.load() == 1);
-    }
-    stop = true;
-    boost::system::error_code ec;
-    // Wake the accept with a connection of our own, then let the held connections go.
-    asio::ip::tcp::socket poke(io);
-    poke.connect(acceptor.local_endpoint(), ec);
-    server.join();
-    poke.close(ec);
-    std::lock_guard lock(held_mutex);
-    for (auto& t : held)
-        t.join();
+    test::process router(LANES_ROUTER_BIN,
+                         {"--host", "127.0.0.1", "--port", "0", "--replica", backend.url(),
+                          "--first-byte-timeout", "300ms", "--max-retries", "0"});
+    REQUIRE(test::wait_healthy(router.port(), 10s));
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = test::post_json(router.port(), "/v1/completions",
+                                   R"({"prompt":"anyone there?","max_tokens":2})");
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(r.status == 502);
+    CHECK(r.body.find("every replica tried failed") != std::string::npos);
+    CHECK(took >= 250ms);
+    CHECK(took < 3s);
+    // Sent once: the health probes leave kept connections in the pool, and a timeout on one
+    // is no sign of a stale connection, so the request is not sent again on a fresh one.
+    CHECK(posts.load() == 1);
 }

@@ -630,3 +630,34 @@ TEST_CASE("client takes a body that came with its header without waiting", "[htt
     CHECK(end_settled);
     CHECK(second.empty());
 }
+
+TEST_CASE("client does not keep a connection with bytes past the answer", "[http]") {
+    // Five bytes more than Content-Length: kept, they would be read as the next answer.
+    for (const std::string extra : {"", "EXTRA"}) {
+        canned_server cs("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" + extra, 300ms);
+        asio::io_context io;
+        std::string body;
+        bool reusable = false;
+        boost::system::error_code header, read;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                http::client_connection c(io.get_executor());
+                co_await connect_and_get(c, cs.port(), "/");
+                header = co_await c.read_header(2s);
+                std::string piece;
+                while (!header && !read && !c.done()) {
+                    read = co_await c.read_chunk(piece, 2s);
+                    body += piece;
+                }
+                reusable = c.reusable();
+                c.close();
+            },
+            asio::detached);
+        io.run();
+        REQUIRE(!header);
+        REQUIRE(!read);
+        CHECK(body == "hello");
+        CHECK(reusable == extra.empty());
+    }
+}
