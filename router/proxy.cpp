@@ -238,6 +238,21 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             policy_->on_request_done(r.target->id());
         }
         const int code = last.status ? last.status : 502;
+        if (last.client_gone) { // closing the upstream request was the point: no retry (a
+                                // stream cut by its client counts as 499 too, as nginx logs it)
+            LANES_LOG(debug, "proxy",
+                      request_id << " client went away while " << r.target->id()
+                                 << " worked on it");
+            requests_counter(r.target->id(), 499, d.reason).inc();
+            metrics_.duration.observe(seconds_since(start));
+            if (cfg_.access_log)
+                LANES_LOG(info, "access",
+                          request_id << " " << req.target() << " replica=" << r.target->id()
+                                     << " reason=" << to_string(d.reason) << " status=499"
+                                     << " duration_ms=" << seconds_since(start) * 1000.0
+                                     << " client_closed");
+            co_return;
+        }
         if (last.answered || last.sent_any) {
             requests_counter(r.target->id(), code, d.reason).inc();
             metrics_.duration.observe(seconds_since(start));
@@ -249,14 +264,6 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
                                      << blocks.size() << " attempts=" << attempt + 1
                                      << " duration_ms=" << seconds_since(start) * 1000.0
                                      << (last.answered ? "" : " stream_broken"));
-            co_return;
-        }
-        if (last.client_gone) { // closing the upstream request was the point: no retry
-            LANES_LOG(debug, "proxy",
-                      request_id << " client went away while " << r.target->id()
-                                 << " worked on it");
-            requests_counter(r.target->id(), 499, d.reason).inc();
-            metrics_.duration.observe(seconds_since(start));
             co_return;
         }
         LANES_LOG(warn, "proxy",

@@ -237,6 +237,7 @@ asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
         co_return;
     }
     bool first = true;
+    bool at_event_end = true; // what the client got so far ends with a whole SSE event
     std::string piece;
     // A chunked upstream body (every lanes, vLLM and SGLang stream) is relayed as whole chunks,
     // byte for byte; anything else is read decoded and sent as chunks of our own.
@@ -249,11 +250,19 @@ asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
         else
             ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout);
         if (ec) {
+            if (link.client_gone) { // the hook closed the upstream: nobody to tell
+                result.failure = "client closed";
+                co_return;
+            }
             metrics_.errors.with({"stream_broken"}).inc();
             const auto e =
                 make_error(502, "BadGatewayError", "the replica's stream broke: " + ec.message());
-            const std::string tail =
-                openai::sse_event(openai::error_json(e)) + std::string(openai::sse_done);
+            // An event cut in the middle is ended first, so the error arrives as an event of
+            // its own rather than glued to the cut one's last line. (A framed relay forwards
+            // whole chunks, and the replicas send one event per chunk.)
+            const std::string tail = std::string(at_event_end ? "" : "\n\n") +
+                                     openai::sse_event(openai::error_json(e)) +
+                                     std::string(openai::sse_done);
             if (co_await out.write_chunk(tail))
                 co_await out.end_stream();
             result.failure = "stream: " + ec.message();
@@ -264,10 +273,13 @@ asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
             first = false;
         }
         bool written = false;
-        if (framed)
+        if (framed) {
             written = co_await out.write_framed(piece);
-        else
+        } else {
+            if (!piece.empty())
+                at_event_end = piece.ends_with("\n\n") || piece.ends_with("\r\n\r\n");
             written = co_await out.write_chunk(piece);
+        }
         if (!written) {
             link.conn->close(); // the client is gone: the replica sees the close and aborts
             result.failure = "client closed";

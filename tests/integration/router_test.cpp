@@ -301,6 +301,8 @@ TEST_CASE("DNS discovery: --replica-dns turns a resolved name into replicas", "[
 
 TEST_CASE("a client that leaves before its answer: the replica aborts, no retry, code 499",
           "[router][failover]") {
+    const bool stream = GENERATE(false, true);
+    INFO((stream ? "streamed" : "whole answer"));
     test::fleet f(2, {"--backend", "sim", "--sim-speedup", "0.2"}, {"--policy", "round_robin"});
     const auto port = f.router->port();
     auto sum_over_replicas = [&](const std::string& name) {
@@ -314,14 +316,15 @@ TEST_CASE("a client that leaves before its answer: the replica aborts, no retry,
         boost::asio::io_context io;
         boost::asio::ip::tcp::socket s(io);
         s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-        const std::string body = R"({"prompt":"long story","max_tokens":2000,"ignore_eos":true})";
+        const std::string body = std::string(R"({"prompt":"long story","max_tokens":2000,)") +
+                                 (stream ? R"("stream":true,)" : "") + R"("ignore_eos":true})";
         const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                                 "application/json\r\nContent-Length: " +
                                 std::to_string(body.size()) + "\r\n\r\n" + body;
         boost::asio::write(s, boost::asio::buffer(req));
         REQUIRE(
             eventually([&] { return sum_over_replicas("vllm:num_requests_running") == 1.0; }, 10s));
-    } // the client leaves without waiting for the (non-streamed) answer
+    } // the client leaves without waiting for the rest of the answer
     const auto router_metrics = [&] {
         return common::prom::parse(test::get(port, "/metrics").body);
     };
@@ -340,6 +343,10 @@ TEST_CASE("a client that leaves before its answer: the replica aborts, no retry,
         },
         10s));
     CHECK(router_metrics().sum("lanes_router_retries_total").value_or(0) == 0.0);
+    // A client that left is no broken stream.
+    const auto m = router_metrics();
+    const auto* broken = m.find("lanes_router_errors_total", {{"kind", "stream_broken"}});
+    CHECK((!broken || broken->value == 0.0));
 }
 
 // A hand-written backend on loopback: each accepted connection is served by `serve` on a thread
