@@ -28,7 +28,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("access-log", cfg.access_log, "log one line per request");
     f.add("connect-timeout", cfg.connect_timeout, "upstream connect timeout");
     f.add("first-byte-timeout", cfg.first_byte_timeout,
-          "upstream time from request sent to response header");
+          "upstream time from request sent to response header, and from a stream's header to "
+          "its first event");
     f.add("stream-idle-timeout", cfg.stream_idle_timeout,
           "longest silence between two upstream body chunks");
     f.add("upstream-write-timeout", cfg.upstream_write_timeout, "time to send a request upstream");

@@ -243,12 +243,15 @@ asio::awaitable<void> proxy::relay_stream(http::response_writer& out, routed& r,
     // byte for byte; anything else is read decoded and sent as chunks of our own.
     const bool framed = link.conn->chunked();
     while (!link.conn->done()) {
+        // Until the first event, the wait is for the first token, not a pause between two: a
+        // replica sends a stream's header as soon as it takes the request, and the request may
+        // then queue for a while before its prefill (as the first-byte timeout allows for).
+        const auto wait = first ? cfg_.first_byte_timeout : cfg_.stream_idle_timeout;
         error_code ec;
         if (framed)
-            ec = co_await link.conn->read_framed_chunks(piece, cfg_.stream_idle_timeout,
-                                                        cfg_.upstream_body_limit);
+            ec = co_await link.conn->read_framed_chunks(piece, wait, cfg_.upstream_body_limit);
         else
-            ec = co_await link.conn->read_chunk(piece, cfg_.stream_idle_timeout);
+            ec = co_await link.conn->read_chunk(piece, wait);
         if (ec) {
             if (link.client_gone) { // the hook closed the upstream: nobody to tell
                 result.failure = "client closed";

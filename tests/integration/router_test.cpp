@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 using namespace lanes;
@@ -439,6 +440,55 @@ TEST_CASE("a pool of connections the replica closed while idle: each request sti
         CHECK(status == 200);
     for (const int status : after)
         CHECK(status == 200);
+}
+
+TEST_CASE("a stream whose first event comes after --stream-idle-timeout is relayed whole",
+          "[router][failover]") {
+    // A replica sends a stream's header when it takes the request, then the request may queue
+    // before its first token: the first event is bounded by --first-byte-timeout (2 s here),
+    // the pauses between events by --stream-idle-timeout (200 ms here).
+    raw_backend backend([](raw_backend::socket_ptr s, const std::atomic<bool>& stopping) {
+        namespace asio = boost::asio;
+        char buf[8192];
+        boost::system::error_code rec;
+        while (!stopping.load()) {
+            const std::size_t n = s->read_some(asio::buffer(buf), rec);
+            if (rec)
+                return;
+            if (!std::string_view(buf, n).starts_with("POST ")) { // health, metrics
+                asio::write(
+                    *s,
+                    asio::buffer(std::string_view("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
+                    rec);
+                continue;
+            }
+            asio::write(*s,
+                        asio::buffer(std::string_view(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n")),
+                        rec);
+            std::this_thread::sleep_for(600ms); // queued
+            const std::string event = "data: {\"choices\":[{\"text\":\"late\"}]}\n\n";
+            const std::string done = "data: [DONE]\n\n";
+            std::ostringstream chunks;
+            chunks << std::hex << event.size() << "\r\n"
+                   << event << "\r\n"
+                   << done.size() << "\r\n"
+                   << done << "\r\n0\r\n\r\n";
+            asio::write(*s, asio::buffer(chunks.str()), rec);
+        }
+    });
+    test::process router(LANES_ROUTER_BIN,
+                         {"--host", "127.0.0.1", "--port", "0", "--replica", backend.url(),
+                          "--first-byte-timeout", "2s", "--stream-idle-timeout", "200ms",
+                          "--max-retries", "0"});
+    REQUIRE(test::wait_healthy(router.port(), 10s));
+    const auto r = test::post_json(router.port(), "/v1/completions",
+                                   R"({"prompt":"queued","max_tokens":2,"stream":true})");
+    CHECK(r.status == 200);
+    CHECK(r.body.find("late") != std::string::npos);
+    CHECK(r.body.find("error") == std::string::npos);
+    CHECK(r.body.find("[DONE]") != std::string::npos);
 }
 
 TEST_CASE("a replica that never answers: 502 after --first-byte-timeout, not a hang",
