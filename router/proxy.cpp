@@ -237,23 +237,10 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             std::lock_guard lock(policy_mutex_);
             policy_->on_request_done(r.target->id());
         }
-        const int code = last.status ? last.status : 502;
-        if (last.client_gone) { // closing the upstream request was the point: no retry (a
-                                // stream cut by its client counts as 499 too, as nginx logs it)
-            LANES_LOG(debug, "proxy",
-                      request_id << " client went away while " << r.target->id()
-                                 << " worked on it");
-            requests_counter(r.target->id(), 499, d.reason).inc();
-            metrics_.duration.observe(seconds_since(start));
-            if (cfg_.access_log)
-                LANES_LOG(info, "access",
-                          request_id << " " << req.target() << " replica=" << r.target->id()
-                                     << " reason=" << to_string(d.reason) << " status=499"
-                                     << " duration_ms=" << seconds_since(start) * 1000.0
-                                     << " client_closed");
-            co_return;
-        }
-        if (last.answered || last.sent_any) {
+        if (last.client_gone || last.answered || last.sent_any) {
+            // Done here. A client that left counts as 499 (nginx's "client closed request"), a
+            // stream it cut included; closing the upstream request was the point: no retry.
+            const int code = last.client_gone ? 499 : last.status ? last.status : 502;
             requests_counter(r.target->id(), code, d.reason).inc();
             metrics_.duration.observe(seconds_since(start));
             if (cfg_.access_log)
@@ -263,7 +250,9 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
                                      << " cached_blocks=" << d.matched_blocks << "/"
                                      << blocks.size() << " attempts=" << attempt + 1
                                      << " duration_ms=" << seconds_since(start) * 1000.0
-                                     << (last.answered ? "" : " stream_broken"));
+                                     << (last.client_gone ? " client_closed"
+                                         : last.answered  ? ""
+                                                          : " stream_broken"));
             co_return;
         }
         LANES_LOG(warn, "proxy",

@@ -101,6 +101,11 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         std::shared_ptr<upstream_link> link;
         ~unhook() { link->conn.reset(); }
     } unhook_on_exit{link};
+    // The result, with whether the client left meanwhile (the hook may have run at any await).
+    const auto finished = [&result, &link] {
+        result.client_gone = link->client_gone;
+        return std::move(result);
+    };
 
     // Send the request and read the response header. A pooled connection may have been closed
     // by the replica meanwhile, so a reused one that fails that way (closed_while_idle) is
@@ -153,18 +158,16 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
     }
     if (ec) {
         result.failure = (link->conn ? "upstream: " : "connect: ") + ec.message();
-        result.client_gone = link->client_gone;
         if (!link->client_gone) // a client that left is not the replica's fault
             monitor_.report(r.target, false);
-        co_return result;
+        co_return finished();
     }
     result.status = link->conn->head().status();
     monitor_.report(r.target, result.status < 500);
     const std::string content_type(link->conn->head().field("content-type"));
     if (content_type.starts_with("text/event-stream") && result.status < 500) {
         co_await relay_stream(out, r, *link, content_type, result);
-        result.client_gone = link->client_gone;
-        co_return result;
+        co_return finished();
     }
 
     // A whole answer (or a 5xx): read whole, bounded, then sent in one piece, so that a failure
@@ -175,13 +178,11 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
             ec = co_await link->conn->read_chunk(piece, cfg_.stream_idle_timeout);
         if (ec) {
             result.failure = "upstream body: " + ec.message();
-            result.client_gone = link->client_gone;
-            co_return result;
+            co_return finished();
         }
         if (body.size() + piece.size() > cfg_.upstream_body_limit) {
             result.failure = "upstream body over --upstream-body-limit";
-            result.client_gone = link->client_gone;
-            co_return result;
+            co_return finished();
         }
         if (body.empty())
             body.swap(piece); // the usual single piece: taken, not copied
@@ -194,8 +195,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         result.failure = "upstream status " + std::to_string(result.status);
         result.failed_body = std::move(body);
         result.failed_content_type = content_type;
-        result.client_gone = link->client_gone;
-        co_return result;
+        co_return finished();
     }
     const std::array<http::header_view, 3> headers{{{header_replica, r.target->id()},
                                                     {header_reason, to_string(r.choice.reason)},
@@ -206,8 +206,7 @@ asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
         result.answered = *sent;
     else
         result.answered = co_await out.send_rest();
-    result.client_gone = link->client_gone;
-    co_return result;
+    co_return finished();
 }
 
 // Back to the pool once the response is complete (the hook lets go of it first: once pooled,
