@@ -30,6 +30,17 @@ line_result find_line(std::string_view data, std::size_t pos, std::size_t max_li
     return end - pos > max_line ? line_result::error : line_result::ok;
 }
 
+// Control bytes other than tab: a bare LF or CR among them would let a peer that takes a bare LF
+// as a line end frame the body differently from us.
+bool has_control_bytes(std::string_view text) {
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && u != '\t') || u == 0x7f)
+            return true;
+    }
+    return false;
+}
+
 // A size line without its CRLF: hex digits, then nothing or chunk extensions.
 bool parse_size_line(std::string_view line, std::size_t& size) {
     size = 0;
@@ -44,14 +55,7 @@ bool parse_size_line(std::string_view line, std::size_t& size) {
     }
     if (i == 0 || (i < line.size() && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))
         return false;
-    // Chunk extensions: no control bytes but tabs. A bare LF or CR in them would let a peer that
-    // takes a bare LF as a line end frame the body differently from us.
-    for (; i < line.size(); ++i) {
-        const auto u = static_cast<unsigned char>(line[i]);
-        if ((u < 0x20 && u != '\t') || u == 0x7f)
-            return false;
-    }
-    return true;
+    return !has_control_bytes(line.substr(i)); // the chunk extensions
 }
 
 } // namespace
@@ -93,6 +97,10 @@ chunk_scan scan_chunks(std::string_view data, std::size_t max_line) {
                     out.consumed = end + crlf.size();
                     return out;
                 }
+                if (has_control_bytes(data.substr(t, end - t))) {
+                    out.error = true;
+                    return out;
+                }
                 t = end + crlf.size();
             }
         }
@@ -127,9 +135,13 @@ std::size_t chunk_decoder::decode(std::string_view in, std::string& out, bool& e
             const std::string_view line = in.substr(pos, eol - pos);
             pos = eol + crlf.size();
             if (state_ == state::trailers) {
-                if (line.empty())
-                    state_ = state::done; // a trailer field is skipped
-                break;
+                if (line.empty()) {
+                    state_ = state::done;
+                } else if (has_control_bytes(line)) {
+                    error = true;
+                    return pos;
+                }
+                break; // a trailer field is skipped
             }
             if (!parse_size_line(line, left_)) {
                 error = true;

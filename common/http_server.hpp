@@ -109,8 +109,9 @@ struct server_config {
 };
 
 // Where a handler writes its answer: either one complete response, or a streamed one
-// (begin_stream, write_chunk..., end_stream) sent with chunked transfer encoding. Every call
-// returns false once the client is gone; the handler should then stop and clean up.
+// (begin_stream, write_chunk..., end_stream) sent with chunked transfer encoding, or to an HTTP/1.0
+// client, which has no chunked encoding, as bare bytes ended by closing the connection. Every
+// call returns false once the client is gone; the handler should then stop and clean up.
 class response_writer {
 public:
     virtual ~response_writer() = default;
@@ -136,7 +137,8 @@ public:
                                                       const header_list& headers = {}) = 0;
     virtual boost::asio::awaitable<bool> write_chunk(std::string_view data) = 0;
     // Writes bytes that are already whole chunks in chunked framing (size line, data, CRLF; not
-    // the last chunk), as a relay receives them from upstream: no decoding, no re-framing.
+    // the last chunk), as a relay receives them from upstream: no decoding, no re-framing (an
+    // HTTP/1.0 client gets the chunks' data).
     virtual boost::asio::awaitable<bool> write_framed(std::string_view chunks) = 0;
     virtual boost::asio::awaitable<bool> end_stream() = 0;
     // Calls `on_closed` (on the session's executor) if the client closes its side of the

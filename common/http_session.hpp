@@ -151,6 +151,7 @@ private:
     bool broken_ = false;
     bool keep_alive_ = true;
     bool head_request_ = false; // the request being answered is a HEAD: send no body
+    bool chunked_ = true;       // the stream being sent is chunked (not to an HTTP/1.0 client)
     unsigned version_ = 11;
     std::string head_buffer_;                // a whole response's head, kept for the next one
     std::array<asio::const_buffer, 2> rest_; // send_at_once's answer, for send_rest()

@@ -1,6 +1,7 @@
 // The answer side of one client connection (common/http_session.cpp has the reading, serving and
 // the client-closed watch): whole responses, chunked streams, and the two-step socket writes both
 // use.
+#include "common/chunked.hpp"
 #include "common/head_writer.hpp"
 #include "common/http_session.hpp"
 
@@ -96,10 +97,12 @@ asio::awaitable<bool> session::begin_stream(beast_http::status status,
     res.set(beast_http::field::cache_control, "no-cache");
     for (const auto& [name, value] : headers)
         res.set(name, value);
-    if (st_->stopping.load())
+    // HTTP/1.0 has no chunked encoding: its stream is the bare bytes, ended by closing.
+    chunked_ = version_ >= 11;
+    if (st_->stopping.load() || !chunked_)
         keep_alive_ = false;
     res.keep_alive(keep_alive_);
-    res.chunked(true);
+    res.chunked(chunked_);
     beast_http::response_serializer<beast_http::empty_body> sr{res};
     stream_.expires_after(st_->cfg.write_timeout);
     auto [ec, n] = co_await beast_http::async_write_header(stream_, sr, use_tuple);
@@ -113,6 +116,13 @@ asio::awaitable<bool> session::write_chunk(std::string_view data) {
         co_return false;
     if (data.empty())
         co_return true; // an empty chunk would end the body
+    if (!chunked_) {
+        const asio::const_buffer wire = asio::buffer(data.data(), data.size());
+        std::size_t written = 0;
+        if (!write_at_once(&wire, 1, written))
+            co_await write_the_rest(&wire, 1, written);
+        co_return !broken_;
+    }
     // The chunk: its size in hex and CRLF, the data, CRLF.
     std::array<char, 20> size_line{};
     char* end = std::to_chars(size_line.data(), size_line.data() + 16, data.size(), 16).ptr;
@@ -132,6 +142,18 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
         co_return false;
     if (chunks.empty())
         co_return true;
+    if (!chunked_) {
+        // Whole chunks in, their data out.
+        chunk_decoder decoder;
+        std::string data;
+        bool error = false;
+        decoder.decode(chunks, data, error);
+        if (error) {
+            broken_ = true;
+            co_return false;
+        }
+        co_return co_await write_chunk(data);
+    }
     const asio::const_buffer wire = asio::buffer(chunks.data(), chunks.size());
     std::size_t written = 0;
     if (!write_at_once(&wire, 1, written))
@@ -142,6 +164,8 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
 asio::awaitable<bool> session::end_stream() {
     if (broken_)
         co_return false;
+    if (!chunked_)
+        co_return true; // closing the connection ends the body
     const asio::const_buffer wire = asio::buffer("0\r\n\r\n", 5); // the last chunk, no trailers
     std::size_t written = 0;
     if (!write_at_once(&wire, 1, written))

@@ -190,6 +190,25 @@ std::optional<openai::api_error> proxy::route_for(const http::request& req, bool
     return std::nullopt;
 }
 
+// Tells the policy an attempt ended when it goes out of scope, however the attempt ended: by its
+// answer, a failure, an exception, or the coroutine's frame being destroyed at shutdown.
+class proxy::done_notice {
+public:
+    done_notice(proxy& p, const std::string& replica_id)
+        : p_(p)
+        , replica_id_(replica_id) {}
+    ~done_notice() {
+        std::lock_guard lock(p_.policy_mutex_);
+        p_.policy_->on_request_done(replica_id_);
+    }
+    done_notice(const done_notice&) = delete;
+    done_notice& operator=(const done_notice&) = delete;
+
+private:
+    proxy& p_;
+    const std::string& replica_id_;
+};
+
 // Tells the policy where the request went and counts the router's predicted prefix hit.
 void proxy::note_routed(const route_request& rr, const routed& r) {
     metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
@@ -232,10 +251,9 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         if (attempt > 0)
             metrics_.retries.inc();
         note_routed(rr, r);
-        last = co_await forward(req, out, r);
         {
-            std::lock_guard lock(policy_mutex_);
-            policy_->on_request_done(r.target->id());
+            const done_notice done(*this, r.target->id());
+            last = co_await forward(req, out, r);
         }
         if (last.client_gone || last.answered || last.sent_any) {
             // Done here. A client that left counts as 499 (nginx's "client closed request"), a

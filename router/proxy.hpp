@@ -36,6 +36,7 @@ private:
     struct routed;
     struct attempt_result;
     struct upstream_link;
+    class done_notice;
 
     std::optional<common::openai::api_error> route_for(const common::http::request& req, bool chat,
                                                        std::vector<common::block_hash>& blocks,

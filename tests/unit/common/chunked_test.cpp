@@ -48,6 +48,8 @@ TEST_CASE("scan_chunks rejects what is not chunked framing", "[chunked]") {
     CHECK(scan_chunks("fffffffffffffffff\r\n").error);          // over 64 bits
     CHECK(scan_chunks(std::string(5000, '1')).error);           // a size line with no end, too long
     CHECK(scan_chunks("0\r\n" + std::string(5000, 'a')).error); // a trailer line too long
+    CHECK(scan_chunks("0\r\nx: 1\nx: 2\r\n\r\n").error);        // a bare LF in a trailer
+    CHECK_FALSE(scan_chunks("0\r\nx:\t1\r\n\r\n").error);       // a tab is fine
     CHECK_FALSE(scan_chunks(std::string(100, '1')).error);      // may still end in time
 }
 
@@ -75,8 +77,8 @@ TEST_CASE("chunk_decoder gives the data however the bytes are split", "[chunked]
     }
 
     SECTION("broken framing is an error") {
-        for (const std::string bad :
-             {"x\r\n", "5\r\nhelloXX", "5z\r\nhello\r\n", "fffffffffffffffff\r\n"}) {
+        for (const std::string bad : {"x\r\n", "5\r\nhelloXX", "5z\r\nhello\r\n",
+                                      "fffffffffffffffff\r\n", "0\r\nx: 1\nx: 2\r\n\r\n"}) {
             INFO(bad);
             chunk_decoder d;
             std::string out;

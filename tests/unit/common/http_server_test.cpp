@@ -52,6 +52,13 @@ struct test_server {
                       co_await out.end_stream();
                       co_return;
                   }
+                  if (req.target() == "/framed") { // chunks already framed, as a relay has them
+                      co_await out.begin_stream(bhttp::status::ok, "text/event-stream");
+                      co_await out.write_framed("5\r\nhello\r\n6;x=1\r\n world\r\n");
+                      co_await out.write_chunk("!");
+                      co_await out.end_stream();
+                      co_return;
+                  }
                   if (req.target() == "/bigstream") { // chunks larger than a socket buffer
                       co_await out.begin_stream(bhttp::status::ok, "application/octet-stream");
                       for (char c = 'a'; c < 'i'; ++c)
@@ -206,6 +213,26 @@ TEST_CASE("server answers, keeps the connection alive and streams chunks", "[htt
         CHECK(v10.starts_with("HTTP/1.0 201 Created\r\n"));
         CHECK(v10.find("Connection: keep-alive\r\n") != std::string::npos);
         CHECK(v10.find("HTTP/1.0 201", 1) != std::string::npos); // the second was answered
+    }
+    SECTION("a stream to an HTTP/1.0 client is bare bytes ended by the close") {
+        // HTTP/1.0 has no chunked encoding: even asked to keep the connection, the server sends
+        // no Transfer-Encoding and closes after the stream (the second request goes unanswered).
+        const std::string get = "GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+        const std::string out = raw_exchange(ts.port, get + get);
+        REQUIRE(out.starts_with("HTTP/1.0 200 OK\r\n"));
+        const auto body = out.find("\r\n\r\n");
+        REQUIRE(body != std::string::npos);
+        const std::string head = out.substr(0, body);
+        CHECK(head.find("Transfer-Encoding") == std::string::npos);
+        CHECK(head.find("Connection: keep-alive") == std::string::npos);
+        CHECK(out.substr(body + 4) == "data: 0\n\ndata: 1\n\ndata: 2\n\n");
+        // Relayed chunks lose their framing for HTTP/1.0, and keep it for HTTP/1.1.
+        const std::string v10 = raw_exchange(ts.port, "GET /framed HTTP/1.0\r\n\r\n");
+        CHECK(v10.ends_with("\r\n\r\nhello world!"));
+        const std::string v11 =
+            raw_exchange(ts.port, "GET /framed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        CHECK(v11.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+        CHECK(v11.ends_with("\r\n\r\n5\r\nhello\r\n6;x=1\r\n world\r\n1\r\n!\r\n0\r\n\r\n"));
     }
     SECTION("a request whose header and body arrive apart, then a whole one") {
         // The first request's bytes come in three writes (part of the header, the rest, then the
