@@ -38,7 +38,8 @@ bool parse_duration(std::string_view text, std::chrono::milliseconds& out) {
         scale = 60'000.0;
     }
     double value = 0;
-    if (!parse_double(number, value) || value < 0)
+    // Finite and under about 30 years: the milliseconds must fit their integer.
+    if (!parse_double(number, value) || !(value >= 0) || value * scale > 1e12)
         return false;
     out = std::chrono::milliseconds(static_cast<std::int64_t>(value * scale + 0.5));
     return true;

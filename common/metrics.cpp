@@ -276,6 +276,20 @@ T& family<T>::add_child(label_values values, std::uint64_t hash) {
     return *placed->second;
 }
 
+template <class T>
+void family<T>::retain(const std::function<bool(const label_values&)>& keep) {
+    std::lock_guard lock(mutex_);
+    for (auto it = children_.begin(); it != children_.end();) {
+        if (keep(it->first)) {
+            ++it;
+            continue;
+        }
+        const T* child = it->second.get();
+        std::erase_if(index_, [child](const auto& entry) { return entry.second.second == child; });
+        it = children_.erase(it);
+    }
+}
+
 template class family<counter>;
 template class family<gauge>;
 template class family<histogram>;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -70,6 +71,10 @@ public:
     // The same without building a vector of strings: on the request path the child usually
     // exists, and the lookup compares the views with the stored values.
     T& with(std::initializer_list<std::string_view> values);
+    // Drops the children `keep` says no to (a gauge of something gone, which would otherwise be
+    // exposed with its last value for ever). References to them dangle afterwards: only for
+    // families whose children nobody holds on to.
+    void retain(const std::function<bool(const label_values&)>& keep);
     const std::string& name() const { return name_; }
     const std::string& help() const { return help_; }
     const std::vector<std::string>& label_names() const { return label_names_; }

@@ -7,6 +7,9 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
+
 namespace lanes::router {
 
 namespace http = common::http;
@@ -106,13 +109,44 @@ http::response admin::respond(const http::request& req, bool loopback) {
                                       "router with --admin-token to use it remotely")
                               : error(req, 401, "AuthenticationError",
                                       "missing or wrong 'Authorization: Bearer' token");
-    if (path == "/list_workers" && method == bhttp::verb::get) {
+    // The route and method first, so a wrong one is named as such: 404 for an unknown path,
+    // 405 (with Allow) for a known path asked with another method.
+    struct route {
+        std::string_view path;
+        std::string_view allow;
+    };
+    static constexpr std::array<route, 6> routes{{{"/list_workers", "GET"},
+                                                  {"/admin/replicas", "GET, POST, DELETE"},
+                                                  {"/add_worker", "POST"},
+                                                  {"/remove_worker", "POST"},
+                                                  {"/admin/replicas/drain", "POST"},
+                                                  {"/admin/replicas/undrain", "POST"}}};
+    const auto known =
+        std::find_if(routes.begin(), routes.end(), [&](const route& r) { return r.path == path; });
+    if (known == routes.end())
+        return error(req, 404, "NotFoundError", "no admin route for " + std::string(path));
+    const std::string_view method_name(req.method_string().data(), req.method_string().size());
+    const bool read_only = method == bhttp::verb::get || method == bhttp::verb::head;
+    bool allowed = false;
+    for (std::string_view rest = known->allow; !rest.empty();) {
+        const auto comma = rest.find(", ");
+        const std::string_view one = rest.substr(0, comma);
+        allowed = allowed || one == method_name || (one == "GET" && read_only);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+    }
+    if (!allowed) {
+        auto res = error(req, 405, "MethodNotAllowedError",
+                         std::string(path) + " takes " + std::string(known->allow));
+        res.set(bhttp::field::allow, known->allow);
+        return res;
+    }
+    if (path == "/list_workers") { // GET or HEAD
         nlohmann::json urls = nlohmann::json::array();
         for (const auto& r : pool_.all())
             urls.push_back(r->id());
         return http::make_response(req, status::ok, nlohmann::json{{"urls", urls}}.dump());
     }
-    if (path == "/admin/replicas" && method == bhttp::verb::get)
+    if (path == "/admin/replicas" && read_only)
         return http::make_response(req, status::ok, replicas_json(pool_));
     const std::string url_text = url_argument(req);
     std::string why;
@@ -122,22 +156,23 @@ http::response admin::respond(const http::request& req, bool loopback) {
                      url_text.empty() ? "give the replica as ?url= or {\"url\": ...}" : why);
     const std::string id = u->str();
     const bool add =
-        (path == "/admin/replicas" || path == "/add_worker") && method == bhttp::verb::post;
-    const bool remove = (path == "/admin/replicas" && method == bhttp::verb::delete_) ||
-                        (path == "/remove_worker" && method == bhttp::verb::post);
-    const bool drain = path == "/admin/replicas/drain" && method == bhttp::verb::post;
-    const bool undrain = path == "/admin/replicas/undrain" && method == bhttp::verb::post;
+        path == "/add_worker" || (path == "/admin/replicas" && method == bhttp::verb::post);
+    const bool remove =
+        path == "/remove_worker" || (path == "/admin/replicas" && method == bhttp::verb::delete_);
+    const bool drain = path == "/admin/replicas/drain"; // else undrain, the last route left
     if (add) {
         if (!pool_.add(*u, "admin"))
             return error(req, 409, "ConflictError", id + " is already a replica");
         LANES_LOG(info, "admin", "added " << id);
         return http::make_response(req, status::created, nlohmann::json{{"added", id}}.dump());
     }
-    if (!remove && !drain && !undrain)
-        return error(req, 404, "NotFoundError", "no admin route for " + std::string(path));
     auto r = pool_.find(id);
     if (!r)
         return error(req, 404, "NotFoundError", id + " is not a replica");
+    if (remove && r->source != "flag" && r->source != "admin")
+        return error(req, 409, "ConflictError",
+                     id + " comes from --replica-dns " + r->source +
+                         " and would be added again at its next resolution; drain it instead");
     if (remove)
         pool_.remove(id);
     else

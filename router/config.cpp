@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -46,6 +47,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("stale-after", cfg.stale_after, "ignore scraped replica metrics older than this");
     f.add("scrape-interval", cfg.monitor.scrape_interval, "how often to read replicas' /metrics");
     f.add("scrape-timeout", cfg.monitor.scrape_timeout, "timeout of one /metrics scrape");
+    f.add("metrics-missing-interval", cfg.monitor.metrics_missing_interval,
+          "how long before asking again a replica whose /metrics answered 404, 405 or 501");
     f.add("health-interval", cfg.monitor.health_interval, "how often to probe replicas' /health");
     f.add("health-timeout", cfg.monitor.health_timeout, "timeout of one /health probe");
     f.add("dns-interval", cfg.monitor.dns_interval, "how often to re-resolve --replica-dns names");
@@ -141,17 +144,20 @@ std::vector<std::string> load_config(int argc, const char* const* argv, router_c
     std::vector<std::string> errors = cli_flags.parse(argc, argv);
     help = cli_flags.help_requested();
     usage = cli_flags.usage();
-    if (from_cli.config_file.empty() || !errors.empty()) {
+    if (from_cli.config_file.empty()) {
         cfg = from_cli;
         return errors;
     }
-    // File first, then the command line again on top of it.
+    // File first, then the command line again on top of it (its errors, already in `errors`,
+    // come again and are not repeated): the file's problems are reported with the command
+    // line's, not on the next run.
     cfg = router_config{};
     common::flag_set flags = make_flags(cfg);
-    apply_file(from_cli.config_file, flags, errors);
-    const auto again = flags.parse(argc, argv);
-    errors.insert(errors.end(), again.begin(), again.end());
-    return errors;
+    std::vector<std::string> file_errors;
+    apply_file(from_cli.config_file, flags, file_errors);
+    (void)flags.parse(argc, argv);
+    file_errors.insert(file_errors.end(), errors.begin(), errors.end());
+    return file_errors;
 }
 
 std::vector<std::string> validate(const router_config& cfg) {
@@ -175,14 +181,29 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
     need(cfg.max_retries >= 0 && cfg.max_retries <= 16, "--max-retries must be in 0..16");
     need(cfg.max_idle_connections >= 0, "--max-idle-connections must be >= 0");
-    need(cfg.connect_timeout.count() > 0, "--connect-timeout must be positive");
-    need(cfg.first_byte_timeout.count() > 0, "--first-byte-timeout must be positive");
-    need(cfg.stream_idle_timeout.count() > 0, "--stream-idle-timeout must be positive");
+    // Every timeout and interval: zero would mean "at once" or "all the time".
+    const std::pair<common::http::duration, const char*> positive[] = {
+        {cfg.connect_timeout, "connect-timeout"},
+        {cfg.first_byte_timeout, "first-byte-timeout"},
+        {cfg.stream_idle_timeout, "stream-idle-timeout"},
+        {cfg.upstream_write_timeout, "upstream-write-timeout"},
+        {cfg.retry_after, "retry-after"},
+        {cfg.stale_after, "stale-after"},
+        {cfg.monitor.scrape_interval, "scrape-interval"},
+        {cfg.monitor.scrape_timeout, "scrape-timeout"},
+        {cfg.monitor.metrics_missing_interval, "metrics-missing-interval"},
+        {cfg.monitor.health_interval, "health-interval"},
+        {cfg.monitor.health_timeout, "health-timeout"},
+        {cfg.monitor.dns_interval, "dns-interval"},
+        {cfg.health.open_time, "eject-time"},
+        {cfg.http.idle_timeout, "idle-timeout"},
+        {cfg.http.header_read_timeout, "header-read-timeout"},
+        {cfg.http.body_read_timeout, "body-read-timeout"},
+        {cfg.http.write_timeout, "write-timeout"}};
+    for (const auto& [value, name] : positive)
+        need(value.count() > 0, std::string("--") + name + " must be positive");
     need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
     need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
-    need(cfg.stale_after.count() > 0, "--stale-after must be positive");
-    need(cfg.monitor.scrape_interval.count() > 0, "--scrape-interval must be positive");
-    need(cfg.monitor.health_interval.count() > 0, "--health-interval must be positive");
     need(cfg.health.failure_threshold >= 1, "--failure-threshold must be at least 1");
     need(cfg.health.success_threshold >= 1, "--success-threshold must be at least 1");
     need(cfg.policy_knobs.load_factor >= 1.0, "--load-factor must be at least 1");
@@ -191,8 +212,17 @@ std::vector<std::string> validate(const router_config& cfg) {
          "--min-match-ratio must be in 0..1");
     for (const auto& name : cfg.replica_dns) {
         const auto colon = name.rfind(':');
-        need(colon != std::string::npos && colon > 0 && colon + 1 < name.size(),
-             "--replica-dns '" + name + "' must be host:port");
+        unsigned port = 0;
+        const char* port_end = name.data() + name.size();
+        const bool port_ok =
+            colon != std::string::npos &&
+            std::from_chars(name.data() + colon + 1, port_end, port).ptr == port_end &&
+            colon + 1 < name.size() && port >= 1 && port <= 65535;
+        // A name for the resolver: no brackets (the resolver takes a bare IPv6 address), no path.
+        const bool host_ok =
+            colon != std::string::npos && colon > 0 && name.find_first_of("[]/") >= colon;
+        need(port_ok && host_ok,
+             "--replica-dns '" + name + "' must be host:port (a DNS name, port 1..65535)");
     }
     need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
     common::log::level lvl;

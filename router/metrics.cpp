@@ -2,6 +2,7 @@
 
 #include "router/replica_pool.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace lanes::router {
@@ -82,7 +83,17 @@ router_metrics::router_metrics()
                                           {"replica"})) {}
 
 std::string router_metrics::expose(const replica_pool& pool) {
-    for (const auto& r : pool.all()) {
+    const auto replicas = pool.all();
+    // The per-replica gauges of replicas no longer in the pool go (their counters stay, as
+    // counters do).
+    const auto present = [&replicas](const common::metrics::label_values& v) {
+        return std::any_of(replicas.begin(), replicas.end(),
+                           [&v](const auto& r) { return r->id() == v.front(); });
+    };
+    for (auto* g : {&replica_up, &replica_draining, &replica_inflight, &replica_kv_usage,
+                    &replica_waiting, &replica_running})
+        g->retain(present);
+    for (const auto& r : replicas) {
         const std::vector<std::string> label{r->id()};
         replica_up.with(label).set(r->healthy() ? 1.0 : 0.0);
         replica_draining.with(label).set(r->draining.load() ? 1.0 : 0.0);

@@ -1,6 +1,8 @@
 #include "router/metrics_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace lanes::router {
 
@@ -28,8 +30,17 @@ std::optional<double> first_sum(const common::prom::parse_result& p,
     return std::nullopt;
 }
 
+// A value the router can use: NaN, an infinity (a broken exporter) or a negative count is as
+// good as none, and would otherwise poison every load score it enters.
+std::optional<double> usable(std::optional<double> v) {
+    if (!v || !std::isfinite(*v) || *v < 0)
+        return std::nullopt;
+    return v;
+}
+
 std::optional<std::int64_t> as_int(std::optional<double> v) {
-    if (!v)
+    v = usable(v);
+    if (!v || *v > 1e15)
         return std::nullopt;
     return static_cast<std::int64_t>(*v + 0.5);
 }
@@ -54,15 +65,24 @@ scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
         s.kv_usage = mean(p, "vllm:gpu_cache_usage_perc");
     if (!s.kv_usage)
         s.kv_usage = mean(p, "sglang:token_usage");
+    s.kv_usage = usable(s.kv_usage);
+    if (s.kv_usage)
+        s.kv_usage = std::min(*s.kv_usage, 1.0);
     s.waiting = as_int(first_sum(p, {"vllm:num_requests_waiting", "sglang:num_queue_reqs"}));
     s.running = as_int(first_sum(p, {"vllm:num_requests_running", "sglang:num_running_reqs"}));
     s.prefix_cache_hits =
-        first_sum(p, {"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"});
-    s.prefix_cache_queries =
-        first_sum(p, {"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"});
-    if (const auto* info = p.find("vllm:cache_config_info")) {
-        s.num_blocks = label_int(*info, "num_gpu_blocks");
-        s.block_size = label_int(*info, "block_size");
+        usable(first_sum(p, {"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}));
+    s.prefix_cache_queries = usable(
+        first_sum(p, {"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}));
+    // One info sample per engine: a server with several (vLLM's internal data parallelism)
+    // caches in all of them, so their blocks add up.
+    for (const auto& sample : p.samples) {
+        if (sample.name != "vllm:cache_config_info")
+            continue;
+        if (const auto blocks = label_int(sample, "num_gpu_blocks"); blocks && *blocks > 0)
+            s.num_blocks = s.num_blocks.value_or(0) + *blocks;
+        if (!s.block_size)
+            s.block_size = label_int(sample, "block_size");
     }
     return s;
 }

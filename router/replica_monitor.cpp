@@ -40,6 +40,11 @@ void replica_monitor::stop() {
     stopping_->store(true);
 }
 
+// A replica removed while its scrape or probe was out: what came back is about nothing routed.
+bool replica_monitor::still_in_pool(const replica& r) const {
+    return pool_.find(r.id()).get() == &r;
+}
+
 void replica_monitor::report(const std::shared_ptr<replica>& r, bool ok) {
     const auto now = clock_type::now();
     if (ok) {
@@ -84,14 +89,32 @@ asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string
 }
 
 asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
+    if (clock_type::now().time_since_epoch().count() < r->scrape_not_before.load()) {
+        r->scrape_busy.store(false);
+        co_return;
+    }
     const auto res = co_await get(*r, "/metrics", cfg_.scrape_timeout);
     r->scrape_busy.store(false);
-    if (stopping_->load())
+    if (stopping_->load() || !still_in_pool(*r))
         co_return;
-    if (res.ec || res.status != 200) {
+    // Only a scrape that got no answer (refused, reset, timed out) counts against the replica's
+    // health: one that answered with an error is alive, and its stats just go stale.
+    if (res.ec) {
         report(r, false);
         co_return;
     }
+    if (res.status == 404 || res.status == 405 || res.status == 501) {
+        if (r->scrape_not_before.exchange(
+                (clock_type::now() + cfg_.metrics_missing_interval).time_since_epoch().count()) ==
+            0)
+            LANES_LOG(info, "monitor",
+                      r->id() << " has no /metrics (status " << res.status
+                              << "): routing on the router's own counts; asking again every "
+                              << cfg_.metrics_missing_interval.count() << " ms");
+        co_return;
+    }
+    if (res.status != 200)
+        co_return;
     const auto parsed = common::prom::parse(res.body);
     scraped_stats s = read_replica_metrics(parsed);
     s.at = clock_type::now();
@@ -116,7 +139,7 @@ void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) 
 asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     const auto res = co_await get(*r, "/health", cfg_.health_timeout);
     r->probe_busy.store(false);
-    if (!stopping_->load())
+    if (!stopping_->load() && still_in_pool(*r))
         report(r, !res.ec && res.status == 200);
 }
 

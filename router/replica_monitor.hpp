@@ -25,6 +25,9 @@ namespace lanes::router {
 struct monitor_config {
     common::http::duration scrape_interval{100};
     common::http::duration scrape_timeout{1'000};
+    // A replica whose /metrics answered 404, 405 or 501 has no metrics (SGLang without
+    // --enable-metrics, llama.cpp without --metrics): asked again only after this long.
+    common::http::duration metrics_missing_interval{30'000};
     common::http::duration health_interval{1'000};
     common::http::duration health_timeout{1'000};
     common::http::duration dns_interval{5'000};
@@ -58,6 +61,7 @@ private:
                                                            common::http::duration timeout);
     boost::asio::awaitable<void> scrape(std::shared_ptr<replica> r);
     boost::asio::awaitable<void> probe(std::shared_ptr<replica> r);
+    bool still_in_pool(const replica& r) const;
     void mirror_counters(const replica& r, const scraped_stats& s);
 
     boost::asio::io_context& io_;

@@ -45,7 +45,10 @@ public:
     health_tracker health;                // circuit breaker: active checks, scrapes, passive
     std::atomic<bool> scrape_busy{false}; // a scrape of this replica is in flight
     std::atomic<bool> probe_busy{false};  // a /health probe of this replica is in flight
-    std::string source;                   // "flag", "admin", or the --replica-dns name
+    // No scrape before this steady-clock time (ticks): set when /metrics answered that it has
+    // none, so a replica without metrics is not asked ten times a second.
+    std::atomic<std::int64_t> scrape_not_before{0};
+    std::string source; // "flag", "admin", or the --replica-dns name
 
     bool healthy() { return health.routable(std::chrono::steady_clock::now()); }
 

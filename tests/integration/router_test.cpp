@@ -261,9 +261,23 @@ TEST_CASE("admin API: list, add, remove, SGLang paths, auth", "[router][admin]")
     CHECK(nlohmann::json::parse(call(verb::get, "/list_workers").body)["urls"].size() == 2);
     CHECK(call(verb::post, "/remove_worker?url=" + extra.url()).status == 200);
     CHECK(call(verb::post, "/add_worker?url=" + extra.url()).status == 201);
+    const std::string up_line = "lanes_router_replica_up{replica=\"" + extra.url() + "\"}";
+    CHECK(test::get(port, "/metrics").body.find(up_line) != std::string::npos);
     CHECK(call(verb::delete_, "/admin/replicas?url=" + extra.url()).status == 200);
+    CHECK(test::get(port, "/metrics").body.find(up_line) == std::string::npos); // gone with it
     CHECK(nlohmann::json::parse(call(verb::get, "/admin/replicas").body).size() == 1);
     CHECK(call(verb::delete_, "/admin/replicas?url=" + extra.url()).status == 404);
+    // A wrong method is 405 with Allow, an unknown path 404, before any ?url= is looked for.
+    const auto wrong = call(verb::get, "/admin/replicas/drain");
+    CHECK(wrong.status == 405);
+    CHECK(wrong.header("allow") == "POST");
+    CHECK(nlohmann::json::parse(wrong.body)["error"]["code"] == 405);
+    const auto put =
+        call(verb::put, "/admin/replicas", nlohmann::json{{"url", extra.url()}}.dump());
+    CHECK(put.status == 405);
+    CHECK(put.header("allow") == "GET, POST, DELETE");
+    CHECK(call(verb::get, "/admin/typo").status == 404);
+    CHECK(call(verb::head, "/admin/replicas").status == 200);
 }
 
 TEST_CASE("no routable replica: 503 with Retry-After", "[router][failover]") {
@@ -297,6 +311,12 @@ TEST_CASE("DNS discovery: --replica-dns turns a resolved name into replicas", "[
         },
         5s));
     CHECK(test::post_json(router.port(), "/v1/completions", R"({"prompt":"dns","max_tokens":2})")
+              .status == 200);
+    // Its next resolution would add it again: removing it is refused, draining is the way.
+    CHECK(test::request(router.port(), verb::delete_, "/admin/replicas?url=" + expected).status ==
+          409);
+    CHECK(test::post_json(router.port(), "/admin/replicas/drain",
+                          nlohmann::json{{"url", expected}}.dump())
               .status == 200);
 }
 
@@ -385,6 +405,21 @@ public:
     }
     std::string url() const {
         return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+    }
+    // A connection that reads small requests, one per read, and writes `answer(request)` for
+    // each (nothing when it is empty) until the router closes it.
+    static serve_fn answering(std::function<std::string(std::string_view request)> answer) {
+        return [answer = std::move(answer)](socket_ptr s, const std::atomic<bool>& stopping) {
+            char buf[8192];
+            boost::system::error_code ec;
+            while (!stopping.load()) {
+                const std::size_t n = s->read_some(boost::asio::buffer(buf), ec);
+                if (ec)
+                    return;
+                if (const std::string out = answer(std::string_view(buf, n)); !out.empty())
+                    boost::asio::write(*s, boost::asio::buffer(out), ec);
+            }
+        };
     }
 
 private:
@@ -495,23 +530,13 @@ TEST_CASE("a replica that never answers: 502 after --first-byte-timeout, not a h
           "[router][failover]") {
     // A backend that answers GET (health, metrics) at once and never answers a POST.
     std::atomic<int> posts{0};
-    raw_backend backend([&posts](raw_backend::socket_ptr s, const std::atomic<bool>& stopping) {
-        namespace asio = boost::asio;
-        char buf[4096];
-        boost::system::error_code rec;
-        while (!stopping.load()) {
-            const std::size_t n = s->read_some(asio::buffer(buf), rec);
-            if (rec)
-                return;
-            if (std::string_view(buf, n).starts_with("GET "))
-                asio::write(
-                    *s,
-                    asio::buffer(std::string_view("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
-                    rec);
-            else if (std::string_view(buf, n).starts_with("POST "))
-                posts.fetch_add(1); // read, never answered
-        }
-    });
+    raw_backend backend(raw_backend::answering([&posts](std::string_view got) -> std::string {
+        if (got.starts_with("GET "))
+            return "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        if (got.starts_with("POST "))
+            posts.fetch_add(1); // read, never answered
+        return {};
+    }));
     test::process router(LANES_ROUTER_BIN,
                          {"--host", "127.0.0.1", "--port", "0", "--replica", backend.url(),
                           "--first-byte-timeout", "300ms", "--max-retries", "0"});
@@ -527,4 +552,38 @@ TEST_CASE("a replica that never answers: 502 after --first-byte-timeout, not a h
     // Sent once: the health probes leave kept connections in the pool, and a timeout on one
     // is no sign of a stale connection, so the request is not sent again on a fresh one.
     CHECK(posts.load() == 1);
+}
+
+TEST_CASE("a replica without /metrics stays routable and is asked for them rarely",
+          "[router][failover]") {
+    // SGLang without --enable-metrics answers /metrics with 404: the replica is alive, so its
+    // scrapes must not count as health failures (at 20 ms a scrape, two of them would eject it
+    // within 50 ms, for good: each half-open moment would meet the next scrape first).
+    std::atomic<int> scrapes{0};
+    raw_backend backend(raw_backend::answering([&scrapes](std::string_view got) -> std::string {
+        if (got.starts_with("GET /metrics ")) {
+            scrapes.fetch_add(1);
+            return "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found";
+        }
+        if (!got.starts_with("POST "))
+            return "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"; // /health
+        const std::string body = R"({"id":"cmpl-1","object":"text_completion",)"
+                                 R"("choices":[{"index":0,"text":"ok"}]})";
+        return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body;
+    }));
+    test::process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica",
+                                            backend.url(), "--scrape-interval", "20ms",
+                                            "--failure-threshold", "2", "--max-retries", "0"});
+    REQUIRE(test::wait_healthy(router.port(), 10s));
+    std::this_thread::sleep_for(600ms); // 30 scrape ticks
+    const auto list = nlohmann::json::parse(test::get(router.port(), "/admin/replicas").body);
+    REQUIRE(list.size() == 1);
+    CHECK(list[0]["healthy"] == true);
+    CHECK(list[0]["kv_usage"].is_null());
+    for (int i = 0; i < 4; ++i)
+        CHECK(test::post_json(router.port(), "/v1/completions", R"({"prompt":"hi","max_tokens":2})")
+                  .status == 200);
+    CHECK(scrapes.load() >= 1);
+    CHECK(scrapes.load() <= 2); // then not again for --metrics-missing-interval (30 s)
 }

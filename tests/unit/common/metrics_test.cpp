@@ -343,3 +343,21 @@ TEST_CASE("promtool accepts the exposition", "[metrics][promtool]") {
     CHECK((vllm_res.rc == 0 || vllm_res.rc == 3));
     CHECK(vllm_res.output.find("error") == std::string::npos);
 }
+
+TEST_CASE("retain drops the children of things gone, and they can come back", "[metrics]") {
+    m::registry reg;
+    auto& up = reg.add_gauge("t_up", "Up.", {"replica"});
+    up.with({"a"}).set(1);
+    up.with({"b"}).set(1);
+    up.with({"c"}).set(0);
+    up.retain([](const m::label_values& v) { return v.front() != "b"; });
+    const std::string text = reg.expose();
+    CHECK(text.find("t_up{replica=\"a\"} 1") != std::string::npos);
+    CHECK(text.find("replica=\"b\"") == std::string::npos);
+    CHECK(text.find("t_up{replica=\"c\"} 0") != std::string::npos);
+    // A child made again after its removal starts afresh, and the lookup index finds it.
+    CHECK(up.with({"b"}).value() == 0.0);
+    up.with({"b"}).set(3);
+    CHECK(up.with({"b"}).value() == 3.0);
+    CHECK(reg.expose().find("t_up{replica=\"b\"} 3") != std::string::npos);
+}

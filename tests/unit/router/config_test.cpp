@@ -42,5 +42,39 @@ TEST_CASE("router config: file values, command line wins, all problems listed", 
         // unknown key, unknown policy, https replica, negative threads: all at once
         CHECK(errors.size() == 4);
     }
+    {
+        // A command line that does not parse: the file's problems are still reported with it.
+        std::ofstream(path) << R"({"bogus": 1})";
+        const char* argv[] = {"lanes-router", "--config", path, "--threads", "x", "--nope"};
+        router_config cfg;
+        bool help = false;
+        std::string usage;
+        const auto errors = load_config(6, argv, cfg, help, usage);
+        REQUIRE(errors.size() == 3);
+        CHECK(errors[0].find("bogus") != std::string::npos);
+        CHECK(errors[1].find("threads") != std::string::npos);
+        CHECK(errors[2].find("nope") != std::string::npos);
+    }
+    {
+        // Durations that cannot be milliseconds, timeouts of zero, a DNS name with no port.
+        const char* argv[] = {"lanes-router", "--eject-time",     "inf",        "--retry-after",
+                              "nan",          "--scrape-timeout", "0",          "--health-timeout",
+                              "0ms",          "--dns-interval",   "0s",         "--replica-dns",
+                              "svc:http",     "--replica-dns",    "[::1]:8000", "--connect-timeout",
+                              "1e300s"};
+        router_config cfg;
+        bool help = false;
+        std::string usage;
+        const auto errors = load_config(17, argv, cfg, help, usage);
+        CHECK(errors.size() == 3); // inf, nan, 1e300s
+        const auto more = validate(cfg);
+        CHECK(more.size() == 5); // three zeros, two DNS names
+        const char* good[] = {"lanes-router", "--replica-dns", "replicas.ns.svc:8000",
+                              "--eject-time", "2.5s"};
+        router_config ok;
+        CHECK(load_config(5, good, ok, help, usage).empty());
+        CHECK(validate(ok).empty());
+        CHECK(ok.health.open_time == std::chrono::milliseconds(2500));
+    }
     std::remove(path);
 }

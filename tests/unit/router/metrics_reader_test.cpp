@@ -76,3 +76,28 @@ vllm:prefix_cache_hits_created{engine="0",model_name="m"} 1.7e+09
     CHECK(t.waiting == 3);
     CHECK(t.prefix_cache_hits == 10.0); // _created is not a counter value
 }
+
+TEST_CASE("unusable values are dropped, engines' blocks add up", "[metrics_reader]") {
+    const std::string broken = R"(vllm:kv_cache_usage_perc{model_name="m"} NaN
+vllm:num_requests_waiting{model_name="m"} +Inf
+vllm:num_requests_running{model_name="m"} -3
+vllm:prefix_cache_hits_total{model_name="m"} NaN
+vllm:prefix_cache_queries_total{model_name="m"} 12
+)";
+    const auto s = router::read_replica_metrics(common::prom::parse(broken));
+    CHECK(!s.kv_usage);
+    CHECK(!s.waiting);
+    CHECK(!s.running);
+    CHECK(!s.prefix_cache_hits);
+    CHECK(s.prefix_cache_queries == 12.0);
+
+    const std::string two_engines =
+        R"(vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="1000"} 1.0
+vllm:cache_config_info{block_size="16",engine="1",num_gpu_blocks="1200"} 1.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 1.5
+)";
+    const auto t = router::read_replica_metrics(common::prom::parse(two_engines));
+    CHECK(t.num_blocks == 2200);
+    CHECK(t.block_size == 16);
+    CHECK(t.kv_usage == 1.0); // a usage over 1 counts as full
+}
