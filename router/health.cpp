@@ -51,6 +51,13 @@ bool health_tracker::routable(time_point now) {
     return state(now) != breaker_state::open;
 }
 
+bool health_tracker::admits(time_point now, std::int64_t inflight) {
+    if (clean_.load(std::memory_order_acquire))
+        return true;
+    const breaker_state s = state(now);
+    return s == breaker_state::closed || (s == breaker_state::half_open && inflight == 0);
+}
+
 breaker_state health_tracker::state(time_point now) {
     std::lock_guard lock(mutex_);
     advance(now);

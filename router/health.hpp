@@ -1,7 +1,8 @@
 // One replica's health: a circuit breaker fed by active /health checks, metric scrapes and the
 // proxy's own results (passive). Closed: routable. After `failure_threshold` consecutive failures
 // it opens (the replica is ejected) for `open_time`; then it is half-open: the next probe or
-// request decides — `success_threshold` consecutive successes close it, one failure reopens it.
+// request decides — `success_threshold` consecutive successes close it, one failure reopens it —
+// and requests go to it one at a time.
 // Thread-safe; time is passed in so tests control it.
 #pragma once
 
@@ -32,6 +33,10 @@ public:
     bool on_success(time_point now);
     // Whether requests may go to the replica now (open turns half-open once open_time passed).
     bool routable(time_point now);
+    // Whether a new request may go to the replica, which has `inflight` requests now: as
+    // routable(), except that a half-open replica takes one trial request at a time, not the
+    // whole load an idle-looking replica would draw before the breaker decides.
+    bool admits(time_point now, std::int64_t inflight);
     breaker_state state(time_point now);
     void configure(health_config cfg);
 

@@ -98,8 +98,8 @@ void replica_pool::refresh(pool_snapshot& snap, std::vector<std::shared_ptr<repl
     for (std::size_t i = 0; i < replicas.size(); ++i) {
         replica& r = *replicas[i];
         replica_view& view = snap.replicas[i];
-        view.routable = r.health.routable(now) && !r.draining.load();
         view.inflight = r.inflight.load();
+        view.routable = r.health.admits(now, view.inflight) && !r.draining.load();
         auto& [seen, s] = stats[i];
         if (const std::uint64_t latest = r.stats_version(); latest != seen) {
             s = r.stats(); // a scrape landed since (or one lands now: the next read sees it)

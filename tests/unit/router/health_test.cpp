@@ -28,3 +28,17 @@ TEST_CASE("the breaker ejects after consecutive failures and re-admits after pro
     CHECK(h.state(t0 + 11s) == breaker_state::closed);
     CHECK(!h.on_failure(t0 + 12s)); // counting starts over
 }
+
+TEST_CASE("a half-open replica takes one request at a time", "[health]") {
+    health_tracker h({.failure_threshold = 1, .success_threshold = 2, .open_time = 5s});
+    const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+    CHECK(h.admits(t0, 7)); // closed: any load
+    CHECK(h.on_failure(t0));
+    CHECK(!h.admits(t0 + 1s, 0)); // open: nothing
+    CHECK(h.admits(t0 + 5s, 0));  // half-open: a trial
+    CHECK(!h.admits(t0 + 5s, 1)); // not while the trial is out
+    CHECK(!h.on_success(t0 + 6s));
+    CHECK(!h.admits(t0 + 6s, 1));
+    CHECK(h.on_success(t0 + 6s)); // closed again: the whole load
+    CHECK(h.admits(t0 + 6s, 40));
+}

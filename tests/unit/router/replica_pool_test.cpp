@@ -52,9 +52,18 @@ TEST_CASE("refresh shows every scrape, the stale cutoff and ejection", "[pool]")
     CHECK_FALSE(replicas[1]->health.on_success(now + 4s)); // still open: nothing changes
     pool.refresh(snap, replicas, seen, now + 4s, 2'000ms, stats);
     CHECK_FALSE(snap.replicas[1].routable);
-    CHECK(replicas[1]->health.on_success(now + 9s)); // half-open by then
+    // Half-open by then: routable while no request is out on it, one trial at a time.
     pool.refresh(snap, replicas, seen, now + 9s, 2'000ms, stats);
     CHECK(snap.replicas[1].routable);
+    replicas[1]->inflight.fetch_add(1);
+    pool.refresh(snap, replicas, seen, now + 9s, 2'000ms, stats);
+    CHECK_FALSE(snap.replicas[1].routable);
+    replicas[1]->inflight.fetch_sub(1);
+    CHECK(replicas[1]->health.on_success(now + 9s)); // the trial's success re-admits
+    replicas[1]->inflight.fetch_add(3);
+    pool.refresh(snap, replicas, seen, now + 9s, 2'000ms, stats);
+    CHECK(snap.replicas[1].routable);
+    replicas[1]->inflight.fetch_sub(3);
 
     // A replica added later appears, with no stats of its own.
     REQUIRE(pool.add(*common::http::parse_url("http://127.0.0.1:9003")));
