@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -18,10 +19,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 using maybe_error = std::optional<api_error>;
-
-constexpr std::size_t max_stop_sequences = 4;
-constexpr std::array<std::string_view, 5> valid_roles = {"system", "user", "assistant", "tool",
-                                                         "developer"};
 
 // The field `key` of `obj`, or nullptr when it is absent or null (null means "not given").
 const json* find_field(const json& obj, const char* key) {
@@ -40,6 +37,15 @@ api_error must_be(const std::string& name, std::string_view what) {
 maybe_error read_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
     const json* v = find_field(obj, key);
     if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (v->is_number_float()) {
+        // 16.0 is 16, as pydantic reads an int field (vLLM); 16.5 is not an integer.
+        const double d = v->get<double>();
+        if (!(d == std::floor(d)) || std::fabs(d) > 9.0e15) {
+            return must_be(key, "an integer");
+        }
+        out = static_cast<std::int64_t>(d);
         return std::nullopt;
     }
     if (!v->is_number_integer()) {
@@ -191,12 +197,10 @@ maybe_error parse_messages(const json& body, generation_request& req) {
         if (role == nullptr || !role->is_string()) {
             return api_error::bad_request("'" + where + ".role' must be a string", "messages");
         }
+        // Any role, as vLLM takes custom ones: the template writes each by its name.
         chat_message out{role->get<std::string>(), {}};
-        if (std::find(valid_roles.begin(), valid_roles.end(), out.role) == valid_roles.end()) {
-            return api_error::bad_request("'" + where +
-                                              ".role' must be one of system, user, "
-                                              "assistant, tool, developer",
-                                          "messages");
+        if (out.role.empty()) {
+            return api_error::bad_request("'" + where + ".role' must not be empty", "messages");
         }
         if (auto e = parse_content(msg, where, out.content)) {
             return e;
@@ -211,8 +215,8 @@ maybe_error parse_sampling(const json& body, generation_request& req) {
     if (auto e = read_number(body, "temperature", req.temperature)) {
         return e;
     }
-    if (req.temperature < 0.0 || req.temperature > 2.0) {
-        return must_be("temperature", "between 0 and 2");
+    if (req.temperature < 0.0) { // no upper bound, as vLLM (OpenAI's is 2)
+        return must_be("temperature", "at least 0");
     }
     if (auto e = read_number(body, "top_p", req.top_p)) {
         return e;
@@ -231,6 +235,29 @@ maybe_error parse_sampling(const json& body, generation_request& req) {
     return read_bool(body, "ignore_eos", req.ignore_eos);
 }
 
+// Notes the first field that asks for what lanes replicas do not do; never an error here.
+void note_unsupported(const json& body, generation_request& req) {
+    const auto truthy = [&body](const char* key, double above) {
+        const json* v = find_field(body, key);
+        if (v == nullptr)
+            return false;
+        if (v->is_boolean())
+            return v->get<bool>();
+        return v->is_number() && v->get<double>() > above;
+    };
+    // Completions' logprobs is a count (0 already asks for the chosen token's); chat's a flag.
+    if (truthy("logprobs", req.kind == endpoint::completions ? -1.0 : 0.0))
+        req.unsupported = "logprobs";
+    else if (truthy("top_logprobs", 0.0))
+        req.unsupported = "top_logprobs";
+    else if (truthy("echo", 0.0))
+        req.unsupported = "echo";
+    else if (truthy("best_of", 1.0))
+        req.unsupported = "best_of";
+    else if (truthy("use_beam_search", 0.0))
+        req.unsupported = "use_beam_search";
+}
+
 maybe_error parse_stream(const json& body, generation_request& req) {
     if (auto e = read_bool(body, "stream", req.stream)) {
         return e;
@@ -246,6 +273,7 @@ maybe_error parse_stream(const json& body, generation_request& req) {
         return api_error::bad_request("'stream_options' requires 'stream' to be true",
                                       "stream_options");
     }
+    req.include_usage = true; // the default once stream_options is given, as vLLM
     if (auto e = read_bool(*opts, "include_usage", req.include_usage)) {
         e->param = "stream_options";
         return e;
@@ -262,12 +290,12 @@ maybe_error parse_stop(const json& body, generation_request& req) {
         req.stop.push_back(s->get<std::string>());
         return std::nullopt;
     }
-    if (!s->is_array() || s->size() > max_stop_sequences) {
-        return must_be("stop", "a string or an array of at most 4 strings");
+    if (!s->is_array()) { // any number of strings, as vLLM (OpenAI's limit is 4)
+        return must_be("stop", "a string or an array of strings");
     }
     for (const auto& el : *s) {
         if (!el.is_string()) {
-            return must_be("stop", "a string or an array of at most 4 strings");
+            return must_be("stop", "a string or an array of strings");
         }
         req.stop.push_back(el.get<std::string>());
     }
@@ -298,6 +326,7 @@ maybe_error parse_object(const json& body, generation_request& req) {
     if (auto e = read_string(body, "model", req.model)) {
         return e;
     }
+    note_unsupported(body, req);
     return read_string(body, "user", req.user);
 }
 
@@ -411,6 +440,39 @@ std::string make_id(std::string_view prefix) {
         }
     }
     return id;
+}
+
+std::string error_type(int status) {
+    switch (status) {
+    case 400:
+        return "BadRequestError";
+    case 401:
+        return "AuthenticationError";
+    case 403:
+        return "PermissionDeniedError";
+    case 404:
+        return "NotFoundError";
+    case 405:
+        return "MethodNotAllowedError";
+    case 409:
+        return "ConflictError";
+    case 413:
+        return "RequestEntityTooLargeError";
+    case 422:
+        return "UnprocessableEntityError";
+    case 429:
+        return "RateLimitError";
+    case 431:
+        return "RequestHeaderFieldsTooLargeError";
+    case 502:
+        return "BadGatewayError";
+    case 503:
+        return "ServiceUnavailableError";
+    case 504:
+        return "GatewayTimeoutError";
+    default:
+        return status >= 500 ? "InternalServerError" : "BadRequestError";
+    }
 }
 
 std::string error_json(const api_error& e) {

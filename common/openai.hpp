@@ -45,6 +45,10 @@ struct generation_request {
     std::optional<std::int64_t> seed;
     bool ignore_eos = false;
     std::optional<std::string> user;
+    // The first field asking for something lanes replicas do not do (logprobs, top_logprobs,
+    // echo, best_of > 1, beam search): the replica refuses it by name; a router passes it on
+    // (a vLLM replica does them).
+    std::optional<std::string> unsupported;
 };
 
 struct parse_outcome {
@@ -54,10 +58,15 @@ struct parse_outcome {
 
 // Parses and validates a request body. Never throws on any input: malformed JSON, a non-object
 // body, wrong types, or out-of-range values give a 400 api_error naming the offending `param`.
-// Checks: prompt/messages present and well typed; max_tokens >= 1 when given; n == 1 is NOT
-// enforced here (the replica decides); temperature in [0, 2]; top_p in (0, 1]; stop is a string
-// or an array of at most 4 strings; stream_options requires stream == true.
+// Checks: prompt/messages present and well typed; max_tokens >= 1 when given (16.0 counts as
+// 16); n == 1 is NOT enforced here (the replica decides); temperature >= 0; top_p in (0, 1];
+// stop is a string or an array of strings; stream_options requires stream == true, and its
+// include_usage defaults to true once it is given. Bounds are vLLM's, not OpenAI's stricter ones.
 parse_outcome parse_generation_request(endpoint kind, std::string_view body);
+
+// The status-named type of an error ("BadRequestError", "NotFoundError", ...), as vLLM names
+// them.
+std::string error_type(int status);
 
 struct usage {
     std::int64_t prompt_tokens = 0;

@@ -6,7 +6,9 @@
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <random>
 
 namespace lanes::replica {
 
@@ -40,25 +42,42 @@ openai::api_error error(int code, std::string type, std::string message,
     return e;
 }
 
-// Validation the replica adds on top of the wire format (model name, n, context length).
+// Validation the replica adds on top of the wire format (model name, n, features it does not
+// have, context length), and the request's max_tokens: as asked, else the completions default
+// of 16, else for chat the rest of the context (or --default-max-tokens, if set, within it).
+// Messages and bounds as vLLM's.
 std::optional<openai::api_error> check_request(const replica_config& cfg,
                                                const openai::generation_request& g,
-                                               std::size_t prompt_tokens, std::int64_t max_tokens,
-                                               std::int64_t max_len) {
+                                               std::int64_t prompt_tokens, std::int64_t max_len,
+                                               std::int64_t& max_tokens) {
     if (g.model && *g.model != cfg.model_name)
         return error(404, "NotFoundError", "The model `" + *g.model + "` does not exist.", "model");
     if (g.n != 1)
         return openai::api_error::bad_request("only n=1 is supported", "n");
+    if (g.unsupported)
+        return openai::api_error::bad_request(
+            "'" + *g.unsupported + "' is not supported by lanes replicas", *g.unsupported);
     if (g.kind == openai::endpoint::chat_completions && g.messages.empty())
         return openai::api_error::bad_request("'messages' must not be empty", "messages");
-    const auto total = static_cast<std::int64_t>(prompt_tokens) + max_tokens;
-    if (total > max_len)
+    const std::string context =
+        "This model's maximum context length is " + std::to_string(max_len) + " tokens";
+    if (prompt_tokens >= max_len)
         return openai::api_error::bad_request(
-            "This model's maximum context length is " + std::to_string(max_len) +
-                " tokens. However, you requested " + std::to_string(total) + " tokens (" +
-                std::to_string(prompt_tokens) + " in the prompt, " + std::to_string(max_tokens) +
-                " in the completion). Please reduce the length of the prompt or completion.",
-            "max_tokens");
+            context + ". However, your request has " + std::to_string(prompt_tokens) +
+            " input tokens. Please reduce the length of the input messages.");
+    const std::int64_t room = max_len - prompt_tokens;
+    if (g.max_tokens || g.kind == openai::endpoint::completions) {
+        max_tokens = g.max_tokens.value_or(16);
+        if (max_tokens > room) // compared, not added: a huge max_tokens must not overflow
+            return openai::api_error::bad_request(
+                "'max_tokens' or 'max_completion_tokens' is too large: " +
+                    std::to_string(max_tokens) + ". " + context + " and your request has " +
+                    std::to_string(prompt_tokens) + " input tokens (" + std::to_string(max_tokens) +
+                    " > " + std::to_string(max_len) + " - " + std::to_string(prompt_tokens) + ").",
+                "max_tokens");
+        return std::nullopt;
+    }
+    max_tokens = cfg.default_max_tokens > 0 ? std::min(cfg.default_max_tokens, room) : room;
     return std::nullopt;
 }
 
@@ -68,7 +87,17 @@ api::api(const replica_config& cfg, engine& eng, replica_metrics& metrics)
     : cfg_(cfg)
     , engine_(eng)
     , metrics_(metrics)
-    , created_(unix_now()) {}
+    , created_(unix_now())
+    , seed_base_((static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
+                 std::random_device{}()) {}
+
+std::uint64_t api::fresh_seed() {
+    // splitmix64's finalizer over base + n·golden ratio: distinct counters, distinct seeds.
+    std::uint64_t z = seed_base_ + seed_count_.fetch_add(1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 
 asio::awaitable<void> api::handle(http::request& req, http::response_writer& out) {
     const std::string_view target(req.target().data(), req.target().size());
@@ -144,16 +173,18 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
     } else {
         er.prompt = common::encode_prompt(g.prompt);
     }
-    const std::int64_t max_tokens = g.max_tokens.value_or(chat ? cfg_.default_max_tokens : 16);
+    std::int64_t max_tokens = 0;
     const auto max_len = static_cast<std::int64_t>(engine_.max_sequence_tokens());
-    if (auto e = check_request(cfg_, g, er.prompt.size(), max_tokens, max_len)) {
+    if (auto e = check_request(cfg_, g, static_cast<std::int64_t>(er.prompt.size()), max_len,
+                               max_tokens)) {
         co_await send_error(req, out, *e);
         co_return;
     }
     er.sampling.max_tokens = max_tokens;
     er.sampling.temperature = g.temperature;
     er.sampling.top_p = g.top_p;
-    er.sampling.seed = static_cast<std::uint64_t>(g.seed.value_or(cfg_.seed));
+    // Without a seed a request gets a fresh one, as in vLLM: two alike requests sample apart.
+    er.sampling.seed = g.seed ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
     er.sampling.stop = g.stop;
     er.sampling.ignore_eos = g.ignore_eos;
 
@@ -193,14 +224,17 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
 
     const http::header_list stream_headers = {{"x-request-id", meta.id}};
     bool ok = co_await out.begin_stream(status::ok, "text/event-stream", stream_headers);
-    if (ok && chat)
-        ok = co_await out.write_chunk(openai::sse_event(openai::chat_role_chunk(meta)));
+    // A chat stream's role chunk goes with the first output, as vLLM sends it: before the
+    // engine has run, it would make any client's time to first event meaningless.
+    std::string role = chat ? openai::sse_event(openai::chat_role_chunk(meta)) : std::string();
     stream_event ev;
     while (ok) {
         ev = co_await stream->next();
         if (ev.finished)
             break;
-        ok = co_await out.write_chunk(openai::sse_event(openai::delta_chunk(kind, meta, ev.text)));
+        ok = co_await out.write_chunk(role +
+                                      openai::sse_event(openai::delta_chunk(kind, meta, ev.text)));
+        role.clear();
     }
     if (!ok) {
         stream->cancel(); // the client is gone: free the request's resources now
@@ -210,6 +244,7 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
     if (!ev.error.empty()) {
         tail += openai::sse_event(openai::error_json(error(500, "InternalServerError", ev.error)));
     } else {
+        tail += role; // no output before the last event
         tail += openai::sse_event(openai::delta_chunk(kind, meta, ev.text, ev.finish_reason));
         if (g.include_usage) {
             const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};

@@ -10,6 +10,9 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
+#include <cstdint>
+
 namespace lanes::replica {
 
 class api {
@@ -22,11 +25,15 @@ public:
 private:
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
+    // A seed for a request that brings none: a start drawn from the OS, then a counter, mixed.
+    std::uint64_t fresh_seed();
 
     const replica_config& cfg_;
     engine& engine_;
     replica_metrics& metrics_;
     std::int64_t created_; // unix time the server started (for /v1/models)
+    const std::uint64_t seed_base_;
+    std::atomic<std::uint64_t> seed_count_{0};
 };
 
 } // namespace lanes::replica

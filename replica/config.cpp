@@ -39,7 +39,8 @@ common::flag_set make_flags(replica_config& cfg) {
     add_engine_flags(f, cfg);
     f.add("max-waiting", cfg.max_waiting, "most queued requests; more are refused with 503");
     f.add("default-max-tokens", cfg.default_max_tokens,
-          "max_tokens for requests that do not set it");
+          "max_tokens of chat requests that do not set it, within the context; 0: the rest of "
+          "the context, as vLLM (completions default to 16, as OpenAI)");
     f.add("threads", cfg.threads, "HTTP I/O threads");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
     f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
@@ -81,7 +82,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.max_num_seqs >= 1, "--max-num-seqs must be at least 1");
     need(cfg.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be at least 1");
     need(cfg.max_waiting >= 1, "--max-waiting must be at least 1");
-    need(cfg.default_max_tokens >= 1, "--default-max-tokens must be at least 1");
+    need(cfg.default_max_tokens >= 0, "--default-max-tokens must be >= 0");
     need(cfg.threads >= 1 && cfg.threads <= 256, "--threads must be in 1..256");
     need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
     need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");

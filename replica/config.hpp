@@ -32,7 +32,7 @@ struct replica_config {
     std::int64_t max_num_seqs = 64;             // running requests per step
     std::int64_t max_num_batched_tokens = 2048; // tokens computed per step
     std::int64_t max_waiting = 1024;            // queued requests before 503
-    std::int64_t default_max_tokens = 256;      // chat requests without max_tokens
+    std::int64_t default_max_tokens = 0; // chat without max_tokens; 0: the rest of the context
     std::string log_level = "info";
     common::http::server_config http;
     std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <future>
+#include <set>
 #include <thread>
 
 using namespace lanes;
@@ -74,6 +75,65 @@ TEST_CASE("replica validation answers OpenAI errors", "[replica]") {
     CHECK(status_of("/v1/completions", R"({"prompt":"x","model":"gpt-9"})") == 404);
     CHECK(status_of("/v1/chat/completions", R"({"messages":[]})") == 400);
     CHECK(status_of("/v1/completions", R"({"prompt":"x","max_tokens":3})") == 200);
+    // vLLM's messages and bounds: a max_tokens too large for the context (however large: it is
+    // compared, not added), a prompt that fills the context, what lanes replicas do not do.
+    const auto too_large = test::post_json(port, "/v1/completions",
+                                           R"({"prompt":"x","max_tokens":9223372036854775807})");
+    CHECK(too_large.status == 400);
+    CHECK(too_large.body.find("'max_tokens' or 'max_completion_tokens' is too large") !=
+          std::string::npos);
+    const auto full = test::post_json(port, "/v1/completions",
+                                      nlohmann::json{{"prompt", std::string(300, 'p')}}.dump());
+    CHECK(full.status == 400);
+    CHECK(full.body.find("your request has 301 input tokens") != std::string::npos);
+    const auto logprobs =
+        test::post_json(port, "/v1/completions", R"({"prompt":"x","max_tokens":2,"logprobs":1})");
+    CHECK(logprobs.status == 400);
+    CHECK(nlohmann::json::parse(logprobs.body)["error"]["param"] == "logprobs");
+    // A chat without max_tokens gets the rest of the context (here 256 - 240), not a refusal.
+    const nlohmann::json chat = {
+        {"messages", {{{"role", "user"}, {"content", std::string(200, 'c')}}}},
+        {"ignore_eos", true}};
+    const auto rest = test::post_json(port, "/v1/chat/completions", chat.dump());
+    REQUIRE(rest.status == 200);
+    const auto usage = nlohmann::json::parse(rest.body)["usage"];
+    CHECK(usage["prompt_tokens"].get<int>() + usage["completion_tokens"].get<int>() == 256);
+}
+
+TEST_CASE("a chat stream starts with its role, stream_options alone asks for usage, and "
+          "requests without a seed sample apart",
+          "[replica]") {
+    test::process replica(LANES_REPLICA_BIN, {"--port", "0", "--backend", "cpu"});
+    REQUIRE(test::wait_healthy(replica.port(), 10s));
+    const std::string body =
+        R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"ignore_eos":true,)"
+        R"("stream":true,"stream_options":{}})";
+    const auto r = test::post_json(replica.port(), "/v1/chat/completions", body);
+    REQUIRE(r.status == 200);
+    // The first event carries the role; usage comes since stream_options was given.
+    const auto first = r.body.find("data: ");
+    const auto second = r.body.find("data: ", first + 1);
+    REQUIRE(second != std::string::npos);
+    CHECK(r.body.substr(first, second - first).find("\"role\":\"assistant\"") != std::string::npos);
+    CHECK(r.body.find("\"usage\":{\"prompt_tokens\"") != std::string::npos);
+    // Temperature 1 without a seed: five alike requests do not all sample the same text.
+    const std::string sampled =
+        R"({"prompt":"Once","max_tokens":24,"ignore_eos":true,"temperature":1})";
+    std::set<std::string> texts;
+    for (int i = 0; i < 5; ++i)
+        texts.insert(
+            nlohmann::json::parse(test::post_json(replica.port(), "/v1/completions", sampled)
+                                      .body)["choices"][0]["text"]
+                .get<std::string>());
+    CHECK(texts.size() > 1);
+    // With a seed, the same text every time.
+    const std::string seeded =
+        R"({"prompt":"Once","max_tokens":24,"ignore_eos":true,"temperature":1,"seed":7})";
+    const auto a =
+        nlohmann::json::parse(test::post_json(replica.port(), "/v1/completions", seeded).body);
+    const auto b =
+        nlohmann::json::parse(test::post_json(replica.port(), "/v1/completions", seeded).body);
+    CHECK(a["choices"][0]["text"] == b["choices"][0]["text"]);
 }
 
 TEST_CASE("a full waiting queue answers 503 and the replica recovers", "[replica]") {
