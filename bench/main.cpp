@@ -44,6 +44,19 @@ std::optional<std::pair<double, double>> prefix_counters(const common::http::url
     return std::make_pair(*hits, *queries);
 }
 
+// The router's replicas, by the labels of its lanes_router_replica_up; none for a replica.
+std::vector<std::string> router_replicas(const common::http::url& target) {
+    std::vector<std::string> out;
+    const auto res = get(target, "/metrics");
+    if (res.ec || res.status != 200)
+        return out;
+    for (const auto& s : common::prom::parse(res.body).samples)
+        if (s.name == "lanes_router_replica_up")
+            if (const auto id = s.label("replica"))
+                out.emplace_back(*id);
+    return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +102,8 @@ int main(int argc, char** argv) {
         errors.push_back("--workload trace needs --trace FILE");
     if (cfg.concurrency < 1 || cfg.rate < 0)
         errors.push_back("--concurrency must be at least 1 and --rate not negative");
+    if (cfg.trace_times && w.kind != "trace")
+        errors.push_back("--trace-times needs --workload trace (other workloads have no times)");
     if (w.time_scale <= 0 || w.length_scale <= 0 || block_size < 1)
         errors.push_back("--time-scale, --length-scale and --block-size must be positive");
     std::vector<bench::stream> workload;
@@ -105,6 +120,7 @@ int main(int argc, char** argv) {
     // A trace replays at its own timestamps unless a --rate is given.
     cfg.trace_times = cfg.trace_times || (w.kind == "trace" && cfg.rate == 0);
     cfg.progress = ::isatty(STDERR_FILENO) != 0;
+    cfg.seed = w.seed; // arrivals follow the same seed as the workload
 
     const auto health = get(*target, "/health");
     if (health.ec || health.status != 200) {
@@ -117,12 +133,19 @@ int main(int argc, char** argv) {
     ctx.workload = w;
     ctx.ideal_hit_rate = bench::ideal_hit_rate(workload, static_cast<std::size_t>(block_size));
     ctx.counters_before = prefix_counters(*target);
+    ctx.replicas = router_replicas(*target);
     double wall = 0;
     const auto records = bench::run(cfg, *target, workload, wall);
     std::this_thread::sleep_for(settle);
     ctx.counters_after = prefix_counters(*target);
     const auto report = bench::make_report(cfg, ctx, records, wall);
-    std::ofstream(cfg.out) << report.dump(2) << "\n";
+    std::ofstream file(cfg.out);
+    file << report.dump(2) << "\n";
+    file.close();
+    if (!file) {
+        std::fprintf(stderr, "lanes-bench: cannot write %s\n", cfg.out.c_str());
+        return 2;
+    }
     std::printf("%s\nresults written to %s\n", bench::describe(report).c_str(), cfg.out.c_str());
     return report["failed"].get<std::int64_t>() == 0 ? 0 : 1;
 }

@@ -31,6 +31,10 @@ nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
     std::map<std::string, std::int64_t> errors;
     std::map<std::string, std::int64_t> per_replica;
     std::map<std::string, std::int64_t> per_replica_tokens;
+    for (const auto& name : ctx.replicas) {
+        per_replica[name] = 0;
+        per_replica_tokens[name] = 0;
+    }
     nlohmann::json timeline = nlohmann::json::array();
     for (const auto& r : records) {
         timeline.push_back({r.start_s, r.e2e, r.error.empty() ? "" : error_kind(r.error)});

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace lanes::bench {
 
@@ -18,6 +19,9 @@ struct run_context {
     double ideal_hit_rate = 0;
     // The fleet's prefix-cache counters (tokens) read before and after the run, when available.
     std::optional<std::pair<double, double>> counters_before, counters_after;
+    // The router's replicas (from its /metrics), so one that served nothing counts in the
+    // imbalance as a zero, not as absent; empty when unknown (a replica's own URL).
+    std::vector<std::string> replicas;
 };
 
 nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,

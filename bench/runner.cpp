@@ -96,6 +96,8 @@ struct run_state {
     std::vector<std::size_t> first_index; // index of each stream's first record
     std::vector<request_record>& records;
     clock_type::time_point start;
+    clock_type::time_point finish{}; // when the last request ended
+    asio::steady_timer* progress_timer = nullptr;
     std::size_t done = 0;
     std::size_t failed = 0;
     std::size_t next_stream = 0;
@@ -119,9 +121,15 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
     req.keep_alive(true);
     req.body() = body.dump();
     const auto timeout = st.cfg.request_timeout;
+    // Every way out records when the request ended: a failure is charted at its end, as an
+    // answer is.
+    const auto fail = [&rec, start](std::string what) {
+        rec.error = std::move(what);
+        rec.e2e = seconds(clock_type::now() - start);
+    };
     boost::system::error_code ec;
     if (!conn.is_open() && (ec = co_await conn.connect(st.target, timeout))) {
-        rec.error = "connect: " + ec.message();
+        fail("connect: " + ec.message());
         co_return;
     }
     // One co_await per statement: GCC 12 mishandles co_await inside || and ?: expressions.
@@ -129,7 +137,7 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
     if (!ec)
         ec = co_await conn.read_header(timeout);
     if (ec) {
-        rec.error = "transport: " + ec.message();
+        fail("transport: " + ec.message());
         co_return;
     }
     rec.status = conn.head().status();
@@ -140,7 +148,7 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
     const bool event_stream = conn.head().field("content-type").starts_with("text/event-stream");
     while (!conn.done()) {
         if ((ec = co_await conn.read_chunk(piece, timeout))) {
-            rec.error = "transport: " + ec.message();
+            fail("transport: " + ec.message());
             co_return;
         }
         if (!event_stream) {
@@ -163,6 +171,14 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
     rec.e2e = seconds(clock_type::now() - start);
     if (rec.status != 200 && rec.error.empty())
         rec.error = "status " + std::to_string(rec.status);
+    // A 200 that streamed no text is no answer: counted a success, it would add a TTFT of 0.
+    if (rec.error.empty() && !event_stream)
+        rec.error = "protocol: not an event stream";
+    else if (rec.error.empty() && rec.output_chunks == 0)
+        rec.error = "protocol: no output";
+    // A server that sends no usage chunk: its events are the best count there is.
+    if (rec.error.empty() && rec.completion_tokens == 0)
+        rec.completion_tokens = rec.output_chunks;
     if (!conn.reusable())
         conn.close();
 }
@@ -174,7 +190,11 @@ asio::awaitable<void> run_stream(run_state& st, std::size_t s, http::client_conn
     for (std::size_t t = 0; t < turns.size(); ++t) {
         request_record& rec = st.records[st.first_index[s] + t];
         co_await one_request(conn, st, turns[t], rec);
-        ++st.done;
+        if (++st.done == st.records.size()) {
+            st.finish = clock_type::now(); // the run's end, whatever timers are still set
+            if (st.progress_timer != nullptr)
+                st.progress_timer->cancel();
+        }
         if (!rec.error.empty()) {
             ++st.failed;
             conn.close();
@@ -215,12 +235,14 @@ asio::awaitable<void> open_loop(run_state& st) {
 
 asio::awaitable<void> progress(run_state& st, std::size_t total) {
     asio::steady_timer timer(co_await asio::this_coro::executor);
+    st.progress_timer = &timer;
     while (st.done < total) {
         std::fprintf(stderr, "\r%zu/%zu requests, %zu failed, %.1f s", st.done, total, st.failed,
                      seconds(clock_type::now() - st.start));
         timer.expires_after(progress_period);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
+    st.progress_timer = nullptr;
     std::fprintf(stderr, "\r%zu/%zu requests, %zu failed, %.1f s\n", st.done, total, st.failed,
                  seconds(clock_type::now() - st.start));
 }
@@ -248,7 +270,9 @@ std::vector<request_record> run(const bench_config& cfg, const http::url& target
     if (cfg.progress)
         asio::co_spawn(io, progress(st, records.size()), asio::detached);
     io.run();
-    wall_seconds = seconds(clock_type::now() - st.start);
+    // Up to the last request's end (the progress line's timer may wake a little later).
+    wall_seconds =
+        seconds((st.finish != clock_type::time_point{} ? st.finish : clock_type::now()) - st.start);
     return records;
 }
 

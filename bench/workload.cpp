@@ -98,11 +98,20 @@ std::vector<stream> trace(const workload_config& cfg, std::string& error) {
         if (line.empty())
             continue;
         const auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_discarded() || !j.is_object() || !j.contains("timestamp") ||
-            !j.contains("input_length") || !j.contains("output_length") ||
-            !j.contains("hash_ids") || !j["hash_ids"].is_array()) {
+        // Numbers where numbers belong, and whole non-negative block ids: a wrong type must be
+        // a clear message, not an exception out of the JSON library.
+        const auto number = [&j](const char* key) {
+            return j.contains(key) && j[key].is_number() && j[key].get<double>() >= 0;
+        };
+        const bool ids_ok = j.is_object() && j.contains("hash_ids") && j["hash_ids"].is_array() &&
+                            !j["hash_ids"].empty() &&
+                            std::all_of(j["hash_ids"].begin(), j["hash_ids"].end(),
+                                        [](const auto& id) { return id.is_number_integer(); });
+        if (j.is_discarded() || !j.is_object() || !number("timestamp") || !number("input_length") ||
+            !number("output_length") || !ids_ok) {
             error = cfg.trace_file + ":" + std::to_string(line_no) +
-                    ": expected timestamp, input_length, output_length, hash_ids";
+                    ": expected numbers timestamp, input_length, output_length (>= 0) and a "
+                    "non-empty array of integer hash_ids";
             return {};
         }
         const auto input = static_cast<std::size_t>(

@@ -51,6 +51,15 @@ router="http://127.0.0.1:$(port_of "$work/router.log")"
 if [ -n "$kill_after" ]; then
     (sleep "$kill_after"; kill -9 "${replica_pids[0]}" 2>/dev/null) &
 fi
-"$bin/bench/lanes-bench" --url "$router" --out "$out" "$@" || true
+# A result file from an earlier run must not pass for this one's: removed first, and a bench
+# that could not run (exit 2: bad flags, unreadable trace, unreachable router) fails the
+# experiment. Exit 1 (some requests failed) is a result, as in the fault-isolation run.
+rm -f "$out"
+bench_rc=0
+"$bin/bench/lanes-bench" --url "$router" --out "$out" "$@" || bench_rc=$?
+if [ "$bench_rc" -ge 2 ]; then
+    echo "experiment: lanes-bench could not run (exit $bench_rc)" >&2
+    exit "$bench_rc"
+fi
 # The router's view after the run (route reasons, mirrored counters) next to the result.
 curl -s "$router/metrics" >"${out%.json}.router-metrics.txt" || true

@@ -101,6 +101,22 @@ TEST_CASE("trace: equal hash ids give equal bytes, different ids different bytes
     std::ofstream(path) << "{\"timestamp\": 0}\n";
     CHECK(make_workload(cfg, error).empty());
     CHECK(error.find(":1:") != std::string::npos);
+    // Wrong types are a message naming the line, not an exception.
+    for (const char* bad :
+         {R"({"timestamp": "0", "input_length": 10, "output_length": 1, "hash_ids": [1]})",
+          R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": ["a"]})",
+          R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1.5]})",
+          R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": []})",
+          R"({"timestamp": 0, "input_length": -4, "output_length": 1, "hash_ids": [1]})"}) {
+        INFO(bad);
+        std::ofstream(path) << R"({"timestamp": 0, "input_length": 10, "output_length": 1, )"
+                               R"("hash_ids": [1]})"
+                            << "\n"
+                            << bad << "\n";
+        error.clear();
+        CHECK(make_workload(cfg, error).empty());
+        CHECK(error.find(":2:") != std::string::npos);
+    }
     std::remove(path);
 }
 
@@ -140,4 +156,9 @@ TEST_CASE("report: throughput, errors by kind, per-replica spread, hit rate", "[
     CHECK(r["imbalance"].get<double>() == Approx(2.0 / 1.5));
     CHECK(r["prefix_cache_hit_rate"]["measured"].get<double>() == Approx(0.3));
     CHECK(r["timeline"].size() == 4);
+    // A replica the router has that served nothing counts as a zero in the spread.
+    ctx.replicas = {"a", "b", "c"};
+    const auto z = make_report({}, ctx, records, 2.0);
+    CHECK(z["per_replica"]["c"] == 0);
+    CHECK(z["imbalance"].get<double>() == Approx(2.0 / 1.0));
 }
