@@ -26,7 +26,7 @@ std::string error_kind(const std::string& error) {
 
 nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
                            const std::vector<request_record>& records, double wall_seconds) {
-    std::vector<double> ttft, itl, e2e;
+    std::vector<double> ttft, itl, e2e, tpot;
     std::int64_t ok = 0, in_tokens = 0, out_tokens = 0;
     std::map<std::string, std::int64_t> errors;
     std::map<std::string, std::int64_t> per_replica;
@@ -46,6 +46,10 @@ nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
         ttft.push_back(r.ttft);
         e2e.push_back(r.e2e);
         itl.insert(itl.end(), r.itl.begin(), r.itl.end());
+        // Time per output token after the first, per request (vLLM's TPOT): unlike the gaps
+        // between events, it does not depend on how many tokens an event carries.
+        if (r.completion_tokens > 1)
+            tpot.push_back((r.e2e - r.ttft) / static_cast<double>(r.completion_tokens - 1));
         in_tokens += r.prompt_tokens;
         out_tokens += r.completion_tokens;
         const std::string replica = r.replica.empty() ? "(direct)" : r.replica;
@@ -100,6 +104,7 @@ nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
         {"output_token_throughput", static_cast<double>(out_tokens) / wall},
         {"ttft_s", to_json(summarize(ttft))},
         {"itl_s", to_json(summarize(itl))},
+        {"tpot_s", to_json(summarize(tpot))},
         {"e2e_s", to_json(summarize(e2e))},
         {"per_replica", per_replica},
         {"per_replica_tokens", per_replica_tokens},

@@ -152,6 +152,9 @@ TEST_CASE("report: throughput, errors by kind, per-replica spread, hit rate", "[
     CHECK(r["request_throughput"].get<double>() == Approx(1.5));
     CHECK(r["output_token_throughput"].get<double>() == Approx(15.0));
     CHECK(r["ttft_s"]["p50"].get<double>() == Approx(0.2));
+    // (e2e - ttft) / (tokens - 1): 0.9/9, 0.8/9, 0.7/9
+    CHECK(r["tpot_s"]["p50"].get<double>() == Approx(0.8 / 9.0));
+    CHECK(r["tpot_s"]["count"] == 3);
     CHECK(r["per_replica"]["b"] == 2);
     CHECK(r["imbalance"].get<double>() == Approx(2.0 / 1.5));
     CHECK(r["prefix_cache_hit_rate"]["measured"].get<double>() == Approx(0.3));
