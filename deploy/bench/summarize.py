@@ -125,6 +125,44 @@ e
 """)
 
 
+def sweep():
+    rows = []
+    for kv in (2048, 2304, 2432, 2560, 2688, 3072):
+        rr = load(f"{root}/sweep/round_robin-{kv}.json")
+        px = load(f"{root}/sweep/prefix-{kv}.json")
+        if rr and px and hit(rr) > 0:
+            rows.append((kv, rr, px))
+    if not rows:
+        return
+    print("\n### C64's workload at 192 clients, by cache size (sim backend)\n")
+    print("| KV blocks per replica | hit rate round_robin / prefix | hit rate ratio | "
+          "output tokens/s round_robin / prefix | throughput ratio | failed |")
+    print("|---|---|---|---|---|---|")
+    data = []
+    for kv, rr, px in rows:
+        h = hit(px) / hit(rr)
+        t = px["output_token_throughput"] / rr["output_token_throughput"]
+        data.append(f"{kv} {h:.3f} {t:.3f}")
+        print(f"| {kv} | {hit(rr):.3f} / {hit(px):.3f} | {h:.2f}x | "
+              f"{rr['output_token_throughput']:.0f} / {px['output_token_throughput']:.0f} | "
+              f"{t:.2f}x | {rr['failed'] + px['failed']} |")
+    points = "\n".join(data)
+    gnuplot(f"""set terminal pngcairo size 640,400 noenhanced
+set output '{img}/sweep.png'
+set title 'prefix over round_robin, by KV blocks per replica (sim backend)'
+set xlabel 'KV blocks per replica'; set ylabel 'ratio'; set grid; set key top right
+set yrange [1:5.2]
+plot '-' using 1:2 with linespoints title 'hit rate ratio', \\
+     '-' using 1:3 with linespoints title 'throughput ratio', \\
+     3.8 with lines dashtype 2 title 'hit rate target 3.8x', \\
+     1.9 with lines dashtype 3 title 'throughput target 1.9x'
+{points}
+e
+{points}
+e
+""")
+
+
 scaling()
 routing("C", "shared-prefix", "C. Routing effect, shared-prefix", "routing-shared-prefix")
 routing("C", "multi-turn", "C. Routing effect, multi-turn", "routing-multi-turn")
@@ -132,6 +170,7 @@ routing("C64", "shared-prefix", "C. Routing effect, default shared-prefix worklo
         "routing-shared-prefix-64")
 routing("trace", "synthetic", "Trace replay, Mooncake synthetic", "trace-synthetic")
 routing("trace", "conversation", "Trace replay, Mooncake conversation", "trace-conversation")
+sweep()
 fault()
 routing("gpu", "routing", "Shared-prefix on one H200", "routing-h200", base="docs",
         label="cuda backend")
