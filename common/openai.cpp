@@ -368,14 +368,15 @@ ojson finish_value(std::string_view finish_reason) {
     return finish_reason.empty() ? ojson(nullptr) : ojson(finish_reason);
 }
 
-// {"index":0, key:value, "logprobs":null, "finish_reason":..., ["stop_reason":null]}
-ojson choice(const char* key, ojson value, std::string_view finish_reason, bool stop_reason) {
+// {"index":0, key:value, "logprobs":null, "finish_reason":..., ["stop_reason":...]}
+ojson choice(const char* key, ojson value, std::string_view finish_reason, bool with_stop_reason,
+             const std::optional<std::string>& stop_reason = {}) {
     ojson c = {{"index", 0},
                {key, std::move(value)},
                {"logprobs", nullptr},
                {"finish_reason", finish_value(finish_reason)}};
-    if (stop_reason) {
-        c["stop_reason"] = nullptr;
+    if (with_stop_reason) {
+        c["stop_reason"] = stop_reason ? ojson(*stop_reason) : ojson(nullptr);
     }
     return c;
 }
@@ -484,12 +485,13 @@ std::string error_json(const api_error& e) {
 }
 
 std::string completion_json(endpoint kind, const response_meta& meta, std::string_view text,
-                            std::string_view finish_reason, const usage& u) {
+                            std::string_view finish_reason, const usage& u,
+                            const std::optional<std::string>& stop_reason) {
     bool chat = kind == endpoint::chat_completions;
     ojson j = envelope(meta, chat ? "chat.completion" : "text_completion");
-    ojson c =
-        chat ? choice("message", {{"role", "assistant"}, {"content", text}}, finish_reason, true)
-             : choice("text", text, finish_reason, true);
+    ojson c = chat ? choice("message", {{"role", "assistant"}, {"content", text}}, finish_reason,
+                            true, stop_reason)
+                   : choice("text", text, finish_reason, true, stop_reason);
     j["choices"] = ojson::array({std::move(c)});
     j["usage"] = usage_object(u);
     return dump(j);
@@ -506,7 +508,8 @@ std::string chat_role_chunk(const response_meta& meta) {
 // (a test holds the two equal): a streamed response makes one of these per token, and building
 // and serializing a JSON tree for each was the largest part of the replica's CPU per token.
 std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_view text,
-                        std::string_view finish_reason) {
+                        std::string_view finish_reason,
+                        const std::optional<std::string>& stop_reason) {
     const bool completions = kind == endpoint::completions;
     std::string out;
     out.reserve(192 + meta.id.size() + meta.model.size() + text.size());
@@ -526,7 +529,15 @@ std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_vi
         out += "null";
     else
         append_json_string(out, finish_reason);
-    out += completions ? R"(,"stop_reason":null}],"usage":null})" : "}]}";
+    // Completions carry stop_reason on every chunk, chat on its last (as vLLM serializes them).
+    if (completions || !finish_reason.empty()) {
+        out += R"(,"stop_reason":)";
+        if (stop_reason)
+            append_json_string(out, *stop_reason);
+        else
+            out += "null";
+    }
+    out += completions ? R"(}],"usage":null})" : "}]}";
     return out;
 }
 

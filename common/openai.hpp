@@ -87,15 +87,18 @@ std::string make_id(std::string_view prefix);
 std::string error_json(const api_error& e);
 
 // Non-streaming bodies.
+// `stop_reason`: the stop string that ended the output (vLLM's extension), else null.
 std::string completion_json(endpoint kind, const response_meta& meta, std::string_view text,
-                            std::string_view finish_reason, const usage& u);
+                            std::string_view finish_reason, const usage& u,
+                            const std::optional<std::string>& stop_reason = {});
 
 // Streaming pieces; each function returns the JSON of one chunk (no SSE framing).
 // Chat's first chunk carries the role with empty content.
 std::string chat_role_chunk(const response_meta& meta);
-// A text delta; `finish_reason` empty means null.
+// A text delta; `finish_reason` empty means null; `stop_reason` as for completion_json.
 std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_view text,
-                        std::string_view finish_reason = {});
+                        std::string_view finish_reason = {},
+                        const std::optional<std::string>& stop_reason = {});
 std::string usage_chunk(endpoint kind, const response_meta& meta, const usage& u);
 
 // SSE framing: "data: <payload>\n\n", and the terminator "data: [DONE]\n\n".

@@ -218,7 +218,8 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
         }
         const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
         co_await out.send(http::make_response(
-            req, status::ok, openai::completion_json(kind, meta, text, ev.finish_reason, u)));
+            req, status::ok,
+            openai::completion_json(kind, meta, text, ev.finish_reason, u, ev.stop_reason)));
         co_return;
     }
 
@@ -245,7 +246,8 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
         tail += openai::sse_event(openai::error_json(error(500, "InternalServerError", ev.error)));
     } else {
         tail += role; // no output before the last event
-        tail += openai::sse_event(openai::delta_chunk(kind, meta, ev.text, ev.finish_reason));
+        tail += openai::sse_event(
+            openai::delta_chunk(kind, meta, ev.text, ev.finish_reason, ev.stop_reason));
         if (g.include_usage) {
             const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
             tail += openai::sse_event(openai::usage_chunk(kind, meta, u));

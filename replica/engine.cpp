@@ -296,6 +296,8 @@ void engine::finish(live& seq, const std::string& reason) {
     ev.text = seq.stops.take_all();
     ev.finished = true;
     ev.finish_reason = reason;
+    if (reason == "stop")
+        ev.stop_reason = seq.stops.matched(); // null when EOS ended it
     ev.prompt_tokens = static_cast<std::int64_t>(seq.num_prompt);
     ev.completion_tokens = static_cast<std::int64_t>(seq.num_generated());
     ev.cached_tokens = static_cast<std::int64_t>(seq.cached_tokens);

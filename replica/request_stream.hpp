@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace lanes::replica {
@@ -20,7 +21,8 @@ namespace lanes::replica {
 struct stream_event {
     std::string text; // new output text (may be empty on the final event)
     bool finished = false;
-    std::string finish_reason; // stop | length | abort | error (final event only)
+    std::string finish_reason;              // stop | length | abort | error (final event only)
+    std::optional<std::string> stop_reason; // the stop string that ended it (final event only)
     std::int64_t prompt_tokens = 0;
     std::int64_t completion_tokens = 0;
     std::int64_t cached_tokens = 0;

@@ -21,6 +21,7 @@ bool stop_matcher::append(std::string_view text) {
         if (pos != std::string::npos) {
             output_.resize(pos);
             stopped_ = true;
+            matched_ = stop; // a later one that matched earlier in the text replaces it
         }
     }
     return stopped_;

@@ -2,6 +2,7 @@
 // turn into a stop string, and a matched stop string is cut from the output (as vLLM does).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,12 +21,15 @@ public:
     // At the end of the request: everything not yet sent.
     std::string take_all();
     const std::string& output() const { return output_; }
+    // The stop string that matched, once one has.
+    const std::optional<std::string>& matched() const { return matched_; }
 
 private:
     std::vector<std::string> stops_;
     std::string output_;       // the whole output so far (stop string removed)
     std::size_t released_ = 0; // bytes of output_ already handed out
     bool stopped_ = false;
+    std::optional<std::string> matched_;
 };
 
 } // namespace lanes::replica

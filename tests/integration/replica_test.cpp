@@ -134,6 +134,18 @@ TEST_CASE("a chat stream starts with its role, stream_options alone asks for usa
     const auto b =
         nlohmann::json::parse(test::post_json(replica.port(), "/v1/completions", seeded).body);
     CHECK(a["choices"][0]["text"] == b["choices"][0]["text"]);
+    // The same seeded request with a stop string taken from its text: cut there, and
+    // stop_reason names it (vLLM's extension).
+    const std::string text = a["choices"][0]["text"].get<std::string>();
+    REQUIRE(text.size() >= 10);
+    const std::string stop = text.substr(6, 3);
+    nlohmann::json with_stop = nlohmann::json::parse(seeded);
+    with_stop["stop"] = stop;
+    const auto c = nlohmann::json::parse(
+        test::post_json(replica.port(), "/v1/completions", with_stop.dump()).body);
+    CHECK(c["choices"][0]["finish_reason"] == "stop");
+    CHECK(c["choices"][0]["stop_reason"] == stop);
+    CHECK(c["choices"][0]["text"] == text.substr(0, text.find(stop)));
 }
 
 TEST_CASE("a full waiting queue answers 503 and the replica recovers", "[replica]") {

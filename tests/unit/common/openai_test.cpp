@@ -443,7 +443,7 @@ TEST_CASE("delta_chunk equals the JSON library's serialization", "[openai]") {
             c["delta"] = {{"content", text}};
         c["logprobs"] = nullptr;
         c["finish_reason"] = finish.empty() ? ojson(nullptr) : ojson(finish);
-        if (completions)
+        if (completions || !finish.empty())
             c["stop_reason"] = nullptr;
         j["choices"] = ojson::array({c});
         if (completions)
@@ -463,4 +463,22 @@ TEST_CASE("delta_chunk equals the JSON library's serialization", "[openai]") {
     }
     CHECK(delta_chunk(endpoint::completions, meta(), "plain") ==
           reference(endpoint::completions, meta(), "plain", ""));
+}
+
+TEST_CASE("stop_reason names the stop string that ended the output", "[openai]") {
+    const std::optional<std::string> stop = "\nEND";
+    for (endpoint kind : {endpoint::completions, endpoint::chat_completions}) {
+        const auto last = json::parse(delta_chunk(kind, meta(), "", "stop", stop));
+        CHECK(last["choices"][0]["stop_reason"] == "\nEND");
+        const auto whole =
+            json::parse(completion_json(kind, meta(), "x", "stop", {1, 1, {}}, stop));
+        CHECK(whole["choices"][0]["stop_reason"] == "\nEND");
+        CHECK(json::parse(completion_json(kind, meta(), "x", "length",
+                                          {1, 1, {}}))["choices"][0]["stop_reason"]
+                  .is_null());
+    }
+    // A chat chunk before the last has no stop_reason at all, as vLLM leaves unset fields out.
+    CHECK_FALSE(
+        json::parse(delta_chunk(endpoint::chat_completions, meta(), "a"))["choices"][0].contains(
+            "stop_reason"));
 }

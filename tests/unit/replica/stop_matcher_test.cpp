@@ -24,9 +24,18 @@ TEST_CASE("stop_matcher finds a stop string split across appends", "[stop]") {
         CHECK(!m.append(std::string(1, c)));
         sent += m.take_ready();
     }
+    CHECK(!m.matched());
     CHECK(m.append("\nzz"));
     sent += m.take_all();
     CHECK(sent == "ab\ncd");
+    CHECK(m.matched() == "\n\n");
+}
+
+TEST_CASE("stop_matcher names the stop string that matched first in the text", "[stop]") {
+    stop_matcher m({"yz", "x"});
+    CHECK(m.append("abxyz")); // "x" starts before "yz"
+    CHECK(m.take_all() == "ab");
+    CHECK(m.matched() == "x");
 }
 
 TEST_CASE("stop_matcher without stop strings passes everything through", "[stop]") {
