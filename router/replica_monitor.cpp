@@ -7,6 +7,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
+
 namespace lanes::router {
 
 namespace asio = boost::asio;
@@ -143,6 +145,16 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
         report(r, !res.ec && res.status == 200);
 }
 
+std::vector<asio::ip::address> one_per_host(const std::vector<asio::ip::address>& resolved) {
+    const bool any_v4 =
+        std::any_of(resolved.begin(), resolved.end(), [](const auto& a) { return a.is_v4(); });
+    std::vector<asio::ip::address> out;
+    for (const auto& a : resolved)
+        if ((a.is_v4() || !any_v4) && std::find(out.begin(), out.end(), a) == out.end())
+            out.push_back(a);
+    return out;
+}
+
 asio::awaitable<void> replica_monitor::dns_loop() {
     auto stopping = stopping_;
     asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -157,10 +169,12 @@ asio::awaitable<void> replica_monitor::dns_loop() {
                 LANES_LOG(warn, "dns", "cannot resolve " << name << ": " << ec.message());
                 continue; // keep the last known set rather than dropping every replica
             }
+            std::vector<asio::ip::address> addresses;
+            for (const auto& entry : results)
+                addresses.push_back(entry.endpoint().address());
             std::set<std::string> seen;
-            for (const auto& entry : results) {
-                const auto ep = entry.endpoint();
-                http::url u{ep.address().to_string(), ep.port(), ""};
+            for (const auto& address : one_per_host(addresses)) {
+                http::url u{address.to_string(), results.begin()->endpoint().port(), ""};
                 seen.insert(u.str());
                 if (pool_.add(u, name))
                     LANES_LOG(info, "dns", name << ": added " << u.str());

@@ -12,6 +12,7 @@
 #include "router/replica_pool.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 
 #include <atomic>
 #include <map>
@@ -37,6 +38,12 @@ struct monitor_config {
     std::size_t max_idle_connections = 64;
     std::vector<std::string> dns_names; // host:port
 };
+
+// The addresses a --replica-dns name gives, one per host: a dual-stack name lists each pod
+// twice, once per family, and two replicas for one pod would split its routing state (prefix
+// index included); so its IPv4 addresses when it has any, else its IPv6 ones, each once.
+std::vector<boost::asio::ip::address>
+one_per_host(const std::vector<boost::asio::ip::address>& resolved);
 
 class replica_monitor {
 public:

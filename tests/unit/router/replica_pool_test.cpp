@@ -1,5 +1,6 @@
 // The snapshot a policy sees: kept in place, scraped stats re-read only after a scrape changed
 // them, health and staleness applied on every refresh.
+#include "router/replica_monitor.hpp"
 #include "router/replica_pool.hpp"
 
 #include <catch2/catch.hpp>
@@ -70,4 +71,15 @@ TEST_CASE("refresh shows every scrape, the stale cutoff and ejection", "[pool]")
     pool.refresh(snap, replicas, seen, now + 9s, 2'000ms, stats);
     REQUIRE(snap.replicas.size() == 3);
     CHECK_FALSE(snap.replicas[2].kv_usage);
+}
+
+TEST_CASE("a DNS name gives one replica per host, IPv4 first", "[pool]") {
+    namespace ip = boost::asio::ip;
+    const auto a = ip::make_address("10.0.0.1"), b = ip::make_address("10.0.0.2");
+    const auto a6 = ip::make_address("fd00::1"), b6 = ip::make_address("fd00::2");
+    // Dual stack: the IPv6 records of the same pods are left out.
+    CHECK(router::one_per_host({a6, a, b6, b}) == std::vector<ip::address>{a, b});
+    // IPv6 only: kept. Repeats: once.
+    CHECK(router::one_per_host({a6, b6, a6}) == std::vector<ip::address>{a6, b6});
+    CHECK(router::one_per_host({}).empty());
 }
