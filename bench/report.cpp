@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -26,7 +27,7 @@ std::string error_kind(const std::string& error) {
 
 nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
                            const std::vector<request_record>& records, double wall_seconds) {
-    std::vector<double> ttft, itl, e2e, tpot;
+    std::vector<double> ttft, itl, e2e, tpot, lag;
     std::int64_t ok = 0, in_tokens = 0, out_tokens = 0;
     std::map<std::string, std::int64_t> errors;
     std::map<std::string, std::int64_t> per_replica;
@@ -38,6 +39,8 @@ nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
     nlohmann::json timeline = nlohmann::json::array();
     for (const auto& r : records) {
         timeline.push_back({r.start_s, r.e2e, r.error.empty() ? "" : error_kind(r.error)});
+        if (r.scheduled_s >= 0)
+            lag.push_back(std::max(0.0, r.start_s - r.scheduled_s));
         if (!r.error.empty()) {
             ++errors[error_kind(r.error)];
             continue;
@@ -105,6 +108,9 @@ nlohmann::json make_report(const bench_config& cfg, const run_context& ctx,
         {"ttft_s", to_json(summarize(ttft))},
         {"itl_s", to_json(summarize(itl))},
         {"tpot_s", to_json(summarize(tpot))},
+        // Open loop: how late each arrival went out against its schedule; a large p99 means
+        // the client, not the server, shaped the arrivals.
+        {"arrival_lag_s", to_json(summarize(lag))},
         {"e2e_s", to_json(summarize(e2e))},
         {"per_replica", per_replica},
         {"per_replica_tokens", per_replica_tokens},

@@ -212,7 +212,8 @@ asio::awaitable<void> closed_loop_worker(run_state& st) {
     }
 }
 
-asio::awaitable<void> open_loop_stream(run_state& st, std::size_t s) {
+asio::awaitable<void> open_loop_stream(run_state& st, std::size_t s, double due_s) {
+    st.records[st.first_index[s]].scheduled_s = due_s;
     http::client_connection conn(co_await asio::this_coro::executor);
     co_await run_stream(st, s, conn);
 }
@@ -229,7 +230,7 @@ asio::awaitable<void> open_loop(run_state& st) {
         timer.expires_at(st.start + std::chrono::duration_cast<clock_type::duration>(
                                         std::chrono::duration<double>(at)));
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        asio::co_spawn(ex, open_loop_stream(st, s), asio::detached);
+        asio::co_spawn(ex, open_loop_stream(st, s, at), asio::detached);
     }
 }
 

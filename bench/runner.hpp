@@ -29,8 +29,11 @@ struct request_record {
     std::string error;   // transport or protocol problem, empty when fine
     std::string replica; // x-lanes-replica
     double start_s = 0;  // since the run began
-    double ttft = 0;     // seconds from sending (a new connection's connect included, as
-                         // vllm bench serve counts it) to the first event with text
+    // Open loop, a stream's first request: when its arrival was due (start_s - this is how far
+    // the client fell behind its schedule); negative when it had no schedule.
+    double scheduled_s = -1;
+    double ttft = 0; // seconds from sending (a new connection's connect included, as
+                     // vllm bench serve counts it) to the first event with text
     double e2e = 0;
     std::vector<double> itl;
     std::int64_t output_chunks = 0;

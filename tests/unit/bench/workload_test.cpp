@@ -155,10 +155,19 @@ TEST_CASE("report: throughput, errors by kind, per-replica spread, hit rate", "[
     // (e2e - ttft) / (tokens - 1): 0.9/9, 0.8/9, 0.7/9
     CHECK(r["tpot_s"]["p50"].get<double>() == Approx(0.8 / 9.0));
     CHECK(r["tpot_s"]["count"] == 3);
+    CHECK(r["arrival_lag_s"]["count"] == 0); // closed loop: no schedule
     CHECK(r["per_replica"]["b"] == 2);
     CHECK(r["imbalance"].get<double>() == Approx(2.0 / 1.5));
     CHECK(r["prefix_cache_hit_rate"]["measured"].get<double>() == Approx(0.3));
     CHECK(r["timeline"].size() == 4);
+    // Open loop: the lag of each scheduled arrival (failed requests included).
+    records[0].start_s = 0.5;
+    records[0].scheduled_s = 0.25;
+    records[3].start_s = 1.0;
+    records[3].scheduled_s = 1.0;
+    const auto o = make_report({}, ctx, records, 2.0);
+    CHECK(o["arrival_lag_s"]["count"] == 2);
+    CHECK(o["arrival_lag_s"]["max"].get<double>() == Approx(0.25));
     // A replica the router has that served nothing counts as a zero in the spread.
     ctx.replicas = {"a", "b", "c"};
     const auto z = make_report({}, ctx, records, 2.0);
