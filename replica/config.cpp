@@ -24,7 +24,7 @@ void add_engine_flags(common::flag_set& f, replica_config& cfg) {
     f.add("sim-decode-f", cfg.sim.decode_f, "sim: decode ms per step at empty KV");
     f.add("sim-speedup", cfg.sim.speedup, "sim: divide every modelled time by this");
     f.add("block-size", cfg.block_size, "tokens per KV cache block");
-    f.add("seed", cfg.seed, "seed for weights and for requests without their own seed");
+    f.add("seed", cfg.seed, "seed for the weights (a request without a seed gets a fresh one)");
     f.add("max-model-len", cfg.max_model_len, "longest prompt + output, in tokens");
     f.add("max-num-seqs", cfg.max_num_seqs, "most requests running in one step");
     f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "most tokens computed per step");

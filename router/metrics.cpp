@@ -83,6 +83,7 @@ router_metrics::router_metrics()
                                           {"replica"})) {}
 
 std::string router_metrics::expose(const replica_pool& pool) {
+    std::lock_guard lock(expose_mutex_);
     const auto replicas = pool.all();
     // The per-replica gauges of replicas no longer in the pool go (their counters stay, as
     // counters do).

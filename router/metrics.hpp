@@ -3,6 +3,7 @@
 
 #include "common/metrics.hpp"
 
+#include <mutex>
 #include <string>
 
 namespace lanes::router {
@@ -15,7 +16,9 @@ class router_metrics {
 public:
     router_metrics();
 
-    // Refreshes the per-replica gauges from the pool, then writes the exposition.
+    // Refreshes the per-replica gauges from the pool, then writes the exposition. Only expose()
+    // touches the per-replica gauge families (replica_up ... replica_running): it drops the
+    // children of removed replicas, so nothing else may hold references to them.
     std::string expose(const replica_pool& pool);
 
     common::metrics::family<common::metrics::counter>& requests; // replica, code, reason
@@ -35,6 +38,11 @@ public:
     common::metrics::family<common::metrics::gauge>& replica_kv_usage;
     common::metrics::family<common::metrics::gauge>& replica_waiting;
     common::metrics::family<common::metrics::gauge>& replica_running;
+
+private:
+    // One expose() at a time: the per-replica gauges are dropped and set again from the pool,
+    // and two scrapes on two threads that saw the pool apart would set a child the other drops.
+    std::mutex expose_mutex_;
 };
 
 } // namespace lanes::router

@@ -148,7 +148,11 @@ decision proxy::pick(const route_request& rr, const tried_set& tried,
     const decision d = policy_->pick(rr, snap_, tried);
     if (d.replica) {
         chosen = snap_replicas_[*d.replica];
-        policy_->on_routed(rr, chosen->id()); // under the same lock as the choice
+        // Counted in flight under the same lock as the choice, so the next pick sees it: a
+        // half-open replica's single trial, and least-loaded choices made at the same moment on
+        // other threads, depend on it. The caller adopts the count (inflight_guard::adopt).
+        chosen->inflight.fetch_add(1);
+        policy_->on_routed(rr, chosen->id());
     }
     return d;
 }
@@ -247,6 +251,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         metrics_.decision.observe(seconds_since(decide_start));
         if (!d.replica)
             break;
+        const inflight_guard held(chosen, inflight_guard::adopt); // raised by pick()
         routed r{std::move(chosen), d, request_id, start};
         if (attempt > 0)
             metrics_.retries.inc();

@@ -76,10 +76,15 @@ private:
 // Holds `inflight` raised from before dispatch until destruction: no path can skip the release.
 class inflight_guard {
 public:
+    struct adopt_t {};
+    static constexpr adopt_t adopt{}; // the count was raised already (by the pick, under its lock)
+
     explicit inflight_guard(std::shared_ptr<replica> r)
         : r_(std::move(r)) {
         r_->inflight.fetch_add(1);
     }
+    inflight_guard(std::shared_ptr<replica> r, adopt_t)
+        : r_(std::move(r)) {}
     ~inflight_guard() { r_->inflight.fetch_sub(1); }
     inflight_guard(const inflight_guard&) = delete;
     inflight_guard& operator=(const inflight_guard&) = delete;

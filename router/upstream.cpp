@@ -88,8 +88,7 @@ std::string proxy_detail::upstream_head(const http::request& req, std::string_vi
 // resumption each per request); a stream goes to relay_stream.
 asio::awaitable<proxy::attempt_result> proxy::forward(http::request& req,
                                                       http::response_writer& out, routed& r) {
-    attempt_result result;
-    inflight_guard guard(r.target);
+    attempt_result result; // (the replica's in-flight count is held by generate, from the pick)
     r.target->requests_total.fetch_add(1);
     auto link = std::make_shared<upstream_link>();
     out.on_client_closed([link] {

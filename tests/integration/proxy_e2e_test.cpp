@@ -39,7 +39,7 @@ TEST_CASE("streaming and non-streaming completions through the router", "[e2e]")
         const auto r = test::post_json(
             port, "/v1/chat/completions",
             R"({"messages":[{"role":"user","content":"Say hello"}],"max_tokens":12,"stream":true,
-                "stream_options":{"include_usage":true}})");
+                "ignore_eos":true,"stream_options":{"include_usage":true}})");
         REQUIRE(r.error.empty());
         REQUIRE(r.status == 200);
         CHECK(r.content_type.starts_with("text/event-stream"));
@@ -78,8 +78,9 @@ TEST_CASE("streaming and non-streaming completions through the router", "[e2e]")
     }
 
     SECTION("non-streaming completion with usage") {
-        const auto r = test::post_json(port, "/v1/completions",
-                                       R"({"prompt":"Once upon a time","max_tokens":7})");
+        const auto r =
+            test::post_json(port, "/v1/completions",
+                            R"({"prompt":"Once upon a time","max_tokens":7,"ignore_eos":true})");
         REQUIRE(r.status == 200);
         const auto j = nlohmann::json::parse(r.body);
         CHECK(j["object"] == "text_completion");
