@@ -17,7 +17,6 @@ constexpr std::size_t first_read_size = 4096;
 std::string limit_error(int status, std::string message) {
     openai::api_error e;
     e.status = status;
-    e.type = openai::error_type(status);
     e.message = std::move(message);
     return openai::error_json(e);
 }

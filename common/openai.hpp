@@ -18,7 +18,7 @@ namespace lanes::common::openai {
 struct api_error {
     int status = 400;
     std::string message;
-    std::string type = "BadRequestError"; // BadRequestError, NotFoundError, ...
+    std::string type; // BadRequestError, NotFoundError, ...; empty: error_type(status)
     std::optional<std::string> param;
 
     static api_error bad_request(std::string message, std::optional<std::string> param = {});

@@ -20,6 +20,9 @@ using verb = boost::beast::http::verb;
 
 namespace {
 
+// max_tokens of a completion that does not set it: OpenAI's default, which vLLM keeps.
+constexpr std::int64_t completions_default_max_tokens = 16;
+
 std::int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -67,7 +70,7 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
             " input tokens. Please reduce the length of the input messages.");
     const std::int64_t room = max_len - prompt_tokens;
     if (g.max_tokens || g.kind == openai::endpoint::completions) {
-        max_tokens = g.max_tokens.value_or(16);
+        max_tokens = g.max_tokens.value_or(completions_default_max_tokens);
         if (max_tokens > room) // compared, not added: a huge max_tokens must not overflow
             return openai::api_error::bad_request(
                 "'max_tokens' or 'max_completion_tokens' is too large: " +

@@ -216,8 +216,8 @@ std::vector<std::string> validate(const router_config& cfg) {
         const char* port_end = name.data() + name.size();
         const bool port_ok =
             colon != std::string::npos &&
-            std::from_chars(name.data() + colon + 1, port_end, port).ptr == port_end &&
-            colon + 1 < name.size() && port >= 1 && port <= 65535;
+            std::from_chars(name.data() + colon + 1, port_end, port).ptr == port_end && port >= 1 &&
+            port <= 65535;
         // A name for the resolver: no brackets (the resolver takes a bare IPv6 address), no path.
         const bool host_ok =
             colon != std::string::npos && colon > 0 && name.find_first_of("[]/") >= colon;

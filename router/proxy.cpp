@@ -150,7 +150,7 @@ decision proxy::pick(const route_request& rr, const tried_set& tried,
         chosen = snap_replicas_[*d.replica];
         // Counted in flight under the same lock as the choice, so the next pick sees it: a
         // half-open replica's single trial, and least-loaded choices made at the same moment on
-        // other threads, depend on it. The caller adopts the count (inflight_guard::adopt).
+        // other threads, depend on it. The caller releases it with an inflight_guard.
         chosen->inflight.fetch_add(1);
         policy_->on_routed(rr, chosen->id());
     }
@@ -251,7 +251,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         metrics_.decision.observe(seconds_since(decide_start));
         if (!d.replica)
             break;
-        const inflight_guard held(chosen, inflight_guard::adopt); // raised by pick()
+        const inflight_guard held(chosen); // releases the count pick() raised
         routed r{std::move(chosen), d, request_id, start};
         if (attempt > 0)
             metrics_.retries.inc();

@@ -62,7 +62,7 @@ private:
                                             const attempt_result& last, bool tried_any);
     common::http::header_list route_headers(const routed& r) const;
     // Refreshes the snapshot, asks the policy and tells it of its choice; `chosen` is the picked
-    // replica, whose in-flight count is raised already (adopt it with an inflight_guard).
+    // replica, whose in-flight count is raised already (release it with an inflight_guard).
     decision pick(const route_request& rr, const tried_set& tried,
                   std::shared_ptr<replica>& chosen);
 

@@ -73,17 +73,11 @@ private:
     std::vector<std::unique_ptr<common::http::client_connection>> idle_;
 };
 
-// Holds `inflight` raised from before dispatch until destruction: no path can skip the release.
+// Releases the `inflight` count that the proxy's pick raised (under the policy lock, so the next
+// pick sees it) when it goes: no path after the pick can skip the release.
 class inflight_guard {
 public:
-    struct adopt_t {};
-    static constexpr adopt_t adopt{}; // the count was raised already (by the pick, under its lock)
-
     explicit inflight_guard(std::shared_ptr<replica> r)
-        : r_(std::move(r)) {
-        r_->inflight.fetch_add(1);
-    }
-    inflight_guard(std::shared_ptr<replica> r, adopt_t)
         : r_(std::move(r)) {}
     ~inflight_guard() { r_->inflight.fetch_sub(1); }
     inflight_guard(const inflight_guard&) = delete;

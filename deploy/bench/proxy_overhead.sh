@@ -130,19 +130,16 @@ for name, r, a, b in [("nginx", "${rps[nginx]}", "${p50[nginx]}", "${p99[nginx]}
                       ("lanes", "${rps[lanes]}", "${p50[lanes]}", "${p99[lanes]}")]:
     f = lambda s: [float(x) for x in s.split()]
     data[name] = {"rps": statistics.median(f(r)), "p50_ms": statistics.median(f(a)),
-                  "p99_ms": statistics.median(f(b)), "runs_rps": f(r)}
+                  "p99_ms": statistics.median(f(b)), "runs_rps": f(r), "runs_p99_ms": f(b)}
 best = max(data["nginx"]["rps"], data["haproxy"]["rps"])
 data["lanes_vs_best_rps"] = data["lanes"]["rps"] / best
 # Paired within each round (the machine's speed drifts between rounds more than the proxies
 # differ): lanes over nginx and lanes over HAProxy that round, each pair on its own (over the
 # better of the two each round would be biased: the larger of two noisy figures runs high).
-g = lambda n, k: [float(x) for x in {"rps": rps_s, "p99": p99_s}[k][n].split()]
-rps_s = {"nginx": "${rps[nginx]}", "haproxy": "${rps[haproxy]}", "lanes": "${rps[lanes]}"}
-p99_s = {"nginx": "${p99[nginx]}", "haproxy": "${p99[haproxy]}", "lanes": "${p99[lanes]}"}
 data["paired"] = {}
 for other in ("nginx", "haproxy"):
-    rr = [l / o for l, o in zip(g("lanes", "rps"), g(other, "rps"))]
-    pr = [l / o for l, o in zip(g("lanes", "p99"), g(other, "p99"))]
+    ratios = lambda key: [l / o for l, o in zip(data["lanes"][key], data[other][key])]
+    rr, pr = ratios("runs_rps"), ratios("runs_p99_ms")
     data["paired"][other] = {"rps_ratio_median": statistics.median(rr),
                              "p99_ratio_median": statistics.median(pr),
                              "rounds_lanes_ahead": sum(r >= 1.0 for r in rr),

@@ -10,6 +10,10 @@ mkdir -p "$out" docs/img
 exp=deploy/bench/experiment.sh
 which="${*:-A C C64 trace E}"
 sim="--backend sim --sim-speedup 4"
+# The issue's default shared-prefix workload (C64 and the sweep), without its concurrency.
+c64_workload="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048
+              --question-len 128 --output-len 256 --session-per-group"
+sweep_kv_blocks="2048 2304 2432 2560 2688 3072"
 
 if [[ " $which " == *" A "* ]]; then
     # The router's default policy; 12 clients per replica, 16 requests each (fewer made the
@@ -45,8 +49,7 @@ if [[ " $which " == *" C64 "* ]]; then
     # GPU), not by client round trips. Every policy with its defaults, and prefix once more with
     # the session policy's tighter bounded-load cap.
     mkdir -p "$out/C64"
-    c64="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048
-         --question-len 128 --output-len 256 --concurrency 128 --session-per-group"
+    c64="$c64_workload --concurrency 128"
     for p in round_robin least_loaded session prefix kv_aware; do
         $exp 4 "$p" "$out/C64/shared-prefix-$p.json" \
             --replica-args "$sim --kv-blocks 2048" -- $c64 >/dev/null
@@ -59,9 +62,8 @@ if [[ " $which " == *" sweep "* ]]; then
     # C64's workload at 192 clients over a range of cache sizes, round-robin against prefix:
     # where the two targets (3.8x the hit rate, 1.9x the throughput) meet in this cost model.
     mkdir -p "$out/sweep"
-    c64="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048
-         --question-len 128 --output-len 256 --concurrency 192 --session-per-group"
-    for kv in 2048 2304 2432 2560 2688 3072; do
+    c64="$c64_workload --concurrency 192"
+    for kv in $sweep_kv_blocks; do
         for p in round_robin prefix; do
             $exp 4 "$p" "$out/sweep/$p-$kv.json" \
                 --replica-args "$sim --kv-blocks $kv" -- $c64 >/dev/null

@@ -127,7 +127,11 @@ e
 
 def sweep():
     rows = []
-    for kv in (2048, 2304, 2432, 2560, 2688, 3072):
+    # The cache sizes results.sh ran, from the file names (round_robin-<blocks>.json).
+    names = os.listdir(f"{root}/sweep") if os.path.isdir(f"{root}/sweep") else []
+    sizes = sorted(int(n[len("round_robin-"):-len(".json")]) for n in names
+                   if n.startswith("round_robin-") and n.endswith(".json"))
+    for kv in sizes:
         rr = load(f"{root}/sweep/round_robin-{kv}.json")
         px = load(f"{root}/sweep/prefix-{kv}.json")
         if rr and px and hit(rr) > 0:
