@@ -2,12 +2,12 @@
 // fast path, router/request_view), render the
 // prompt (chat template for chat requests), tokenize, hash its blocks and pick a replica — with
 // 16 replicas and a prefix index filled to capacity. Prints p50/p99/max per prompt size as JSON.
-#include "common/block_hash.hpp"
 #include "common/config_util.hpp"
-#include "common/openai.hpp"
-#include "common/tokenizer.hpp"
+#include "common/openai/request.hpp"
+#include "common/prompt/block_hash.hpp"
+#include "common/prompt/tokenizer.hpp"
 #include "router/policies/policy.hpp"
-#include "router/request_view.hpp"
+#include "router/request/request_view.hpp"
 
 #include <nlohmann/json.hpp>
 

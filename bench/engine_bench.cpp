@@ -10,8 +10,8 @@
 // Prefill: the uncached TTFT run's prompt tokens over its TTFT.
 #include "common/config_util.hpp"
 #include "common/log.hpp"
-#include "replica/cuda_backend.hpp"
-#include "replica/engine.hpp"
+#include "replica/backends/cuda/cuda_backend.hpp"
+#include "replica/engine/engine.hpp"
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 #include "bench/runner.hpp"
 #include "bench/workload.hpp"
 #include "common/config_util.hpp"
-#include "common/prom_parser.hpp"
+#include "common/metrics/prom_parser.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>

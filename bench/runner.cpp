@@ -1,6 +1,6 @@
 #include "bench/runner.hpp"
 
-#include "common/sse.hpp"
+#include "common/http/sse.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>

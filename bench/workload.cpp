@@ -1,8 +1,8 @@
 #include "bench/workload.hpp"
 
-#include "common/block_hash.hpp"
-#include "common/chat_template.hpp"
-#include "common/tokenizer.hpp"
+#include "common/openai/chat_template.hpp"
+#include "common/prompt/block_hash.hpp"
+#include "common/prompt/tokenizer.hpp"
 
 #include <nlohmann/json.hpp>
 

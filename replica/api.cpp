@@ -1,7 +1,7 @@
 #include "replica/api.hpp"
 
 #include "common/log.hpp"
-#include "common/openai.hpp"
+#include "common/openai/request.hpp"
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>

@@ -3,9 +3,9 @@
 // relay its events; every refusal is OpenAI error JSON.
 #pragma once
 
-#include "common/http_server.hpp"
+#include "common/http/server.hpp"
 #include "replica/config.hpp"
-#include "replica/engine.hpp"
+#include "replica/engine/engine.hpp"
 #include "replica/metrics.hpp"
 
 #include <boost/asio/awaitable.hpp>

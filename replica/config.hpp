@@ -3,8 +3,8 @@
 #pragma once
 
 #include "common/config_util.hpp"
-#include "common/http_server.hpp"
-#include "replica/backend.hpp"
+#include "common/http/server.hpp"
+#include "replica/backends/backend.hpp"
 
 #include <cstdint>
 #include <string>

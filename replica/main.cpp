@@ -1,9 +1,9 @@
 // lanes-replica: parse config, wire engine + HTTP front, run until SIGINT/SIGTERM.
+#include "common/http/run_loop.hpp"
 #include "common/log.hpp"
-#include "common/run_loop.hpp"
 #include "replica/api.hpp"
 #include "replica/config.hpp"
-#include "replica/engine.hpp"
+#include "replica/engine/engine.hpp"
 #include "replica/metrics.hpp"
 
 #include <boost/asio/io_context.hpp>

@@ -2,7 +2,7 @@
 // reads vLLM's /metrics (the lanes router, llm-d, Grafana dashboards) reads a replica unchanged.
 #pragma once
 
-#include "common/metrics.hpp"
+#include "common/metrics/registry.hpp"
 
 #include <string>
 

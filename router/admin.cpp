@@ -1,7 +1,7 @@
 #include "router/admin.hpp"
 
 #include "common/log.hpp"
-#include "common/openai.hpp"
+#include "common/openai/request.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>

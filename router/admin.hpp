@@ -9,8 +9,8 @@
 // /list_workers.
 #pragma once
 
-#include "common/http_server.hpp"
-#include "router/replica_pool.hpp"
+#include "common/http/server.hpp"
+#include "router/fleet/replica_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

@@ -1,6 +1,6 @@
 #include "router/config.hpp"
 
-#include "common/http_client.hpp"
+#include "common/http/client.hpp"
 #include "common/log.hpp"
 #include "router/policies/policy.hpp"
 

@@ -3,10 +3,10 @@
 #pragma once
 
 #include "common/config_util.hpp"
-#include "common/http_server.hpp"
-#include "router/health.hpp"
+#include "common/http/server.hpp"
+#include "router/fleet/health.hpp"
+#include "router/fleet/replica_monitor.hpp"
 #include "router/policies/policy.hpp"
-#include "router/replica_monitor.hpp"
 
 #include <cstdint>
 #include <string>

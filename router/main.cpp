@@ -1,12 +1,12 @@
 // lanes-router: parse config, wire the replica pool, policy and proxy, run until SIGINT/SIGTERM.
-#include "common/http_client.hpp"
+#include "common/http/client.hpp"
+#include "common/http/run_loop.hpp"
 #include "common/log.hpp"
-#include "common/run_loop.hpp"
 #include "router/config.hpp"
+#include "router/fleet/replica_monitor.hpp"
+#include "router/fleet/replica_pool.hpp"
 #include "router/metrics.hpp"
 #include "router/proxy.hpp"
-#include "router/replica_monitor.hpp"
-#include "router/replica_pool.hpp"
 
 #include <boost/asio/io_context.hpp>
 

@@ -1,6 +1,6 @@
 #include "router/metrics.hpp"
 
-#include "router/replica_pool.hpp"
+#include "router/fleet/replica_pool.hpp"
 
 #include <algorithm>
 #include <vector>

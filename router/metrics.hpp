@@ -1,7 +1,7 @@
 // Every lanes_router_* metric, declared in one place with its help text.
 #pragma once
 
-#include "common/metrics.hpp"
+#include "common/metrics/registry.hpp"
 
 #include <mutex>
 #include <string>

@@ -1,12 +1,12 @@
 #include "router/proxy.hpp"
 
-#include "common/block_hash.hpp"
-#include "common/http_client.hpp"
+#include "common/http/client.hpp"
 #include "common/log.hpp"
-#include "common/openai.hpp"
-#include "common/tokenizer.hpp"
+#include "common/openai/request.hpp"
+#include "common/prompt/block_hash.hpp"
+#include "common/prompt/tokenizer.hpp"
 #include "router/proxy_detail.hpp"
-#include "router/request_view.hpp"
+#include "router/request/request_view.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>

@@ -3,14 +3,14 @@
 // retrying on another replica while nothing has reached the client.
 #pragma once
 
-#include "common/http_server.hpp"
-#include "common/openai.hpp"
+#include "common/http/server.hpp"
+#include "common/openai/request.hpp"
 #include "router/admin.hpp"
 #include "router/config.hpp"
+#include "router/fleet/replica_monitor.hpp"
+#include "router/fleet/replica_pool.hpp"
 #include "router/metrics.hpp"
 #include "router/policies/policy.hpp"
-#include "router/replica_monitor.hpp"
-#include "router/replica_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

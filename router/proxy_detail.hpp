@@ -2,8 +2,8 @@
 // send to a replica and relay its answer). Private to those two files.
 #pragma once
 
-#include "common/http_client.hpp"
-#include "common/openai.hpp"
+#include "common/http/client.hpp"
+#include "common/openai/request.hpp"
 #include "router/proxy.hpp"
 
 #include <chrono>

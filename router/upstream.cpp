@@ -1,9 +1,9 @@
 // The proxy's upstream half: send a request to the chosen replica over a pooled keep-alive
 // connection, then relay its answer (whole, or SSE chunk by chunk), watching for a client that
 // leaves meanwhile.
-#include "common/head_writer.hpp"
-#include "common/http_client.hpp"
-#include "common/http_parse.hpp"
+#include "common/http/client.hpp"
+#include "common/http/io/head_writer.hpp"
+#include "common/http/parse.hpp"
 #include "router/proxy_detail.hpp"
 
 #include <boost/asio.hpp>

@@ -6,7 +6,7 @@
 // what the router's decision-time tail was made of (docs/performance.md).
 #pragma once
 
-#include "common/block_hash.hpp"
+#include "common/prompt/block_hash.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // never learn which other policy the router might hold.
 #pragma once
 
-#include "common/block_hash.hpp"
+#include "common/prompt/block_hash.hpp"
 
 #include <chrono>
 #include <cstdint>

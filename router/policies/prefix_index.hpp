@@ -8,7 +8,7 @@
 // radix tree and Dynamo's ApproxKvIndexer, flattened to hashes of full blocks.
 #pragma once
 
-#include "common/block_hash.hpp"
+#include "common/prompt/block_hash.hpp"
 #include "router/policies/block_lru.hpp"
 #include "router/policies/policy.hpp"
 

@@ -1,7 +1,7 @@
 // End to end through real processes: two replicas and a router on port 0.
 #include "harness.hpp"
 
-#include "common/sse.hpp"
+#include "common/http/sse.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

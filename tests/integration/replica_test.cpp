@@ -2,7 +2,7 @@
 // and a client that disconnects mid-stream.
 #include "harness.hpp"
 
-#include "common/prom_parser.hpp"
+#include "common/metrics/prom_parser.hpp"
 
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>

@@ -2,7 +2,7 @@
 // prediction against the replicas' own counters, failover, drain and the admin API.
 #include "harness.hpp"
 
-#include "common/prom_parser.hpp"
+#include "common/metrics/prom_parser.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,0 +1,364 @@
+#include "common/http/client.hpp"
+
+#include "common/http/chunked.hpp"
+#include "common/http/io/read_later.hpp"
+#include "common/http/io/socket_write.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <array>
+#include <atomic>
+#include <charconv>
+
+namespace lanes::common::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t chunk_buffer_size = 16 * 1024;
+constexpr std::uint32_t response_header_limit = 64 * 1024;
+} // namespace
+
+std::string url::authority() const {
+    const bool v6 = host.find(':') != std::string::npos;
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string url::str() const {
+    return "http://" + authority() + base_path;
+}
+
+std::optional<url> parse_url(std::string_view text, std::string* error) {
+    auto fail = [&](std::string why) -> std::optional<url> {
+        if (error)
+            *error = "invalid URL '" + std::string(text) + "': " + why;
+        return std::nullopt;
+    };
+    std::string_view rest = text;
+    if (rest.starts_with("https://"))
+        return fail("https is not supported; put TLS in front of lanes or use http://");
+    if (rest.starts_with("http://"))
+        rest.remove_prefix(7);
+    else if (rest.find("://") != std::string_view::npos)
+        return fail("only http:// URLs are supported");
+    url u;
+    const auto slash = rest.find('/');
+    std::string_view authority = rest.substr(0, slash);
+    if (slash != std::string_view::npos) {
+        std::string_view path = rest.substr(slash);
+        while (path.ends_with('/'))
+            path.remove_suffix(1);
+        u.base_path = std::string(path);
+    }
+    std::string_view port_text;
+    if (authority.starts_with('[')) {
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos)
+            return fail("unterminated IPv6 address");
+        u.host = std::string(authority.substr(1, close - 1));
+        if (close + 1 < authority.size()) {
+            if (authority[close + 1] != ':')
+                return fail("expected ':' after IPv6 address");
+            port_text = authority.substr(close + 2);
+        }
+    } else {
+        const auto colon = authority.rfind(':');
+        u.host = std::string(authority.substr(0, colon));
+        if (colon != std::string_view::npos)
+            port_text = authority.substr(colon + 1);
+    }
+    if (u.host.empty())
+        return fail("missing host");
+    if (!port_text.empty()) {
+        unsigned value = 0;
+        auto [p, ec] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+        if (ec != std::errc{} || p != port_text.data() + port_text.size() || value == 0 ||
+            value > 65535)
+            return fail("bad port '" + std::string(port_text) + "'");
+        u.port = static_cast<unsigned short>(value);
+    }
+    return u;
+}
+
+client_connection::client_connection(asio::any_io_executor ex)
+    : stream_(std::in_place, std::move(ex)) {}
+
+client_connection::~client_connection() = default;
+
+void client_connection::start_deadline(duration timeout) {
+    stream_->expires_never(); // the read's deadline is deadline_'s, not Beast's
+    deadline_.start(stream_->socket(), timeout);
+}
+
+asio::awaitable<error_code> client_connection::connect(const url& target, duration timeout) {
+    target_ = target;
+    tcp::resolver resolver(stream_->get_executor());
+    auto [rec, results] =
+        co_await resolver.async_resolve(target_.host, std::to_string(target_.port), use_tuple);
+    if (rec)
+        co_return rec;
+    stream_->expires_after(timeout);
+    auto [ec, ep] = co_await stream_->async_connect(results, use_tuple);
+    if (ec)
+        co_return ec;
+    stream_->socket().set_option(tcp::no_delay(true));
+    prepare_for_write_now(*stream_);
+    open_ = true;
+    buffer_.clear();
+    co_return error_code{};
+}
+
+bool client_connection::is_open() const {
+    return open_ && stream_->socket().is_open();
+}
+
+void client_connection::rebind(asio::any_io_executor ex) {
+    if (stream_->get_executor() == ex)
+        return;
+    deadline_.abandon(); // its timer belongs to the old executor
+    error_code ec;
+    const auto protocol = stream_->socket().local_endpoint(ec).protocol();
+    if (ec || !stream_->socket().is_open()) {
+        open_ = false;
+        stream_.emplace(std::move(ex));
+        return;
+    }
+    const auto native = stream_->socket().release(ec);
+    if (ec) {
+        close();
+        return;
+    }
+    stream_.emplace(tcp::socket(std::move(ex), protocol, native));
+    prepare_for_write_now(*stream_);
+}
+
+void client_connection::close() {
+    deadline_.release();
+    error_code ec;
+    stream_->socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_->socket().close(ec);
+    open_ = false;
+}
+
+asio::awaitable<error_code> client_connection::write(outgoing_request& req, duration timeout) {
+    if (req.find(beast_http::field::host) == req.end())
+        req.set(beast_http::field::host, target_.authority());
+    req.prepare_payload();
+    const std::string head = serialize_header(req);
+    co_return co_await write_raw(head, req.body(), timeout);
+}
+
+asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
+                                                         std::string_view body, duration timeout) {
+    const auto w = start_write_raw(head, body);
+    if (w.done)
+        co_return w.ec;
+    co_return co_await finish_write_raw(head, body, w.written, timeout);
+}
+
+write_attempt client_connection::start_write_raw(std::string_view head, std::string_view body) {
+    header_read_ = false;
+    body_done_ = false;
+    head_request_ = head.starts_with("HEAD ");
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    auto w = write_now(*stream_, wire.data(), wire.size());
+    if (w.ec)
+        open_ = false;
+    return w;
+}
+
+asio::awaitable<error_code> client_connection::finish_write_raw(std::string_view head,
+                                                                std::string_view body,
+                                                                std::size_t written,
+                                                                duration timeout) {
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
+    const error_code ec = co_await write_rest(*stream_, wire.data(), wire.size(), written, timeout);
+    if (ec)
+        open_ = false;
+    co_return ec;
+}
+
+// Both readers work on what is already buffered and read from the socket only when that is not
+// enough: a small response usually arrives whole in one read.
+bool client_connection::take_buffered_header(error_code& ec) {
+    ec = {};
+    while (buffer_.size() > 0) {
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        const std::size_t used = head_.parse(data, head_request_, response_header_limit, ec);
+        if (ec) {
+            open_ = false;
+            deadline_.stop();
+            return true;
+        }
+        if (used == 0)
+            return false;
+        buffer_.consume(used);
+        if (head_.status() < 200 && head_.status() != 101)
+            continue; // an interim answer (100 Continue, 103): the real one follows
+        header_read_ = true;
+        deadline_.stop();
+        left_ = head_.content_length();
+        decoder_ = chunk_decoder{};
+        body_done_ = head_.framing() == body_framing::none ||
+                     (head_.framing() == body_framing::length && left_ == 0);
+        return true;
+    }
+    return false;
+}
+
+asio::awaitable<std::tuple<error_code, std::size_t>> client_connection::read_more() {
+    // Read right after the request went out, the answer is not there yet: start the read later.
+    return read_some_later(stream_->socket(), buffer_.prepare(chunk_buffer_size), &deadline_);
+}
+
+error_code client_connection::header_bytes_read(error_code ec, std::size_t n) {
+    if (ec) {
+        open_ = false;
+        deadline_.stop();
+        if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+            if (buffer_.size() != 0)
+                return beast_http::error::partial_message; // the server had begun to answer
+            return ec == asio::error::eof ? beast_http::error::end_of_stream : ec;
+        }
+        return deadline_.result(ec);
+    }
+    buffer_.commit(n);
+    return {};
+}
+
+asio::awaitable<error_code> client_connection::read_header(duration timeout) {
+    error_code ec;
+    if (take_buffered_header(ec))
+        co_return ec;
+    start_deadline(timeout); // one deadline for the whole header, from its first read
+    for (;;) {
+        auto [rec, n] = co_await read_more();
+        if ((ec = header_bytes_read(rec, n)) || take_buffered_header(ec))
+            co_return ec;
+    }
+}
+
+bool client_connection::take_buffered_piece(std::string& out, error_code& ec) {
+    out.clear();
+    ec = {};
+    while (!body_done_ && buffer_.size() > 0) {
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        switch (head_.framing()) {
+        case body_framing::length: {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), left_));
+            out.assign(data.substr(0, n));
+            buffer_.consume(n);
+            left_ -= n;
+            body_done_ = left_ == 0;
+            return true;
+        }
+        case body_framing::until_close:
+            out.assign(data);
+            buffer_.consume(data.size());
+            return true;
+        case body_framing::chunked: {
+            bool bad = false;
+            const std::size_t used = decoder_.decode(data, out, bad);
+            buffer_.consume(used);
+            if (bad) {
+                open_ = false;
+                ec = beast_http::error::bad_chunk;
+                return true;
+            }
+            body_done_ = decoder_.done();
+            if (!out.empty() || body_done_)
+                return true;
+            if (used > 0 && buffer_.size() > 0)
+                continue; // framing only so far: decode on
+            return false;
+        }
+        case body_framing::none:
+            return false;
+        }
+    }
+    return body_done_;
+}
+
+asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
+    error_code ec;
+    while (!take_buffered_piece(out, ec)) {
+        start_deadline(idle_timeout);
+        auto [rec, n] = co_await stream_->socket().async_read_some(
+            buffer_.prepare(chunk_buffer_size), use_tuple);
+        deadline_.stop();
+        rec = deadline_.result(rec);
+        if (rec == asio::error::eof) { // the end of a body that runs to the close, or a cut
+            open_ = false;
+            if (head_.framing() != body_framing::until_close)
+                co_return beast_http::error::partial_message;
+            body_done_ = true;
+            co_return error_code{};
+        }
+        if (rec) {
+            open_ = false;
+            co_return rec;
+        }
+        buffer_.commit(n);
+    }
+    co_return ec;
+}
+
+bool client_connection::done() const {
+    return header_read_ && body_done_;
+}
+
+bool client_connection::chunked() const {
+    return header_read_ && head_.framing() == body_framing::chunked;
+}
+
+asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& out,
+                                                                  duration idle_timeout,
+                                                                  std::size_t max_buffered) {
+    out.clear();
+    for (;;) {
+        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
+                                    buffer_.size());
+        const chunk_scan s = scan_chunks(data);
+        if (s.error) {
+            open_ = false;
+            co_return beast_http::error::bad_chunk;
+        }
+        if (s.complete > 0 || s.last) {
+            out.assign(data.substr(0, s.complete));
+            buffer_.consume(s.consumed);
+            body_done_ = s.last;
+            co_return error_code{};
+        }
+        if (buffer_.size() >= max_buffered) {
+            open_ = false;
+            co_return beast_http::error::buffer_overflow;
+        }
+        start_deadline(idle_timeout);
+        auto [ec, n] = co_await stream_->socket().async_read_some(
+            buffer_.prepare(std::min(chunk_buffer_size, max_buffered - buffer_.size())), use_tuple);
+        deadline_.stop();
+        ec = deadline_.result(ec);
+        if (ec) {
+            open_ = false;
+            co_return ec == asio::error::eof ? beast_http::error::partial_message : ec;
+        }
+        buffer_.commit(n);
+    }
+}
+
+bool client_connection::reusable() const {
+    // Bytes past the end of the answer would be read as the next request's answer.
+    return is_open() && done() && head_.keep_alive() && buffer_.size() == 0;
+}
+
+} // namespace lanes::common::http

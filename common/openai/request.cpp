@@ -1,0 +1,367 @@
+// The requests of the OpenAI API (common/openai.hpp), parsed and validated;
+// common/openai_response.cpp writes the answers.
+#include "common/openai/request.hpp"
+
+#include "common/prompt/tokenizer.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace lanes::common::openai {
+
+namespace {
+
+using json = nlohmann::json;
+using maybe_error = std::optional<api_error>;
+
+// The field `key` of `obj`, or nullptr when it is absent or null (null means "not given").
+const json* find_field(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) {
+        return nullptr;
+    }
+    return &*it;
+}
+
+api_error must_be(const std::string& name, std::string_view what) {
+    return api_error::bad_request("'" + name + "' must be " + std::string(what), name);
+}
+
+// Reads an integer that fits in int64; `out` is left alone when the field is absent.
+maybe_error read_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
+    const json* v = find_field(obj, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (v->is_number_float()) {
+        // 16.0 is 16, as pydantic reads an int field (vLLM); 16.5 is not an integer.
+        const double d = v->get<double>();
+        if (!(d == std::floor(d)) || std::fabs(d) > 9.0e15) {
+            return must_be(key, "an integer");
+        }
+        out = static_cast<std::int64_t>(d);
+        return std::nullopt;
+    }
+    if (!v->is_number_integer()) {
+        return must_be(key, "an integer");
+    }
+    if (v->is_number_unsigned() &&
+        v->get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return must_be(key, "a 64-bit signed integer");
+    }
+    out = v->get<std::int64_t>();
+    return std::nullopt;
+}
+
+maybe_error read_positive_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
+    std::optional<std::int64_t> value;
+    if (auto e = read_int(obj, key, value)) {
+        return e;
+    }
+    if (value && *value < 1) {
+        return must_be(key, "at least 1");
+    }
+    if (value) {
+        out = value;
+    }
+    return std::nullopt;
+}
+
+// Reads a field of JSON type `is` as a V; `out` is left alone when the field is absent.
+template <typename V, typename Out>
+maybe_error read_field(const json& obj, const char* key, bool (json::*is)() const noexcept,
+                       std::string_view what, Out& out) {
+    const json* v = find_field(obj, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!(v->*is)()) {
+        return must_be(key, what);
+    }
+    out = v->get<V>();
+    return std::nullopt;
+}
+
+maybe_error read_number(const json& obj, const char* key, double& out) {
+    return read_field<double>(obj, key, &json::is_number, "a number", out);
+}
+
+maybe_error read_bool(const json& obj, const char* key, bool& out) {
+    return read_field<bool>(obj, key, &json::is_boolean, "a boolean", out);
+}
+
+maybe_error read_string(const json& obj, const char* key, std::optional<std::string>& out) {
+    return read_field<std::string>(obj, key, &json::is_string, "a string", out);
+}
+
+// Token ids: every element an integer in [0, vocab_size).
+bool read_token_ids(const json& arr, std::vector<std::uint32_t>& out) {
+    out.clear();
+    out.reserve(arr.size());
+    for (const auto& el : arr) {
+        if (!el.is_number_integer() || el.get<std::int64_t>() < 0 ||
+            el.get<std::int64_t>() >= static_cast<std::int64_t>(vocab_size)) {
+            return false;
+        }
+        out.push_back(static_cast<std::uint32_t>(el.get<std::int64_t>()));
+    }
+    return true;
+}
+
+maybe_error parse_prompt(const json& body, generation_request& req) {
+    const json* p = find_field(body, "prompt");
+    const std::string name = "prompt";
+    if (p == nullptr) {
+        return api_error::bad_request("'prompt' is required", name);
+    }
+    if (p->is_string()) {
+        req.prompt = p->get<std::string>();
+        return std::nullopt;
+    }
+    if (!p->is_array() || p->empty()) {
+        return must_be(name, "a string, an array of one string, or an array of token ids");
+    }
+    const json& first = p->front();
+    if (first.is_string() || first.is_array()) {
+        if (p->size() > 1) {
+            return api_error::bad_request(
+                "batched prompts are not supported; send one prompt per request", name);
+        }
+        if (first.is_string()) {
+            req.prompt = first.get<std::string>();
+            return std::nullopt;
+        }
+        if (!first.empty() && read_token_ids(first, req.prompt_token_ids)) {
+            return std::nullopt;
+        }
+        return must_be(name, "an array of token ids in [0, 257]");
+    }
+    if (!read_token_ids(*p, req.prompt_token_ids)) {
+        return must_be(name, "an array of token ids in [0, 257]");
+    }
+    return std::nullopt;
+}
+
+// A message's content: a string, null/absent (empty), or an array of {"type":"text"} parts.
+maybe_error parse_content(const json& msg, const std::string& where, std::string& out) {
+    const json* c = find_field(msg, "content");
+    if (c == nullptr) {
+        return std::nullopt;
+    }
+    if (c->is_string()) {
+        out = c->get<std::string>();
+        return std::nullopt;
+    }
+    if (!c->is_array()) {
+        return api_error::bad_request("'" + where + ".content' must be a string or an array",
+                                      "messages");
+    }
+    for (const auto& part : *c) {
+        const json* type = part.is_object() ? find_field(part, "type") : nullptr;
+        const json* text = part.is_object() ? find_field(part, "text") : nullptr;
+        if (type == nullptr || !type->is_string() || type->get<std::string>() != "text" ||
+            text == nullptr || !text->is_string()) {
+            return api_error::bad_request("'" + where +
+                                              ".content' parts must be {\"type\": \"text\", "
+                                              "\"text\": <string>}",
+                                          "messages");
+        }
+        out += text->get<std::string>();
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_messages(const json& body, generation_request& req) {
+    const json* m = find_field(body, "messages");
+    if (m == nullptr) {
+        return api_error::bad_request("'messages' is required", "messages");
+    }
+    if (!m->is_array() || m->empty()) {
+        return must_be("messages", "a non-empty array");
+    }
+    req.messages.reserve(m->size());
+    for (std::size_t i = 0; i < m->size(); ++i) {
+        const json& msg = (*m)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!msg.is_object()) {
+            return api_error::bad_request("'" + where + "' must be an object", "messages");
+        }
+        const json* role = find_field(msg, "role");
+        if (role == nullptr || !role->is_string()) {
+            return api_error::bad_request("'" + where + ".role' must be a string", "messages");
+        }
+        // Any role, as vLLM takes custom ones: the template writes each by its name.
+        chat_message out{role->get<std::string>(), {}};
+        if (out.role.empty()) {
+            return api_error::bad_request("'" + where + ".role' must not be empty", "messages");
+        }
+        if (auto e = parse_content(msg, where, out.content)) {
+            return e;
+        }
+        req.messages.push_back(std::move(out));
+    }
+    req.prompt = render_chat(req.messages);
+    return std::nullopt;
+}
+
+maybe_error parse_sampling(const json& body, generation_request& req) {
+    if (auto e = read_number(body, "temperature", req.temperature)) {
+        return e;
+    }
+    if (req.temperature < 0.0) { // no upper bound, as vLLM (OpenAI's is 2)
+        return must_be("temperature", "at least 0");
+    }
+    if (auto e = read_number(body, "top_p", req.top_p)) {
+        return e;
+    }
+    if (req.top_p <= 0.0 || req.top_p > 1.0) {
+        return must_be("top_p", "greater than 0 and at most 1");
+    }
+    std::optional<std::int64_t> n;
+    if (auto e = read_positive_int(body, "n", n)) {
+        return e;
+    }
+    req.n = n.value_or(1);
+    if (auto e = read_int(body, "seed", req.seed)) {
+        return e;
+    }
+    return read_bool(body, "ignore_eos", req.ignore_eos);
+}
+
+// Notes the first field that asks for what lanes replicas do not do; never an error here.
+void note_unsupported(const json& body, generation_request& req) {
+    const auto truthy = [&body](const char* key, double above) {
+        const json* v = find_field(body, key);
+        if (v == nullptr)
+            return false;
+        if (v->is_boolean())
+            return v->get<bool>();
+        return v->is_number() && v->get<double>() > above;
+    };
+    // Completions' logprobs is a count (0 already asks for the chosen token's); chat's a flag.
+    if (truthy("logprobs", req.kind == endpoint::completions ? -1.0 : 0.0))
+        req.unsupported = "logprobs";
+    else if (truthy("top_logprobs", 0.0))
+        req.unsupported = "top_logprobs";
+    else if (truthy("echo", 0.0))
+        req.unsupported = "echo";
+    else if (truthy("best_of", 1.0))
+        req.unsupported = "best_of";
+    else if (truthy("use_beam_search", 0.0))
+        req.unsupported = "use_beam_search";
+}
+
+maybe_error parse_stream(const json& body, generation_request& req) {
+    if (auto e = read_bool(body, "stream", req.stream)) {
+        return e;
+    }
+    const json* opts = find_field(body, "stream_options");
+    if (opts == nullptr) {
+        return std::nullopt;
+    }
+    if (!opts->is_object()) {
+        return must_be("stream_options", "an object");
+    }
+    if (!req.stream) {
+        return api_error::bad_request("'stream_options' requires 'stream' to be true",
+                                      "stream_options");
+    }
+    req.include_usage = true; // the default once stream_options is given, as vLLM
+    if (auto e = read_bool(*opts, "include_usage", req.include_usage)) {
+        e->param = "stream_options";
+        return e;
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_stop(const json& body, generation_request& req) {
+    const json* s = find_field(body, "stop");
+    if (s == nullptr) {
+        return std::nullopt;
+    }
+    if (s->is_string()) {
+        req.stop.push_back(s->get<std::string>());
+        return std::nullopt;
+    }
+    if (!s->is_array()) { // any number of strings, as vLLM (OpenAI's limit is 4)
+        return must_be("stop", "a string or an array of strings");
+    }
+    for (const auto& el : *s) {
+        if (!el.is_string()) {
+            return must_be("stop", "a string or an array of strings");
+        }
+        req.stop.push_back(el.get<std::string>());
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_max_tokens(const json& body, generation_request& req) {
+    if (auto e = read_positive_int(body, "max_tokens", req.max_tokens)) {
+        return e;
+    }
+    if (req.kind == endpoint::chat_completions) {
+        return read_positive_int(body, "max_completion_tokens", req.max_tokens);
+    }
+    return std::nullopt;
+}
+
+maybe_error parse_object(const json& body, generation_request& req) {
+    auto prompt_error =
+        req.kind == endpoint::completions ? parse_prompt(body, req) : parse_messages(body, req);
+    if (prompt_error) {
+        return prompt_error;
+    }
+    for (auto* step : {parse_max_tokens, parse_sampling, parse_stream, parse_stop}) {
+        if (auto e = step(body, req)) {
+            return e;
+        }
+    }
+    if (auto e = read_string(body, "model", req.model)) {
+        return e;
+    }
+    note_unsupported(body, req);
+    return read_string(body, "user", req.user);
+}
+
+} // namespace
+
+api_error api_error::bad_request(std::string message, std::optional<std::string> param) {
+    return api_error{400, std::move(message), "BadRequestError", std::move(param)};
+}
+
+api_error api_error::not_found(std::string message) {
+    return api_error{404, std::move(message), "NotFoundError", std::nullopt};
+}
+
+parse_outcome parse_generation_request(endpoint kind, std::string_view body) {
+    parse_outcome outcome;
+    json parsed = json::parse(body.begin(), body.end(), nullptr, false);
+    if (parsed.is_discarded()) {
+        outcome.error =
+            api_error::bad_request("request body is not valid JSON (JSON parse failed)");
+        return outcome;
+    }
+    if (!parsed.is_object()) {
+        outcome.error = api_error::bad_request("request body must be a JSON object");
+        return outcome;
+    }
+    generation_request req;
+    req.kind = kind;
+    try {
+        outcome.error = parse_object(parsed, req);
+    } catch (const json::exception& e) {
+        // Unreachable by design (types are checked before access); kept as a safety net.
+        outcome.error = api_error::bad_request(std::string("invalid request: ") + e.what());
+    }
+    if (!outcome.error) {
+        outcome.request = std::move(req);
+    }
+    return outcome;
+}
+
+} // namespace lanes::common::openai

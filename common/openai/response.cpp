@@ -1,0 +1,209 @@
+// The answers of the OpenAI API (common/openai.hpp): whole completions, the chunks of a
+// stream, errors and ids. common/openai.cpp parses the requests.
+#include "common/openai/request.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <random>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace lanes::common::openai {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string dump(const ojson& j) {
+    return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+// Appends `s` as a JSON string literal, exactly as dump() writes it. Text that needs no escaping
+// (printable ASCII without quote or backslash: most of it) is copied as it is; anything else
+// goes through the JSON library, which escapes control bytes and replaces invalid UTF-8.
+void append_json_string(std::string& out, std::string_view s) {
+    const bool plain = std::all_of(
+        s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    if (plain) {
+        out += '"';
+        out += s;
+        out += '"';
+        return;
+    }
+    out += dump(ojson(s));
+}
+
+ojson usage_object(const usage& u) {
+    ojson j = {{"prompt_tokens", u.prompt_tokens},
+               {"total_tokens", u.prompt_tokens + u.completion_tokens},
+               {"completion_tokens", u.completion_tokens}};
+    if (u.cached_tokens) {
+        j["prompt_tokens_details"] = ojson{{"cached_tokens", *u.cached_tokens}};
+    }
+    return j;
+}
+
+ojson envelope(const response_meta& meta, std::string_view object) {
+    return ojson{
+        {"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+}
+
+ojson finish_value(std::string_view finish_reason) {
+    return finish_reason.empty() ? ojson(nullptr) : ojson(finish_reason);
+}
+
+// {"index":0, key:value, "logprobs":null, "finish_reason":..., ["stop_reason":...]}
+ojson choice(const char* key, ojson value, std::string_view finish_reason, bool with_stop_reason,
+             const std::optional<std::string>& stop_reason = {}) {
+    ojson c = {{"index", 0},
+               {key, std::move(value)},
+               {"logprobs", nullptr},
+               {"finish_reason", finish_value(finish_reason)}};
+    if (with_stop_reason) {
+        c["stop_reason"] = stop_reason ? ojson(*stop_reason) : ojson(nullptr);
+    }
+    return c;
+}
+
+} // namespace
+
+// Two hex digits per byte value, so an id's 16 random bytes take 16 lookups (it was a digit at a
+// time, ~500 instructions of every proxied request).
+constexpr std::array<std::array<char, 2>, 256> hex_pairs = [] {
+    constexpr std::string_view digits = "0123456789abcdef";
+    std::array<std::array<char, 2>, 256> t{};
+    for (std::size_t b = 0; b < 256; ++b)
+        t[b] = {digits[b >> 4], digits[b & 0xf]};
+    return t;
+}();
+
+std::string make_id(std::string_view prefix) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::string id(prefix.size() + 32, '\0');
+    std::copy(prefix.begin(), prefix.end(), id.begin());
+    char* out = id.data() + prefix.size();
+    for (std::size_t word = 0; word < 2; ++word) {
+        const std::uint64_t bits = rng();
+        for (std::size_t i = 0; i < 8; ++i, out += 2) {
+            const auto& pair = hex_pairs[(bits >> (56 - 8 * i)) & 0xff];
+            out[0] = pair[0];
+            out[1] = pair[1];
+        }
+    }
+    return id;
+}
+
+std::string error_type(int status) {
+    switch (status) {
+    case 400:
+        return "BadRequestError";
+    case 401:
+        return "AuthenticationError";
+    case 403:
+        return "PermissionDeniedError";
+    case 404:
+        return "NotFoundError";
+    case 405:
+        return "MethodNotAllowedError";
+    case 409:
+        return "ConflictError";
+    case 413:
+        return "RequestEntityTooLargeError";
+    case 422:
+        return "UnprocessableEntityError";
+    case 429:
+        return "RateLimitError";
+    case 431:
+        return "RequestHeaderFieldsTooLargeError";
+    case 502:
+        return "BadGatewayError";
+    case 503:
+        return "ServiceUnavailableError";
+    case 504:
+        return "GatewayTimeoutError";
+    default:
+        return status >= 500 ? "InternalServerError" : "BadRequestError";
+    }
+}
+
+std::string error_json(const api_error& e) {
+    ojson err = {{"message", e.message},
+                 {"type", e.type.empty() ? error_type(e.status) : e.type},
+                 {"param", e.param ? ojson(*e.param) : ojson(nullptr)},
+                 {"code", e.status}};
+    return dump(ojson{{"error", std::move(err)}});
+}
+
+std::string completion_json(endpoint kind, const response_meta& meta, std::string_view text,
+                            std::string_view finish_reason, const usage& u,
+                            const std::optional<std::string>& stop_reason) {
+    bool chat = kind == endpoint::chat_completions;
+    ojson j = envelope(meta, chat ? "chat.completion" : "text_completion");
+    ojson c = chat ? choice("message", {{"role", "assistant"}, {"content", text}}, finish_reason,
+                            true, stop_reason)
+                   : choice("text", text, finish_reason, true, stop_reason);
+    j["choices"] = ojson::array({std::move(c)});
+    j["usage"] = usage_object(u);
+    return dump(j);
+}
+
+std::string chat_role_chunk(const response_meta& meta) {
+    ojson j = envelope(meta, "chat.completion.chunk");
+    ojson delta = {{"role", "assistant"}, {"content", ""}};
+    j["choices"] = ojson::array({choice("delta", std::move(delta), {}, false)});
+    return dump(j);
+}
+
+// Written straight into one string, byte for byte what dumping the equivalent ordered_json gives
+// (a test holds the two equal): a streamed response makes one of these per token, and building
+// and serializing a JSON tree for each was the largest part of the replica's CPU per token.
+std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_view text,
+                        std::string_view finish_reason,
+                        const std::optional<std::string>& stop_reason) {
+    const bool completions = kind == endpoint::completions;
+    std::string out;
+    out.reserve(192 + meta.id.size() + meta.model.size() + text.size());
+    out += R"({"id":)";
+    append_json_string(out, meta.id);
+    out += completions ? R"(,"object":"text_completion")" : R"(,"object":"chat.completion.chunk")";
+    out += R"(,"created":)";
+    out += std::to_string(meta.created);
+    out += R"(,"model":)";
+    append_json_string(out, meta.model);
+    out += completions ? R"(,"choices":[{"index":0,"text":)"
+                       : R"(,"choices":[{"index":0,"delta":{"content":)";
+    append_json_string(out, text);
+    out += completions ? R"(,"logprobs":null,"finish_reason":)"
+                       : R"(},"logprobs":null,"finish_reason":)";
+    if (finish_reason.empty())
+        out += "null";
+    else
+        append_json_string(out, finish_reason);
+    // Completions carry stop_reason on every chunk, chat on its last (as vLLM serializes them).
+    if (completions || !finish_reason.empty()) {
+        out += R"(,"stop_reason":)";
+        if (stop_reason)
+            append_json_string(out, *stop_reason);
+        else
+            out += "null";
+    }
+    out += completions ? R"(}],"usage":null})" : "}]}";
+    return out;
+}
+
+std::string usage_chunk(endpoint kind, const response_meta& meta, const usage& u) {
+    ojson j =
+        envelope(meta, kind == endpoint::completions ? "text_completion" : "chat.completion.chunk");
+    j["choices"] = ojson::array();
+    j["usage"] = usage_object(u);
+    return dump(j);
+}
+
+std::string sse_event(std::string_view payload) {
+    std::string out = "data: ";
+    return out.append(payload).append("\n\n");
+}
+
+} // namespace lanes::common::openai

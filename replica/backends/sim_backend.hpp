@@ -1,0 +1,23 @@
+// The sim backend: no model math. Each step sleeps for the time the cost model gives (see
+// sim_cost_model in backend.hpp), so scheduling, KV blocks and prefix caching stay real while the
+// GPU is simulated. Results obtained with it are always labelled "sim".
+#pragma once
+
+#include "replica/backends/backend.hpp"
+
+namespace lanes::replica {
+
+class sim_backend final : public backend {
+public:
+    sim_backend(sim_cost_model model, std::size_t kv_capacity_tokens);
+
+    std::string_view name() const override { return "sim"; }
+    bool forward(std::span<const batch_entry> batch,
+                 std::vector<std::vector<float>>& logits) override;
+
+private:
+    sim_cost_model model_;
+    std::size_t capacity_;
+};
+
+} // namespace lanes::replica

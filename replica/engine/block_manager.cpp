@@ -1,0 +1,152 @@
+#include "replica/engine/block_manager.hpp"
+
+#include <string>
+
+namespace lanes::replica {
+
+block_manager::block_manager(std::size_t num_blocks)
+    : blocks_(num_blocks) {
+    cached_.reserve(num_blocks);
+    for (std::size_t i = 0; i < num_blocks; ++i)
+        push_free_tail(static_cast<block_id>(i));
+}
+
+void block_manager::push_free_tail(block_id b) {
+    auto& blk = blocks_[static_cast<std::size_t>(b)];
+    blk.prev = free_tail_;
+    blk.next = -1;
+    if (free_tail_ >= 0)
+        blocks_[static_cast<std::size_t>(free_tail_)].next = b;
+    else
+        free_head_ = b;
+    free_tail_ = b;
+    ++free_count_;
+}
+
+void block_manager::unlink_free(block_id b) {
+    auto& blk = blocks_[static_cast<std::size_t>(b)];
+    if (blk.prev >= 0)
+        blocks_[static_cast<std::size_t>(blk.prev)].next = blk.next;
+    else
+        free_head_ = blk.next;
+    if (blk.next >= 0)
+        blocks_[static_cast<std::size_t>(blk.next)].prev = blk.prev;
+    else
+        free_tail_ = blk.prev;
+    blk.prev = blk.next = -1;
+    --free_count_;
+}
+
+std::size_t block_manager::count_cached(std::span<const common::block_hash> hashes) const {
+    std::size_t n = 0;
+    for (const auto h : hashes) {
+        if (!cached_.contains(h))
+            break;
+        ++n;
+    }
+    return n;
+}
+
+std::vector<block_id> block_manager::acquire_cached(std::span<const common::block_hash> hashes,
+                                                    std::size_t n) {
+    std::vector<block_id> ids;
+    ids.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const block_id b = cached_.at(hashes[i]);
+        auto& blk = blocks_[static_cast<std::size_t>(b)];
+        if (blk.refs == 0)
+            unlink_free(b); // revive an evictable block
+        ++blk.refs;
+        ids.push_back(b);
+    }
+    return ids;
+}
+
+std::optional<std::vector<block_id>> block_manager::allocate(std::size_t n) {
+    if (n > free_count_)
+        return std::nullopt;
+    std::vector<block_id> ids;
+    ids.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const block_id b = free_head_;
+        unlink_free(b);
+        auto& blk = blocks_[static_cast<std::size_t>(b)];
+        if (blk.has_hash) { // evict: the cached prefix it held is gone
+            auto it = cached_.find(blk.hash);
+            if (it != cached_.end() && it->second == b)
+                cached_.erase(it);
+            blk.has_hash = false;
+        }
+        blk.refs = 1;
+        ids.push_back(b);
+    }
+    return ids;
+}
+
+void block_manager::cache_block(block_id b, common::block_hash h) {
+    auto& blk = blocks_[static_cast<std::size_t>(b)];
+    if (blk.has_hash)
+        return;
+    if (cached_.contains(h))
+        return; // an identical block is already shared from elsewhere
+    blk.has_hash = true;
+    blk.hash = h;
+    cached_.emplace(h, b);
+}
+
+void block_manager::release(std::span<const block_id> table) {
+    for (auto it = table.rbegin(); it != table.rend(); ++it) {
+        auto& blk = blocks_[static_cast<std::size_t>(*it)];
+        if (--blk.refs == 0)
+            push_free_tail(*it);
+    }
+}
+
+std::optional<common::block_hash> block_manager::hash_of(block_id b) const {
+    const auto& blk = blocks_[static_cast<std::size_t>(b)];
+    if (!blk.has_hash)
+        return std::nullopt;
+    return blk.hash;
+}
+
+std::string block_manager::check_invariants() const {
+    std::size_t on_list = 0;
+    block_id prev = -1;
+    for (block_id b = free_head_; b >= 0; b = blocks_[static_cast<std::size_t>(b)].next) {
+        const auto& blk = blocks_[static_cast<std::size_t>(b)];
+        if (blk.refs != 0)
+            return "block " + std::to_string(b) + " is on the free list with refs " +
+                   std::to_string(blk.refs);
+        if (blk.prev != prev)
+            return "free list back-link broken at block " + std::to_string(b);
+        prev = b;
+        if (++on_list > blocks_.size())
+            return "free list has a cycle";
+    }
+    if (on_list != free_count_)
+        return "free count " + std::to_string(free_count_) + " but " + std::to_string(on_list) +
+               " blocks on the free list";
+    std::size_t zero_refs = 0;
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+        const auto& blk = blocks_[i];
+        if (blk.refs < 0)
+            return "block " + std::to_string(i) + " has negative refs";
+        if (blk.refs == 0)
+            ++zero_refs;
+        if (blk.has_hash) {
+            auto it = cached_.find(blk.hash);
+            if (it == cached_.end() || it->second != static_cast<block_id>(i))
+                return "block " + std::to_string(i) + " has a hash missing from the map";
+        }
+    }
+    if (zero_refs != free_count_)
+        return "blocks with zero refs differ from the free count";
+    for (const auto& [h, b] : cached_) {
+        const auto& blk = blocks_[static_cast<std::size_t>(b)];
+        if (!blk.has_hash || blk.hash != h)
+            return "hash map points at block " + std::to_string(b) + " that does not hold it";
+    }
+    return {};
+}
+
+} // namespace lanes::replica

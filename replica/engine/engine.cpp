@@ -1,0 +1,324 @@
+#include "replica/engine/engine.hpp"
+
+#include "common/log.hpp"
+#include "replica/engine/sampler.hpp"
+#include "replica/engine/stop_matcher.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#if LANES_HAVE_CUDA
+#include "replica/backends/cuda/cuda_backend.hpp"
+#endif
+
+namespace lanes::replica {
+
+namespace {
+
+double seconds_between(engine_clock::time_point a, engine_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// How long the engine thread sleeps when it has sequences but could schedule none (cannot
+// happen with valid limits; a bound against a busy loop all the same).
+constexpr auto stalled_wait = std::chrono::milliseconds(5);
+
+} // namespace
+
+struct engine::live : sequence {
+    engine_request req;
+    std::shared_ptr<request_stream> stream;
+    stop_matcher stops;
+    engine_clock::time_point last_token{};
+    bool done = false;
+
+    live(engine_request r, std::shared_ptr<request_stream> s)
+        : req(std::move(r))
+        , stream(std::move(s))
+        , stops(req.sampling.stop) {
+        tokens = req.prompt;
+        num_prompt = tokens.size();
+    }
+};
+
+std::string resolve_backend(const std::string& requested, std::string& note) {
+    if (requested != "auto")
+        return requested;
+    std::string why;
+    if (cuda_available(&why)) {
+        note = "backend auto: using cuda (" + why + ")";
+        return "cuda";
+    }
+    note = "backend auto: using cpu (" + why + ")";
+    return "cpu";
+}
+
+std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model) {
+    if (cfg.kv_blocks > 0)
+        return static_cast<std::size_t>(cfg.kv_blocks);
+    const auto block_size = static_cast<std::size_t>(cfg.block_size);
+    const auto cap = static_cast<std::size_t>(cfg.max_auto_kv_blocks);
+#if LANES_HAVE_CUDA
+    std::string note;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (resolve_backend(cfg.backend, note) == "cuda" &&
+        cuda_memory(free_bytes, total_bytes, nullptr)) {
+        // What is left once the weights and the step buffers are in place, times the fraction.
+        const std::size_t value_bytes = cuda_dtype_bytes(cfg.cuda_dtype);
+        const std::size_t taken =
+            cuda_weight_bytes(model, value_bytes) +
+            cuda_reserve_bytes(model, static_cast<std::size_t>(cfg.max_num_batched_tokens));
+        const double left = free_bytes > taken ? static_cast<double>(free_bytes - taken) : 0.0;
+        const auto budget = static_cast<std::size_t>(left * cfg.gpu_memory_utilization);
+        return std::clamp<std::size_t>(budget / cuda_kv_block_bytes(model, block_size, value_bytes),
+                                       16, cap);
+    }
+#endif
+    const std::size_t per_block = model.kv_bytes_per_token(sizeof(float)) * block_size;
+    const std::size_t budget = static_cast<std::size_t>(cfg.kv_cache_mb) * 1024 * 1024;
+    return std::clamp<std::size_t>(budget / per_block, 16, cap);
+}
+
+engine::engine(const replica_config& cfg, replica_metrics& metrics)
+    : cfg_(cfg)
+    , metrics_(metrics)
+    , num_blocks_(static_cast<std::size_t>(cfg.kv_blocks))
+    , blocks_(num_blocks_)
+    , scheduler_(blocks_, {static_cast<std::size_t>(cfg.block_size),
+                           static_cast<std::size_t>(cfg.max_num_seqs),
+                           static_cast<std::size_t>(cfg.max_num_batched_tokens)}) {
+    const auto model = preset(cfg.preset);
+    if (!model)
+        throw std::runtime_error("unknown preset " + cfg.preset);
+    std::string note;
+    backend_options options;
+    options.kind = resolve_backend(cfg.backend, note);
+    options.num_blocks = num_blocks_;
+    options.block_size = static_cast<std::size_t>(cfg.block_size);
+    options.cpu_threads = cfg.cpu_threads;
+    options.sim = cfg.sim;
+    options.cuda_dtype = cfg.cuda_dtype;
+    options.cuda_graphs = cfg.cuda_graphs;
+    options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
+    if (options.kind != "sim") // sim needs no weights
+        weights_ = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
+    weights_.cfg = *model;
+    std::string error;
+    backend_ = make_backend(options, weights_, error);
+    if (!backend_)
+        throw std::runtime_error(error);
+    backend_name_ = std::string(backend_->name());
+    if (!note.empty())
+        LANES_LOG(info, "engine", note);
+    const std::string detail = backend_name_ == "cuda" ? " (" + cfg.cuda_dtype + ", CUDA graphs " +
+                                                             (cfg.cuda_graphs ? "on" : "off") + ")"
+                                                       : "";
+    LANES_LOG(info, "engine",
+              "backend " << backend_name_ << detail << ", preset " << cfg.preset << " ("
+                         << model->parameter_count() / 1000 << "k parameters), " << num_blocks_
+                         << " KV blocks of " << cfg.block_size << " tokens");
+    snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);
+    snapshot_.block_size = cfg.block_size;
+}
+
+engine::~engine() {
+    stop();
+}
+
+std::size_t engine::max_sequence_tokens() const {
+    return std::min<std::size_t>(static_cast<std::size_t>(cfg_.max_model_len),
+                                 num_blocks_ * static_cast<std::size_t>(cfg_.block_size));
+}
+
+void engine::start() {
+    thread_ = std::thread([this] { run(); });
+}
+
+void engine::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable())
+        thread_.join();
+}
+
+submit_status engine::submit(engine_request req, std::shared_ptr<request_stream> stream) {
+    stream->set_cancel_hook([this] { wake_.notify_all(); });
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_)
+            return submit_status::stopped;
+        const auto queued = incoming_.size() + static_cast<std::size_t>(snapshot_.waiting);
+        if (queued >= static_cast<std::size_t>(cfg_.max_waiting))
+            return submit_status::queue_full;
+        incoming_.push_back(std::make_unique<live>(std::move(req), std::move(stream)));
+        ++snapshot_.waiting; // visible to /load at once
+    }
+    wake_.notify_all();
+    return submit_status::accepted;
+}
+
+load_snapshot engine::load() const {
+    std::lock_guard lock(mutex_);
+    return snapshot_;
+}
+
+void engine::run() {
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !live_.empty(); });
+            if (stopping_)
+                break;
+        }
+        admit_incoming();
+        drop_cancelled();
+        step();
+        publish_gauges();
+    }
+    admit_incoming();
+    for (auto& [id, seq] : live_)
+        finish(*seq, "abort");
+    live_.clear();
+    publish_gauges();
+}
+
+void engine::admit_incoming() {
+    std::lock_guard lock(mutex_);
+    while (!incoming_.empty()) {
+        auto seq = std::move(incoming_.front());
+        incoming_.pop_front();
+        seq->id = next_id_++;
+        scheduler_.add(seq.get());
+        live_.emplace(seq->id, std::move(seq));
+    }
+}
+
+void engine::drop_cancelled() {
+    for (auto it = live_.begin(); it != live_.end();) {
+        if (it->second->stream->cancelled()) {
+            scheduler_.remove(it->second.get());
+            finish(*it->second, "abort");
+            it = live_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void engine::step() {
+    const schedule_output plan = scheduler_.schedule();
+    metrics_.preemptions.inc(static_cast<double>(plan.preempted.size()));
+    const auto now = engine_clock::now();
+    for (const auto& a : plan.admitted) {
+        if (!a.first)
+            continue;
+        metrics_.prefix_queries.inc(static_cast<double>(a.query_tokens));
+        metrics_.prefix_hits.inc(static_cast<double>(a.hit_tokens));
+        metrics_.queue_time.observe(seconds_between(static_cast<live*>(a.seq)->req.arrival, now));
+    }
+    if (plan.chunks.empty()) {
+        std::unique_lock lock(mutex_);
+        wake_.wait_for(lock, stalled_wait);
+        return;
+    }
+    std::vector<batch_entry> batch;
+    batch.reserve(plan.chunks.size());
+    for (const auto& c : plan.chunks) {
+        const sequence& s = *c.seq;
+        batch_entry e;
+        e.tokens = std::span(s.tokens).subspan(s.num_computed, c.num_tokens);
+        e.start_pos = s.num_computed;
+        e.block_table = s.blocks;
+        e.want_logits = s.num_computed + c.num_tokens == s.tokens.size();
+        batch.push_back(e);
+    }
+    logits_.clear();
+    const bool has_logits = backend_->forward(batch, logits_);
+    const auto done_at = engine_clock::now();
+    std::size_t next_logits = 0;
+    for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+        auto& seq = *static_cast<live*>(plan.chunks[i].seq);
+        scheduler_.on_computed(&seq, plan.chunks[i].num_tokens);
+        if (!batch[i].want_logits)
+            continue;
+        const auto position = seq.tokens.size();
+        sample_options so{seq.req.sampling.temperature, seq.req.sampling.top_p,
+                          seq.req.sampling.seed, !seq.req.sampling.ignore_eos};
+        const common::token_id tok = has_logits ? sample(logits_[next_logits++], so, position)
+                                                : synthetic_token(seq.req.sampling.seed, position);
+        emit_token(seq, tok, done_at);
+    }
+    for (auto it = live_.begin(); it != live_.end();) {
+        if (it->second->done) {
+            scheduler_.remove(it->second.get());
+            it = live_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_point now) {
+    seq.tokens.push_back(tok);
+    metrics_.generation_tokens.inc();
+    if (seq.num_generated() == 1) {
+        metrics_.prompt_tokens.inc(static_cast<double>(seq.num_prompt));
+        metrics_.ttft.observe(seconds_between(seq.req.arrival, now));
+    } else {
+        metrics_.itl.observe(seconds_between(seq.last_token, now));
+    }
+    seq.last_token = now;
+    bool stop = tok == common::eos_token && !seq.req.sampling.ignore_eos;
+    if (!stop && tok != common::eos_token) {
+        const char byte = static_cast<char>(tok);
+        stop = seq.stops.append(std::string_view(&byte, 1));
+    }
+    if (stop)
+        return finish(seq, "stop");
+    const auto generated = static_cast<std::int64_t>(seq.num_generated());
+    if (generated >= seq.req.sampling.max_tokens || seq.tokens.size() >= max_sequence_tokens())
+        return finish(seq, "length");
+    if (std::string text = seq.stops.take_ready(); !text.empty()) {
+        stream_event ev;
+        ev.text = std::move(text);
+        seq.stream->push(std::move(ev));
+    }
+}
+
+void engine::finish(live& seq, const std::string& reason) {
+    if (seq.done)
+        return;
+    seq.done = true;
+    stream_event ev;
+    ev.text = seq.stops.take_all();
+    ev.finished = true;
+    ev.finish_reason = reason;
+    if (reason == "stop")
+        ev.stop_reason = seq.stops.matched(); // null when EOS ended it
+    ev.prompt_tokens = static_cast<std::int64_t>(seq.num_prompt);
+    ev.completion_tokens = static_cast<std::int64_t>(seq.num_generated());
+    ev.cached_tokens = static_cast<std::int64_t>(seq.cached_tokens);
+    metrics_.success(reason).inc();
+    if (reason != "abort")
+        metrics_.e2e.observe(seconds_between(seq.req.arrival, engine_clock::now()));
+    seq.stream->push(std::move(ev));
+}
+
+void engine::publish_gauges() {
+    const auto running = static_cast<std::int64_t>(scheduler_.num_running());
+    const auto waiting = static_cast<std::int64_t>(scheduler_.num_waiting());
+    metrics_.running.set(static_cast<double>(running));
+    metrics_.waiting.set(static_cast<double>(waiting));
+    metrics_.kv_usage.set(blocks_.usage());
+    std::lock_guard lock(mutex_);
+    snapshot_.running = running;
+    snapshot_.waiting = waiting + static_cast<std::int64_t>(incoming_.size());
+    snapshot_.kv_usage = blocks_.usage();
+    snapshot_.prefix_cache_queries = static_cast<std::int64_t>(metrics_.prefix_queries.value());
+    snapshot_.prefix_cache_hits = static_cast<std::int64_t>(metrics_.prefix_hits.value());
+}
+
+} // namespace lanes::replica

@@ -1,0 +1,117 @@
+// The engine: owns all model state on its own thread and runs steps (admit -> schedule -> step ->
+// publish). HTTP sessions submit requests with a request_stream and receive events through it.
+#pragma once
+
+#include "common/prompt/tokenizer.hpp"
+#include "replica/backends/backend.hpp"
+#include "replica/config.hpp"
+#include "replica/engine/block_manager.hpp"
+#include "replica/engine/request_stream.hpp"
+#include "replica/engine/scheduler.hpp"
+#include "replica/metrics.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace lanes::replica {
+
+using engine_clock = std::chrono::steady_clock;
+
+struct sampling_params {
+    double temperature = 1.0;
+    double top_p = 1.0;
+    std::uint64_t seed = 0;
+    std::int64_t max_tokens = 16;
+    std::vector<std::string> stop;
+    bool ignore_eos = false;
+};
+
+struct engine_request {
+    std::string id;
+    std::vector<common::token_id> prompt;
+    sampling_params sampling;
+    engine_clock::time_point arrival = engine_clock::now();
+};
+
+// What /load reports and the router reads.
+struct load_snapshot {
+    double kv_usage = 0.0;
+    std::int64_t running = 0;
+    std::int64_t waiting = 0;
+    std::int64_t prefix_cache_hits = 0;
+    std::int64_t prefix_cache_queries = 0;
+    std::int64_t num_blocks = 0;
+    std::int64_t block_size = 0;
+};
+
+enum class submit_status { accepted, queue_full, stopped };
+
+class engine {
+public:
+    // Builds the model weights and the backend; throws std::runtime_error when the backend
+    // cannot be created (e.g. --backend cuda without a device).
+    engine(const replica_config& cfg, replica_metrics& metrics);
+    ~engine();
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    void start();
+    void stop(); // finishes every request with "abort" and joins the thread
+
+    submit_status submit(engine_request req, std::shared_ptr<request_stream> stream);
+    load_snapshot load() const;
+    const std::string& backend_name() const { return backend_name_; }
+    std::size_t num_blocks() const { return num_blocks_; }
+    // Longest prompt + output the KV pool can hold for one request.
+    std::size_t max_sequence_tokens() const;
+
+private:
+    struct live;
+    void run();
+    void admit_incoming();
+    void drop_cancelled();
+    void step();
+    void emit_token(live& seq, common::token_id tok, engine_clock::time_point now);
+    void finish(live& seq, const std::string& reason);
+    void publish_gauges();
+
+    const replica_config& cfg_;
+    replica_metrics& metrics_;
+    model_weights weights_;
+    std::unique_ptr<backend> backend_;
+    std::string backend_name_;
+    std::size_t num_blocks_;
+
+    mutable std::mutex mutex_; // guards incoming_, stopping_, snapshot_
+    std::condition_variable wake_;
+    std::deque<std::unique_ptr<live>> incoming_;
+    bool stopping_ = false;
+    load_snapshot snapshot_;
+
+    // Engine thread only.
+    block_manager blocks_;
+    scheduler scheduler_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<live>> live_;
+    std::uint64_t next_id_ = 1;
+    std::vector<std::vector<float>> logits_;
+    std::thread thread_;
+};
+
+// The backend kind `--backend auto` resolves to, and why (for the start-up log line).
+std::string resolve_backend(const std::string& requested, std::string& note);
+// KV blocks to allocate: --kv-blocks when set; else, for the cuda backend, the
+// --gpu-memory-utilization fraction of the device memory left after weights and step buffers;
+// else what fits in --kv-cache-mb for this model. Budget-derived counts are capped by
+// --max-auto-kv-blocks.
+std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model);
+
+} // namespace lanes::replica

@@ -1,0 +1,90 @@
+#include "router/fleet/metrics_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace lanes::router {
+
+namespace {
+
+// Mean of all samples with this name (several engines of one server), or nullopt.
+std::optional<double> mean(const common::prom::parse_result& p, std::string_view name) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& s : p.samples)
+        if (s.name == name) {
+            sum += s.value;
+            ++n;
+        }
+    if (n == 0)
+        return std::nullopt;
+    return sum / n;
+}
+
+std::optional<double> first_sum(const common::prom::parse_result& p,
+                                std::initializer_list<std::string_view> names) {
+    for (const auto name : names)
+        if (auto v = p.sum(name))
+            return v;
+    return std::nullopt;
+}
+
+// A value the router can use: NaN, an infinity (a broken exporter) or a negative count is as
+// good as none, and would otherwise poison every load score it enters.
+std::optional<double> usable(std::optional<double> v) {
+    if (!v || !std::isfinite(*v) || *v < 0)
+        return std::nullopt;
+    return v;
+}
+
+std::optional<std::int64_t> as_int(std::optional<double> v) {
+    v = usable(v);
+    if (!v || *v > 1e15)
+        return std::nullopt;
+    return static_cast<std::int64_t>(*v + 0.5);
+}
+
+std::optional<std::int64_t> label_int(const common::prom::sample& s, std::string_view key) {
+    const auto text = s.label(key);
+    if (!text)
+        return std::nullopt;
+    std::int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (ec != std::errc{} || ptr != text->data() + text->size())
+        return std::nullopt;
+    return value;
+}
+
+} // namespace
+
+scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
+    scraped_stats s;
+    s.kv_usage = mean(p, "vllm:kv_cache_usage_perc");
+    if (!s.kv_usage)
+        s.kv_usage = mean(p, "vllm:gpu_cache_usage_perc");
+    if (!s.kv_usage)
+        s.kv_usage = mean(p, "sglang:token_usage");
+    s.kv_usage = usable(s.kv_usage);
+    if (s.kv_usage)
+        s.kv_usage = std::min(*s.kv_usage, 1.0);
+    s.waiting = as_int(first_sum(p, {"vllm:num_requests_waiting", "sglang:num_queue_reqs"}));
+    s.running = as_int(first_sum(p, {"vllm:num_requests_running", "sglang:num_running_reqs"}));
+    s.prefix_cache_hits =
+        usable(first_sum(p, {"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}));
+    s.prefix_cache_queries = usable(
+        first_sum(p, {"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}));
+    // One info sample per engine: a server with several (vLLM's internal data parallelism)
+    // caches in all of them, so their blocks add up.
+    for (const auto& sample : p.samples) {
+        if (sample.name != "vllm:cache_config_info")
+            continue;
+        if (const auto blocks = label_int(sample, "num_gpu_blocks"); blocks && *blocks > 0)
+            s.num_blocks = s.num_blocks.value_or(0) + *blocks;
+        if (!s.block_size)
+            s.block_size = label_int(sample, "block_size");
+    }
+    return s;
+}
+
+} // namespace lanes::router

@@ -1,0 +1,191 @@
+#include "router/fleet/replica_monitor.hpp"
+
+#include "common/log.hpp"
+#include "common/metrics/prom_parser.hpp"
+#include "router/fleet/metrics_reader.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+
+namespace lanes::router {
+
+namespace asio = boost::asio;
+namespace http = common::http;
+using clock_type = std::chrono::steady_clock;
+
+replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, router_metrics& metrics,
+                                 monitor_config cfg)
+    : io_(io)
+    , pool_(pool)
+    , metrics_(metrics)
+    , cfg_(std::move(cfg))
+    , stopping_(std::make_shared<std::atomic<bool>>(false)) {}
+
+// Every coroutine here runs on a strand of its own: Beast streams and timers are not thread-safe,
+// and the router's io_context has several threads.
+void replica_monitor::start() {
+    asio::co_spawn(
+        asio::make_strand(io_),
+        per_replica_loop(cfg_.scrape_interval, &replica::scrape_busy, &replica_monitor::scrape),
+        asio::detached);
+    asio::co_spawn(
+        asio::make_strand(io_),
+        per_replica_loop(cfg_.health_interval, &replica::probe_busy, &replica_monitor::probe),
+        asio::detached);
+    if (!cfg_.dns_names.empty())
+        asio::co_spawn(asio::make_strand(io_), dns_loop(), asio::detached);
+}
+
+void replica_monitor::stop() {
+    stopping_->store(true);
+}
+
+// A replica removed while its scrape or probe was out: what came back is about nothing routed.
+bool replica_monitor::still_in_pool(const replica& r) const {
+    return pool_.find(r.id()).get() == &r;
+}
+
+void replica_monitor::report(const std::shared_ptr<replica>& r, bool ok) {
+    const auto now = clock_type::now();
+    if (ok) {
+        if (r->health.on_success(now))
+            LANES_LOG(info, "health", r->id() << " re-admitted");
+        return;
+    }
+    if (r->health.on_failure(now)) {
+        metrics_.ejections.with({r->id()}).inc();
+        LANES_LOG(warn, "health", r->id() << " ejected after consecutive failures");
+    }
+}
+
+// Every `interval`, starts `task` for each replica that is not still busy with the last one.
+asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration interval,
+                                                        std::atomic<bool> replica::*busy,
+                                                        replica_task task) {
+    auto stopping = stopping_;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (!stopping->load()) {
+        for (const auto& r : pool_.all())
+            if (!((*r).*busy).exchange(true))
+                asio::co_spawn(asio::make_strand(io_), (this->*task)(r), asio::detached);
+        timer.expires_after(interval);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string_view path,
+                                                         common::http::duration timeout) {
+    http::fetch_options options;
+    options.connect_timeout = cfg_.connect_timeout;
+    options.total_timeout = timeout;
+    options.keep_alive = true;
+    const auto executor = co_await asio::this_coro::executor;
+    auto conn = r.take_idle();
+    auto res = co_await http::fetch_on(conn, executor, r.address(), boost::beast::http::verb::get,
+                                       path, options);
+    if (conn && conn->is_open())
+        r.give_back(std::move(conn), cfg_.max_idle_connections);
+    co_return res;
+}
+
+asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
+    if (clock_type::now().time_since_epoch().count() < r->scrape_not_before.load()) {
+        r->scrape_busy.store(false);
+        co_return;
+    }
+    const auto res = co_await get(*r, "/metrics", cfg_.scrape_timeout);
+    r->scrape_busy.store(false);
+    if (stopping_->load() || !still_in_pool(*r))
+        co_return;
+    // Only a scrape that got no answer (refused, reset, timed out) counts against the replica's
+    // health: one that answered with an error is alive, and its stats just go stale.
+    if (res.ec) {
+        report(r, false);
+        co_return;
+    }
+    if (res.status == 404 || res.status == 405 || res.status == 501) {
+        if (r->scrape_not_before.exchange(
+                (clock_type::now() + cfg_.metrics_missing_interval).time_since_epoch().count()) ==
+            0)
+            LANES_LOG(info, "monitor",
+                      r->id() << " has no /metrics (status " << res.status
+                              << "): routing on the router's own counts; asking again every "
+                              << cfg_.metrics_missing_interval.count() << " ms");
+        co_return;
+    }
+    if (res.status != 200)
+        co_return;
+    const auto parsed = common::prom::parse(res.body);
+    scraped_stats s = read_replica_metrics(parsed);
+    s.at = clock_type::now();
+    r->set_stats(s);
+    mirror_counters(*r, s);
+}
+
+// Mirrors a replica's cumulative prefix counters as monotonic router counters: the increase since
+// the last scrape is added; a drop (the replica restarted) adds the new value.
+void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) {
+    if (!s.prefix_cache_hits || !s.prefix_cache_queries)
+        return;
+    std::lock_guard lock(mirror_mutex_);
+    auto [it, fresh] = last_counters_.try_emplace(r.id(), 0.0, 0.0);
+    auto delta = [](double now, double before) { return now >= before ? now - before : now; };
+    metrics_.replica_prefix_hits.with({r.id()}).inc(delta(*s.prefix_cache_hits, it->second.first));
+    metrics_.replica_prefix_queries.with({r.id()}).inc(
+        delta(*s.prefix_cache_queries, it->second.second));
+    it->second = {*s.prefix_cache_hits, *s.prefix_cache_queries};
+}
+
+asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
+    const auto res = co_await get(*r, "/health", cfg_.health_timeout);
+    r->probe_busy.store(false);
+    if (!stopping_->load() && still_in_pool(*r))
+        report(r, !res.ec && res.status == 200);
+}
+
+std::vector<asio::ip::address> one_per_host(const std::vector<asio::ip::address>& resolved) {
+    const bool any_v4 =
+        std::any_of(resolved.begin(), resolved.end(), [](const auto& a) { return a.is_v4(); });
+    std::vector<asio::ip::address> out;
+    for (const auto& a : resolved)
+        if ((a.is_v4() || !any_v4) && std::find(out.begin(), out.end(), a) == out.end())
+            out.push_back(a);
+    return out;
+}
+
+asio::awaitable<void> replica_monitor::dns_loop() {
+    auto stopping = stopping_;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    asio::ip::tcp::resolver resolver(co_await asio::this_coro::executor);
+    while (!stopping->load()) {
+        for (const auto& name : cfg_.dns_names) {
+            const auto colon = name.rfind(':');
+            const std::string host = name.substr(0, colon), port = name.substr(colon + 1);
+            auto [ec, results] =
+                co_await resolver.async_resolve(host, port, asio::as_tuple(asio::use_awaitable));
+            if (ec) {
+                LANES_LOG(warn, "dns", "cannot resolve " << name << ": " << ec.message());
+                continue; // keep the last known set rather than dropping every replica
+            }
+            std::vector<asio::ip::address> addresses;
+            for (const auto& entry : results)
+                addresses.push_back(entry.endpoint().address());
+            std::set<std::string> seen;
+            for (const auto& address : one_per_host(addresses)) {
+                http::url u{address.to_string(), results.begin()->endpoint().port(), ""};
+                seen.insert(u.str());
+                if (pool_.add(u, name))
+                    LANES_LOG(info, "dns", name << ": added " << u.str());
+            }
+            for (const auto& r : pool_.all())
+                if (r->source == name && !seen.contains(r->id()) && pool_.remove(r->id()))
+                    LANES_LOG(info, "dns", name << ": removed " << r->id());
+        }
+        timer.expires_after(cfg_.dns_interval);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+} // namespace lanes::router

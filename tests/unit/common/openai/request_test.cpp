@@ -1,0 +1,484 @@
+#include "common/openai/request.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace lanes::common;
+using namespace lanes::common::openai;
+using nlohmann::json;
+
+namespace {
+
+generation_request parse_ok(endpoint kind, const std::string& body) {
+    auto out = parse_generation_request(kind, body);
+    INFO(body);
+    REQUIRE_FALSE(out.error);
+    REQUIRE(out.request);
+    return *out.request;
+}
+
+api_error parse_err(endpoint kind, const std::string& body) {
+    auto out = parse_generation_request(kind, body);
+    INFO(body);
+    REQUIRE(out.error);
+    REQUIRE_FALSE(out.request);
+    REQUIRE(out.error->status == 400);
+    REQUIRE(out.error->type == "BadRequestError");
+    return *out.error;
+}
+
+// A valid completions body with `extra` members appended (extra starts with ',' or is empty).
+std::string cmpl(const std::string& extra) {
+    return R"({"model":"m","prompt":"hi")" + extra + "}";
+}
+
+std::string chat(const std::string& extra) {
+    return R"({"model":"m","messages":[{"role":"user","content":"hi"}])" + extra + "}";
+}
+
+response_meta meta() {
+    return {"cmpl-abc", 1700000000, "tiny"};
+}
+
+} // namespace
+
+TEST_CASE("completions request parses with defaults", "[openai]") {
+    auto r = parse_ok(endpoint::completions, R"({"prompt":"Hello"})");
+    CHECK(r.kind == endpoint::completions);
+    CHECK(r.prompt == "Hello");
+    CHECK(r.prompt_token_ids.empty());
+    CHECK_FALSE(r.model);
+    CHECK_FALSE(r.max_tokens);
+    CHECK(r.temperature == 1.0);
+    CHECK(r.top_p == 1.0);
+    CHECK(r.n == 1);
+    CHECK_FALSE(r.stream);
+    CHECK_FALSE(r.include_usage);
+    CHECK(r.stop.empty());
+    CHECK_FALSE(r.seed);
+    CHECK_FALSE(r.ignore_eos);
+    CHECK_FALSE(r.user);
+}
+
+TEST_CASE("completions request reads every field", "[openai]") {
+    auto r = parse_ok(endpoint::completions,
+                      R"({"model":"tiny","prompt":["one"],"max_tokens":7,"temperature":0,
+                          "top_p":0.5,"n":3,"stream":true,"stream_options":{"include_usage":true},
+                          "stop":["a","b"],"seed":-5,"ignore_eos":true,"user":"u1"})");
+    CHECK(r.model == "tiny");
+    CHECK(r.prompt == "one");
+    CHECK(r.max_tokens == 7);
+    CHECK(r.temperature == 0.0);
+    CHECK(r.top_p == 0.5);
+    CHECK(r.n == 3);
+    CHECK(r.stream);
+    CHECK(r.include_usage);
+    CHECK(r.stop == std::vector<std::string>{"a", "b"});
+    CHECK(r.seed == -5);
+    CHECK(r.ignore_eos);
+    CHECK(r.user == "u1");
+}
+
+TEST_CASE("completions prompt as token ids", "[openai]") {
+    auto r = parse_ok(endpoint::completions, R"({"prompt":[256,104,105,0,257]})");
+    CHECK(r.prompt_token_ids == std::vector<std::uint32_t>{256, 104, 105, 0, 257});
+    CHECK(r.prompt.empty());
+    auto nested = parse_ok(endpoint::completions, R"({"prompt":[[1,2]]})");
+    CHECK(nested.prompt_token_ids == std::vector<std::uint32_t>{1, 2});
+}
+
+TEST_CASE("null optional fields count as absent", "[openai]") {
+    auto r = parse_ok(endpoint::completions,
+                      cmpl(R"(,"max_tokens":null,"temperature":null,"top_p":null,"n":null,
+                              "stream":null,"stream_options":null,"stop":null,"seed":null,
+                              "ignore_eos":null,"user":null,"model":null)"));
+    CHECK_FALSE(r.max_tokens);
+    CHECK(r.temperature == 1.0);
+    CHECK_FALSE(r.model);
+}
+
+TEST_CASE("invalid JSON and non-object bodies are rejected", "[openai]") {
+    for (const char* body : {"", "{", "not json", "{\"prompt\":}", "[1,2"}) {
+        auto e = parse_err(endpoint::completions, body);
+        CHECK(e.message.find("JSON") != std::string::npos);
+        CHECK_FALSE(e.param);
+    }
+    for (const char* body : {"[]", "1", "\"prompt\"", "null", "true"}) {
+        auto e = parse_err(endpoint::chat_completions, body);
+        CHECK(e.message.find("must be a JSON object") != std::string::npos);
+    }
+}
+
+TEST_CASE("completions prompt errors name 'prompt'", "[openai]") {
+    const std::vector<std::string> bodies = {R"({})",
+                                             R"({"prompt":null})",
+                                             R"({"prompt":5})",
+                                             R"({"prompt":{}})",
+                                             R"({"prompt":[]})",
+                                             R"({"prompt":[1,"a"]})",
+                                             R"({"prompt":[-1]})",
+                                             R"({"prompt":[258]})",
+                                             R"({"prompt":[1.5]})",
+                                             R"({"prompt":[true]})",
+                                             R"({"prompt":[[]]})",
+                                             R"({"prompt":[[1,"x"]]})",
+                                             R"({"prompt":["a",1]})",
+                                             R"({"prompt":[18446744073709551615]})"};
+    for (const auto& body : bodies) {
+        CHECK(parse_err(endpoint::completions, body).param == "prompt");
+    }
+    auto batched = parse_err(endpoint::completions, R"({"prompt":["a","b"]})");
+    CHECK(batched.param == "prompt");
+    CHECK(batched.message == "batched prompts are not supported; send one prompt per request");
+}
+
+TEST_CASE("chat messages are parsed and rendered", "[openai]") {
+    auto r = parse_ok(endpoint::chat_completions,
+                      R"({"messages":[{"role":"system","content":"S"},
+                                      {"role":"user","content":[{"type":"text","text":"a"},
+                                                                {"type":"text","text":"b"}]},
+                                      {"role":"assistant","content":null},
+                                      {"role":"developer","content":"d"},
+                                      {"role":"tool","content":"t"}]})");
+    REQUIRE(r.messages.size() == 5);
+    CHECK(r.messages[1].content == "ab");
+    CHECK(r.messages[2].content.empty());
+    CHECK(r.prompt == render_chat(r.messages));
+    CHECK(r.prompt == "<|system|>\nS\n<|user|>\nab\n<|assistant|>\n\n<|developer|>\nd\n"
+                      "<|tool|>\nt\n<|assistant|>\n");
+}
+
+TEST_CASE("chat message errors name 'messages'", "[openai]") {
+    const std::vector<std::string> bodies = {
+        R"({})",
+        R"({"messages":null})",
+        R"({"messages":[]})",
+        R"({"messages":"hi"})",
+        R"({"messages":[1]})",
+        R"({"messages":[{"content":"x"}]})",
+        R"({"messages":[{"role":5,"content":"x"}]})",
+        R"({"messages":[{"role":"","content":"x"}]})",
+        R"({"messages":[{"role":"user","content":5}]})",
+        R"({"messages":[{"role":"user","content":{"text":"x"}}]})",
+        R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]})",
+        R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})",
+        R"({"messages":[{"role":"user","content":[{"type":"text","text":3}]}]})",
+        R"({"messages":[{"role":"user","content":["x"]}]})",
+    };
+    for (const auto& body : bodies) {
+        CHECK(parse_err(endpoint::chat_completions, body).param == "messages");
+    }
+}
+
+TEST_CASE("max_tokens and max_completion_tokens", "[openai]") {
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"max_tokens":5)")).max_tokens == 5);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"max_completion_tokens":6)")).max_tokens ==
+          6);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"max_tokens":5,"max_completion_tokens":9)"))
+              .max_tokens == 9);
+    // completions has no max_completion_tokens.
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"max_completion_tokens":6)")).max_tokens);
+    for (const char* bad : {R"(,"max_tokens":0)", R"(,"max_tokens":-3)", R"(,"max_tokens":1.5)",
+                            R"(,"max_tokens":"5")", R"(,"max_tokens":true)",
+                            R"(,"max_tokens":18446744073709551615)"}) {
+        CHECK(parse_err(endpoint::completions, cmpl(bad)).param == "max_tokens");
+        CHECK(parse_err(endpoint::chat_completions, chat(bad)).param == "max_tokens");
+    }
+    CHECK(parse_err(endpoint::chat_completions, chat(R"(,"max_completion_tokens":0)")).param ==
+          "max_completion_tokens");
+}
+
+TEST_CASE("sampling parameter errors", "[openai]") {
+    struct bad_case {
+        const char* extra;
+        const char* param;
+    };
+    const std::vector<bad_case> cases = {
+        {R"(,"temperature":"hot")", "temperature"},
+        {R"(,"temperature":-0.1)", "temperature"},
+        {R"(,"top_p":0)", "top_p"},
+        {R"(,"top_p":1.1)", "top_p"},
+        {R"(,"top_p":[])", "top_p"},
+        {R"(,"n":0)", "n"},
+        {R"(,"n":2.5)", "n"},
+        {R"(,"stream":"yes")", "stream"},
+        {R"(,"stream":1)", "stream"},
+        {R"(,"stream_options":{"include_usage":true})", "stream_options"},
+        {R"(,"stream":false,"stream_options":{})", "stream_options"},
+        {R"(,"stream":true,"stream_options":true)", "stream_options"},
+        {R"(,"stream":true,"stream_options":{"include_usage":"y"})", "stream_options"},
+        {R"(,"stop":5)", "stop"},
+        {R"(,"stop":["a",1])", "stop"},
+        {R"(,"seed":"1")", "seed"},
+        {R"(,"seed":1.5)", "seed"},
+        {R"(,"ignore_eos":0)", "ignore_eos"},
+        {R"(,"user":7)", "user"},
+        {R"(,"model":7)", "model"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.extra);
+        CHECK(parse_err(endpoint::completions, cmpl(c.extra)).param == c.param);
+        CHECK(parse_err(endpoint::chat_completions, chat(c.extra)).param == c.param);
+    }
+    auto e = parse_err(endpoint::completions, cmpl(R"(,"temperature":"hot")"));
+    CHECK(e.message == "'temperature' must be a number");
+}
+
+TEST_CASE("boundary values are accepted", "[openai]") {
+    auto r = parse_ok(endpoint::completions,
+                      cmpl(R"(,"temperature":2,"top_p":1,"n":1,"stop":["a","b","c","d"])"));
+    CHECK(r.temperature == 2.0);
+    CHECK(r.stop.size() == 4);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"stop":[])")).stop.empty());
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"stop":"x")")).stop ==
+          std::vector<std::string>{"x"});
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"n":8)")).n == 8);
+    // Given at all, stream_options asks for usage unless it says otherwise (vLLM's default).
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"stream":true,"stream_options":{})"))
+              .include_usage);
+    CHECK_FALSE(parse_ok(endpoint::completions,
+                         cmpl(R"(,"stream":true,"stream_options":{"include_usage":false})"))
+                    .include_usage);
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"stream":true)")).include_usage);
+}
+
+TEST_CASE("vLLM's bounds, not OpenAI's stricter ones", "[openai]") {
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"temperature":5)")).temperature == 5.0);
+    CHECK(
+        parse_ok(endpoint::completions, cmpl(R"(,"stop":["a","b","c","d","e","f"])")).stop.size() ==
+        6);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"max_tokens":16.0)")).max_tokens == 16);
+    const auto custom =
+        parse_ok(endpoint::chat_completions, R"({"messages":[{"role":"narrator","content":"x"}]})");
+    REQUIRE(custom.messages.size() == 1);
+    CHECK(custom.messages[0].role == "narrator");
+}
+
+TEST_CASE("fields asking for what replicas do not do are noted, not refused", "[openai]") {
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl("")).unsupported);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":0)")).unsupported == "logprobs");
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":null)")).unsupported);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":true)")).unsupported ==
+          "logprobs");
+    CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":false)")).unsupported);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"top_logprobs":2)")).unsupported ==
+          "top_logprobs");
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"echo":true)")).unsupported == "echo");
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"best_of":1)")).unsupported);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"best_of":3)")).unsupported == "best_of");
+}
+
+TEST_CASE("error types follow the status", "[openai]") {
+    using lanes::common::openai::error_type;
+    CHECK(error_type(400) == "BadRequestError");
+    CHECK(error_type(404) == "NotFoundError");
+    CHECK(error_type(413) == "RequestEntityTooLargeError");
+    CHECK(error_type(500) == "InternalServerError");
+    CHECK(error_type(503) == "ServiceUnavailableError");
+    CHECK(error_type(599) == "InternalServerError");
+}
+
+TEST_CASE("parse_generation_request never throws on malformed input", "[openai]") {
+    const std::vector<std::string> seeds = {
+        cmpl(
+            R"(,"max_tokens":5,"stream":true,"stream_options":{"include_usage":true},"stop":["x"])"),
+        chat(R"(,"temperature":0.5,"top_p":0.9,"seed":3,"user":"u")"),
+        R"({"messages":[{"role":"user","content":[{"type":"text","text":"\u00e9\ud83d\ude00"}]}]})",
+        R"({"prompt":[[1,2,3]],"n":2})",
+    };
+    const std::vector<std::string> junk = {"\xff\xfe", "\"\\ud800\"", "[[[[[[[[", "1e999999",
+                                           "-",        "{}",          "null",     "\"\\u0000\""};
+    std::size_t runs = 0;
+    for (const auto& seed : seeds) {
+        for (std::size_t cut = 0; cut <= seed.size(); ++cut) {
+            std::string truncated = seed.substr(0, cut);
+            for (endpoint kind : {endpoint::completions, endpoint::chat_completions}) {
+                REQUIRE_NOTHROW(parse_generation_request(kind, truncated));
+                for (const auto& j : junk) {
+                    std::string spliced = truncated + j + seed.substr(cut);
+                    REQUIRE_NOTHROW(parse_generation_request(kind, spliced));
+                    ++runs;
+                }
+            }
+        }
+        // Replace each value-ish character with other JSON tokens.
+        for (std::size_t i = 0; i < seed.size(); ++i) {
+            for (const char* rep : {"null", "[]", "{}", "0", "\"\"", "-1", "true"}) {
+                std::string mutated = seed.substr(0, i) + rep + seed.substr(i + 1);
+                REQUIRE_NOTHROW(parse_generation_request(endpoint::chat_completions, mutated));
+                REQUIRE_NOTHROW(parse_generation_request(endpoint::completions, mutated));
+                ++runs;
+            }
+        }
+    }
+    REQUIRE(runs > 1000);
+    REQUIRE_NOTHROW(parse_generation_request(endpoint::completions,
+                                             std::string(100000, '[') + std::string(100000, ']')));
+}
+
+TEST_CASE("make_id has the prefix and 32 lowercase hex characters", "[openai]") {
+    auto a = make_id("cmpl-");
+    auto b = make_id("cmpl-");
+    REQUIRE(a.size() == 5 + 32);
+    REQUIRE(a.starts_with("cmpl-"));
+    REQUIRE(a.substr(5).find_first_not_of("0123456789abcdef") == std::string::npos);
+    REQUIRE(a != b);
+}
+
+TEST_CASE("error_json shape", "[openai]") {
+    auto j = json::parse(error_json(api_error::bad_request("bad n", "n")));
+    CHECK(j["error"]["message"] == "bad n");
+    CHECK(j["error"]["type"] == "BadRequestError");
+    CHECK(j["error"]["param"] == "n");
+    CHECK(j["error"]["code"] == 400);
+    auto nf = json::parse(error_json(api_error::not_found("no model")));
+    CHECK(nf["error"]["param"].is_null());
+    CHECK(nf["error"]["code"] == 404);
+    CHECK(nf["error"]["type"] == "NotFoundError");
+}
+
+TEST_CASE("completion_json for completions", "[openai]") {
+    auto j =
+        json::parse(completion_json(endpoint::completions, meta(), "out", "length", {3, 4, {}}));
+    CHECK(j["id"] == "cmpl-abc");
+    CHECK(j["object"] == "text_completion");
+    CHECK(j["created"] == 1700000000);
+    CHECK(j["model"] == "tiny");
+    REQUIRE(j["choices"].size() == 1);
+    const auto& c = j["choices"][0];
+    CHECK(c["index"] == 0);
+    CHECK(c["text"] == "out");
+    CHECK(c["logprobs"].is_null());
+    CHECK(c["finish_reason"] == "length");
+    CHECK(c["stop_reason"].is_null());
+    CHECK(j["usage"] == json{{"prompt_tokens", 3}, {"total_tokens", 7}, {"completion_tokens", 4}});
+}
+
+TEST_CASE("completion_json for chat includes cached tokens when known", "[openai]") {
+    auto j =
+        json::parse(completion_json(endpoint::chat_completions, meta(), "hey", "stop", {10, 2, 8}));
+    CHECK(j["object"] == "chat.completion");
+    const auto& c = j["choices"][0];
+    CHECK(c["index"] == 0);
+    CHECK(c["message"] == json{{"role", "assistant"}, {"content", "hey"}});
+    CHECK(c["logprobs"].is_null());
+    CHECK(c["finish_reason"] == "stop");
+    CHECK(c["stop_reason"].is_null());
+    CHECK(j["usage"]["total_tokens"] == 12);
+    CHECK(j["usage"]["prompt_tokens_details"]["cached_tokens"] == 8);
+}
+
+TEST_CASE("stream chunks", "[openai]") {
+    auto role = json::parse(chat_role_chunk(meta()));
+    CHECK(role["object"] == "chat.completion.chunk");
+    CHECK(role["choices"][0]["delta"] == json{{"role", "assistant"}, {"content", ""}});
+    CHECK(role["choices"][0]["finish_reason"].is_null());
+    CHECK(role["choices"][0]["logprobs"].is_null());
+
+    auto d = json::parse(delta_chunk(endpoint::chat_completions, meta(), "ab"));
+    CHECK(d["object"] == "chat.completion.chunk");
+    CHECK(d["choices"][0]["delta"] == json{{"content", "ab"}});
+    CHECK(d["choices"][0]["finish_reason"].is_null());
+    auto last = json::parse(delta_chunk(endpoint::chat_completions, meta(), "", "stop"));
+    CHECK(last["choices"][0]["finish_reason"] == "stop");
+
+    auto t = json::parse(delta_chunk(endpoint::completions, meta(), "xy", "length"));
+    CHECK(t["object"] == "text_completion");
+    CHECK(t["choices"][0]["text"] == "xy");
+    CHECK(t["choices"][0]["finish_reason"] == "length");
+    CHECK(t["choices"][0]["stop_reason"].is_null());
+    CHECK(t.contains("usage"));
+    CHECK(t["usage"].is_null());
+    CHECK(
+        json::parse(delta_chunk(endpoint::completions, meta(), "x"))["choices"][0]["finish_reason"]
+            .is_null());
+
+    for (endpoint kind : {endpoint::completions, endpoint::chat_completions}) {
+        auto u = json::parse(usage_chunk(kind, meta(), {5, 6, 0}));
+        CHECK(u["object"] ==
+              (kind == endpoint::completions ? "text_completion" : "chat.completion.chunk"));
+        CHECK(u["choices"].is_array());
+        CHECK(u["choices"].empty());
+        CHECK(u["usage"]["total_tokens"] == 11);
+        CHECK(u["usage"]["prompt_tokens_details"]["cached_tokens"] == 0);
+    }
+}
+
+TEST_CASE("response JSON survives invalid UTF-8 and escapes control bytes", "[openai]") {
+    std::string text = "ok \xff\xc3 \"q\"\n";
+    std::string body;
+    REQUIRE_NOTHROW(body = delta_chunk(endpoint::chat_completions, meta(), text));
+    auto j = json::parse(body);
+    CHECK(j["choices"][0]["delta"]["content"].get<std::string>().starts_with("ok "));
+    auto plain = json::parse(completion_json(endpoint::completions, meta(), "a\"b\n", "stop", {}));
+    CHECK(plain["choices"][0]["text"] == "a\"b\n");
+}
+
+TEST_CASE("sse framing", "[openai]") {
+    CHECK(sse_event("{\"a\":1}") == "data: {\"a\":1}\n\n");
+    CHECK(sse_event("") == "data: \n\n");
+    CHECK(sse_done == "data: [DONE]\n\n");
+}
+
+// delta_chunk writes its JSON by hand; it must equal, byte for byte, dumping the same object
+// built as a JSON tree, for any text: plain, escaped, control bytes, invalid UTF-8.
+TEST_CASE("delta_chunk equals the JSON library's serialization", "[openai]") {
+    using ojson = nlohmann::ordered_json;
+    const auto reference = [](endpoint kind, const response_meta& m, std::string_view text,
+                              std::string_view finish) {
+        const bool completions = kind == endpoint::completions;
+        ojson j = {{"id", m.id},
+                   {"object", completions ? "text_completion" : "chat.completion.chunk"},
+                   {"created", m.created},
+                   {"model", m.model}};
+        ojson c = {{"index", 0}};
+        if (completions)
+            c["text"] = text;
+        else
+            c["delta"] = {{"content", text}};
+        c["logprobs"] = nullptr;
+        c["finish_reason"] = finish.empty() ? ojson(nullptr) : ojson(finish);
+        if (completions || !finish.empty())
+            c["stop_reason"] = nullptr;
+        j["choices"] = ojson::array({c});
+        if (completions)
+            j["usage"] = nullptr;
+        return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    };
+    std::mt19937 rng(5);
+    response_meta m{"cmpl-1f\"x", 1700000000, "lanes/tiny-\\model"};
+    for (int i = 0; i < 2000; ++i) {
+        std::string text(rng() % 12, ' ');
+        const bool ascii = i % 2 == 0;
+        for (auto& ch : text)
+            ch = static_cast<char>(ascii ? 0x20 + rng() % 0x5f : rng() % 256);
+        const std::string_view finish = i % 7 == 0 ? "stop" : "";
+        for (endpoint kind : {endpoint::completions, endpoint::chat_completions})
+            REQUIRE(delta_chunk(kind, m, text, finish) == reference(kind, m, text, finish));
+    }
+    CHECK(delta_chunk(endpoint::completions, meta(), "plain") ==
+          reference(endpoint::completions, meta(), "plain", ""));
+}
+
+TEST_CASE("stop_reason names the stop string that ended the output", "[openai]") {
+    const std::optional<std::string> stop = "\nEND";
+    for (endpoint kind : {endpoint::completions, endpoint::chat_completions}) {
+        const auto last = json::parse(delta_chunk(kind, meta(), "", "stop", stop));
+        CHECK(last["choices"][0]["stop_reason"] == "\nEND");
+        const auto whole =
+            json::parse(completion_json(kind, meta(), "x", "stop", {1, 1, {}}, stop));
+        CHECK(whole["choices"][0]["stop_reason"] == "\nEND");
+        CHECK(json::parse(completion_json(kind, meta(), "x", "length",
+                                          {1, 1, {}}))["choices"][0]["stop_reason"]
+                  .is_null());
+    }
+    // A chat chunk before the last has no stop_reason at all, as vLLM leaves unset fields out.
+    CHECK_FALSE(
+        json::parse(delta_chunk(endpoint::chat_completions, meta(), "a"))["choices"][0].contains(
+            "stop_reason"));
+}

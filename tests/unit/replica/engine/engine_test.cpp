@@ -1,0 +1,164 @@
+// The engine end to end in process: requests in through request_stream, tokens out.
+#include "replica/engine/engine.hpp"
+
+#include <boost/asio.hpp>
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+using namespace lanes;
+using namespace lanes::replica;
+namespace asio = boost::asio;
+
+namespace {
+
+struct result {
+    std::string text;
+    stream_event last;
+};
+
+replica_config tiny_config(std::int64_t seed = 0) {
+    replica_config cfg;
+    cfg.backend = "cpu";
+    cfg.preset = "tiny";
+    cfg.kv_blocks = 256;
+    cfg.seed = seed;
+    return cfg;
+}
+
+// Submits each prompt and collects its whole output.
+std::vector<result> generate(engine& eng, const std::vector<engine_request>& requests) {
+    asio::io_context io;
+    std::vector<result> results(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        auto stream = std::make_shared<request_stream>(io.get_executor());
+        REQUIRE(eng.submit(requests[i], stream) == submit_status::accepted);
+        asio::co_spawn(
+            io,
+            [stream, &r = results[i]]() -> asio::awaitable<void> {
+                for (;;) {
+                    stream_event ev = co_await stream->next();
+                    r.text += ev.text;
+                    if (ev.finished) {
+                        r.last = ev;
+                        co_return;
+                    }
+                }
+            },
+            asio::detached);
+    }
+    io.run();
+    return results;
+}
+
+engine_request make_request(std::string prompt, std::int64_t max_tokens, double temperature = 0.0,
+                            std::uint64_t seed = 1) {
+    engine_request r;
+    r.prompt = common::encode_prompt(prompt);
+    r.sampling.max_tokens = max_tokens;
+    r.sampling.temperature = temperature;
+    r.sampling.seed = seed;
+    r.sampling.ignore_eos = true;
+    return r;
+}
+
+bool all_printable(const std::string& s) {
+    for (unsigned char c : s)
+        if (!((c >= 0x20 && c <= 0x7e) || c == '\n'))
+            return false;
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("cpu model: same seed gives the same tokens, another seed other tokens", "[engine]") {
+    auto cfg_a = tiny_config(7);
+    auto cfg_b = tiny_config(8);
+    replica_metrics ma("m", 16, 256), mb("m", 16, 256), mc("m", 16, 256);
+    engine a(cfg_a, ma), a2(cfg_a, mc), b(cfg_b, mb);
+    a.start();
+    a2.start();
+    b.start();
+    const std::vector<engine_request> reqs = {make_request("The quick brown fox", 48),
+                                              make_request("Hello", 48, 0.8, 5)};
+    const auto ra = generate(a, reqs);
+    const auto ra2 = generate(a2, reqs);
+    const auto rb = generate(b, reqs);
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        CHECK(ra[i].text.size() == 48);
+        CHECK(ra[i].text == ra2[i].text);
+        CHECK(ra[i].last.finish_reason == "length");
+        CHECK(all_printable(ra[i].text));
+        CHECK(all_printable(rb[i].text));
+    }
+    CHECK(ra[0].text != rb[0].text);
+}
+
+TEST_CASE("batching does not change a greedy request's output", "[engine]") {
+    auto cfg = tiny_config(3);
+    replica_metrics m1("m", 16, 256), m2("m", 16, 256);
+    engine alone(cfg, m1), busy(cfg, m2);
+    alone.start();
+    busy.start();
+    const auto solo = generate(alone, {make_request("batch me", 32)});
+    std::vector<engine_request> many = {make_request("batch me", 32)};
+    for (int i = 0; i < 6; ++i)
+        many.push_back(make_request(std::string(40 + 30 * i, 'a' + static_cast<char>(i)), 20));
+    const auto crowd = generate(busy, many);
+    CHECK(solo[0].text == crowd[0].text);
+}
+
+TEST_CASE("stop strings and max_tokens end requests with the right reason", "[engine]") {
+    auto cfg = tiny_config(1);
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m);
+    eng.start();
+    const auto free_run = generate(eng, {make_request("abc", 64)});
+    REQUIRE(free_run[0].text.size() == 64);
+    // Use a substring of the free run as a stop string: the output must end right before it.
+    const std::string stop = free_run[0].text.substr(10, 3);
+    auto req = make_request("abc", 64);
+    req.sampling.stop = {stop};
+    const auto stopped = generate(eng, {req});
+    CHECK(stopped[0].last.finish_reason == "stop");
+    CHECK(stopped[0].text == free_run[0].text.substr(0, free_run[0].text.find(stop)));
+}
+
+TEST_CASE("prefix hits are counted at admission and skip computation", "[engine]") {
+    auto cfg = tiny_config(2);
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m);
+    eng.start();
+    const std::string prompt(1000, 'x');
+    generate(eng, {make_request(prompt, 4)});
+    CHECK(m.prefix_hits.value() == 0);
+    CHECK(m.prefix_queries.value() == 1001);
+    const auto second = generate(eng, {make_request(prompt, 4)});
+    CHECK(m.prefix_queries.value() == 2002);
+    CHECK(m.prefix_hits.value() == 992); // 62 full blocks; the 1001st token is computed
+    CHECK(second[0].last.cached_tokens == 992);
+    // The engine publishes its gauges right after the step that finished the request.
+    auto snap = eng.load();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (snap.running != 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        snap = eng.load();
+    }
+    CHECK(snap.prefix_cache_hits == 992);
+    CHECK(snap.running == 0);
+    CHECK(snap.kv_usage == 0.0); // finished: blocks are free (and still cached)
+}
+
+TEST_CASE("sim backend runs the same scheduler without a model", "[engine]") {
+    auto cfg = tiny_config();
+    cfg.backend = "sim";
+    cfg.sim.speedup = 100.0; // keep the test fast
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m);
+    eng.start();
+    CHECK(eng.backend_name() == "sim");
+    const auto r = generate(eng, {make_request("hello sim", 10), make_request("hello sim", 10)});
+    CHECK(r[0].text.size() == 10);
+    CHECK(all_printable(r[0].text));
+    CHECK(m.generation_tokens.value() == 20);
+}

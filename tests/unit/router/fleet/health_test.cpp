@@ -1,0 +1,44 @@
+#include "router/fleet/health.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace lanes::router;
+using namespace std::chrono_literals;
+
+TEST_CASE("the breaker ejects after consecutive failures and re-admits after probing", "[health]") {
+    health_tracker h({.failure_threshold = 3, .success_threshold = 2, .open_time = 5s});
+    const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+    CHECK(h.routable(t0));
+    CHECK(!h.on_failure(t0));
+    CHECK(!h.on_failure(t0));
+    CHECK(!h.on_success(t0)); // a success resets the count
+    CHECK(!h.on_failure(t0));
+    CHECK(!h.on_failure(t0));
+    CHECK(h.on_failure(t0)); // third in a row: ejected
+    CHECK(h.state(t0) == breaker_state::open);
+    CHECK(!h.routable(t0 + 4s));
+    CHECK(h.state(t0 + 5s) == breaker_state::half_open);
+    CHECK(h.routable(t0 + 5s));
+    // Half-open: one failure reopens at once, and the open time restarts.
+    CHECK(h.on_failure(t0 + 6s));
+    CHECK(!h.routable(t0 + 10s));
+    CHECK(h.routable(t0 + 11s));
+    CHECK(!h.on_success(t0 + 11s));
+    CHECK(h.on_success(t0 + 11s)); // second success: closed
+    CHECK(h.state(t0 + 11s) == breaker_state::closed);
+    CHECK(!h.on_failure(t0 + 12s)); // counting starts over
+}
+
+TEST_CASE("a half-open replica takes one request at a time", "[health]") {
+    health_tracker h({.failure_threshold = 1, .success_threshold = 2, .open_time = 5s});
+    const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+    CHECK(h.admits(t0, 7)); // closed: any load
+    CHECK(h.on_failure(t0));
+    CHECK(!h.admits(t0 + 1s, 0)); // open: nothing
+    CHECK(h.admits(t0 + 5s, 0));  // half-open: a trial
+    CHECK(!h.admits(t0 + 5s, 1)); // not while the trial is out
+    CHECK(!h.on_success(t0 + 6s));
+    CHECK(!h.admits(t0 + 6s, 1));
+    CHECK(h.on_success(t0 + 6s)); // closed again: the whole load
+    CHECK(h.admits(t0 + 6s, 40));
+}
