@@ -6,7 +6,7 @@
 #include "common/openai/request.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
-#include "router/policies/policy.hpp"
+#include "router/policies/factory.hpp"
 #include "router/request/request_view.hpp"
 
 #include <nlohmann/json.hpp>

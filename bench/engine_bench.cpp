@@ -112,7 +112,8 @@ struct bench_options {
 // The decode run at batch b: b requests together on a fresh (warmed-up) engine.
 nlohmann::json decode_run(const replica::replica_config& cfg, const bench_options& o, int b) {
     replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
-    replica::engine eng(cfg, m);
+    replica::engine eng(cfg, m,
+                        replica::build_backend(cfg, *replica::parse_backend_kind(cfg.backend)));
     eng.start();
     warm_up(eng, b, static_cast<std::size_t>(o.decode_prompt_len));
     std::vector<replica::engine_request> reqs;
@@ -152,7 +153,8 @@ nlohmann::json ttft_runs(const replica::replica_config& cfg, const bench_options
     std::vector<double> cold, warm;
     for (std::int64_t i = 0; i < o.repeats; ++i) {
         replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
-        replica::engine eng(cfg, m);
+        replica::engine eng(cfg, m,
+                            replica::build_backend(cfg, *replica::parse_backend_kind(cfg.backend)));
         eng.start();
         warm_up(eng);
         const std::string prefix = text(static_cast<std::size_t>(o.cached_len), 'p');
@@ -176,12 +178,13 @@ nlohmann::json ttft_runs(const replica::replica_config& cfg, const bench_options
 int run_bench(replica::replica_config cfg, const bench_options& o) {
     const auto model = *replica::preset(cfg.preset);
     std::string note;
-    cfg.backend = replica::resolve_backend(cfg.backend, note);
-    cfg.kv_blocks = static_cast<std::int64_t>(replica::resolve_kv_blocks(cfg, model));
+    const replica::backend_kind kind = replica::resolve_backend(cfg.backend, note);
+    cfg.backend = std::string(replica::to_string(kind));
+    cfg.kv_blocks = static_cast<std::int64_t>(replica::resolve_kv_blocks(cfg, model, kind));
     cfg.max_model_len = std::max<std::int64_t>(cfg.max_model_len, o.prompt_len + 16);
 
     // Bytes a decode step reads at minimum, in the backend's storage dtype.
-    const bool cuda = cfg.backend == "cuda";
+    const bool cuda = kind == replica::backend_kind::cuda;
     const std::size_t value_bytes =
         cuda ? replica::cuda_dtype_bytes(cfg.cuda_dtype) : sizeof(float);
     const std::size_t weight_read = replica::cuda_projection_bytes(model, value_bytes);

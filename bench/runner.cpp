@@ -142,7 +142,7 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
     }
     rec.status = conn.head().status();
     rec.replica = std::string(conn.head().field("x-lanes-replica"));
-    common::sse_parser sse;
+    common::http::sse_parser sse;
     std::string piece, plain;
     auto last = start;
     const bool event_stream = conn.head().field("content-type").starts_with("text/event-stream");

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "bench/workload.hpp"
-#include "common/http/client.hpp"
+#include "common/http/fetch.hpp"
 
 #include <cstdint>
 #include <string>

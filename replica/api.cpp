@@ -1,12 +1,17 @@
 #include "replica/api.hpp"
 
+#include "common/http/routes.hpp"
+#include "common/http/sse.hpp"
 #include "common/log.hpp"
+#include "common/openai/error.hpp"
 #include "common/openai/request.hpp"
+#include "common/openai/response.hpp"
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <random>
 
@@ -31,18 +36,7 @@ std::int64_t unix_now() {
 
 asio::awaitable<void> send_error(http::request& req, http::response_writer& out,
                                  const openai::api_error& e) {
-    co_await out.send(
-        http::make_response(req, static_cast<status>(e.status), openai::error_json(e)));
-}
-
-openai::api_error error(int code, std::string type, std::string message,
-                        std::optional<std::string> param = {}) {
-    openai::api_error e;
-    e.status = code;
-    e.type = std::move(type);
-    e.message = std::move(message);
-    e.param = std::move(param);
-    return e;
+    co_await out.send(openai::error_response(req, e));
 }
 
 // Validation the replica adds on top of the wire format (model name, n, features it does not
@@ -54,7 +48,8 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
                                                std::int64_t prompt_tokens, std::int64_t max_len,
                                                std::int64_t& max_tokens) {
     if (g.model && *g.model != cfg.model_name)
-        return error(404, "NotFoundError", "The model `" + *g.model + "` does not exist.", "model");
+        return openai::api_error{404, "The model `" + *g.model + "` does not exist.",
+                                 "NotFoundError", "model"};
     if (g.n != 1)
         return openai::api_error::bad_request("only n=1 is supported", "n");
     if (g.unsupported)
@@ -103,71 +98,79 @@ std::uint64_t api::fresh_seed() {
 }
 
 asio::awaitable<void> api::handle(http::request& req, http::response_writer& out) {
-    const std::string_view target(req.target().data(), req.target().size());
-    const std::string_view path = target.substr(0, target.find('?'));
-    const bool get = req.method() == verb::get || req.method() == verb::head;
-    const bool post = req.method() == verb::post;
-
-    if (path == "/v1/completions" || path == "/v1/chat/completions") {
-        if (!post) {
-            co_await send_error(req, out, error(405, "MethodNotAllowed", "use POST"));
-            co_return;
-        }
-        co_await generate(req, out, path == "/v1/chat/completions");
-        co_return;
-    }
-    if (!get) {
-        if (path == "/health" || path == "/metrics" || path == "/load" || path == "/v1/models")
-            co_await send_error(req, out, error(405, "MethodNotAllowed", "use GET"));
-        else
-            co_await send_error(req, out,
-                                error(404, "NotFoundError", "no route for " + std::string(path)));
-        co_return;
-    }
-    if (path == "/health") {
-        co_await out.send(http::make_response(req, status::ok, "", "text/plain"));
-    } else if (path == "/metrics") {
-        co_await out.send(http::make_response(req, status::ok, metrics_.expose(),
-                                              common::metrics::registry::content_type));
-    } else if (path == "/load") {
-        const load_snapshot s = engine_.load();
-        nlohmann::json j = {{"kv_usage", s.kv_usage},
-                            {"running", s.running},
-                            {"waiting", s.waiting},
-                            {"prefix_cache_hits", s.prefix_cache_hits},
-                            {"prefix_cache_queries", s.prefix_cache_queries},
-                            {"num_gpu_blocks", s.num_blocks},
-                            {"block_size", s.block_size},
-                            {"server_load", s.running + s.waiting}};
-        co_await out.send(http::make_response(req, status::ok, j.dump()));
-    } else if (path == "/v1/models") {
-        nlohmann::json model = {{"id", cfg_.model_name},
-                                {"object", "model"},
-                                {"created", created_},
-                                {"owned_by", "lanes"},
-                                {"root", cfg_.model_name},
-                                {"parent", nullptr},
-                                {"max_model_len", engine_.max_sequence_tokens()}};
-        nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
-        co_await out.send(http::make_response(req, status::ok, j.dump()));
+    struct route {
+        std::string_view path;
+        unsigned methods;
+        asio::awaitable<void> (api::*serve)(http::request&, http::response_writer&);
+    };
+    static constexpr std::array<route, 6> routes{{
+        {"/v1/completions", http::method_post, &api::completions},
+        {"/v1/chat/completions", http::method_post, &api::chat_completions},
+        {"/v1/models", http::method_get, &api::models},
+        {"/health", http::method_get, &api::health},
+        {"/metrics", http::method_get, &api::metrics_page},
+        {"/load", http::method_get, &api::load},
+    }};
+    const std::string_view path = http::path_of(req.target());
+    const auto match = http::match_route(routes, path, req.method());
+    if (match.route) {
+        co_await (this->*match.route->serve)(req, out);
+    } else if (match.path_methods) {
+        const std::string allow = http::allow_value(match.path_methods);
+        auto res = openai::error_response(req, openai::api_error::of(405, "use " + allow));
+        res.set(boost::beast::http::field::allow, allow);
+        co_await out.send(std::move(res));
     } else {
         co_await send_error(req, out,
-                            error(404, "NotFoundError", "no route for " + std::string(path)));
+                            openai::api_error::not_found("no route for " + std::string(path)));
     }
 }
 
-asio::awaitable<void> api::generate(http::request& req, http::response_writer& out, bool chat) {
-    const auto arrival = engine_clock::now();
-    const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
-    openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
-    if (parsed.error) {
-        co_await send_error(req, out, *parsed.error);
-        co_return;
-    }
-    const openai::generation_request& g = *parsed.request;
+asio::awaitable<void> api::completions(http::request& req, http::response_writer& out) {
+    return generate(req, out, false);
+}
 
-    engine_request er;
-    er.arrival = arrival;
+asio::awaitable<void> api::chat_completions(http::request& req, http::response_writer& out) {
+    return generate(req, out, true);
+}
+
+asio::awaitable<void> api::health(http::request& req, http::response_writer& out) {
+    co_await out.send(http::make_response(req, status::ok, "", "text/plain"));
+}
+
+asio::awaitable<void> api::metrics_page(http::request& req, http::response_writer& out) {
+    co_await out.send(http::make_response(req, status::ok, metrics_.expose(),
+                                          common::metrics::registry::content_type));
+}
+
+asio::awaitable<void> api::load(http::request& req, http::response_writer& out) {
+    const load_snapshot s = engine_.load();
+    const nlohmann::json j = {{"kv_usage", s.kv_usage},
+                              {"running", s.running},
+                              {"waiting", s.waiting},
+                              {"prefix_cache_hits", s.prefix_cache_hits},
+                              {"prefix_cache_queries", s.prefix_cache_queries},
+                              {"num_gpu_blocks", s.num_blocks},
+                              {"block_size", s.block_size},
+                              {"server_load", s.running + s.waiting}};
+    co_await out.send(http::make_response(req, status::ok, j.dump()));
+}
+
+asio::awaitable<void> api::models(http::request& req, http::response_writer& out) {
+    const nlohmann::json model = {{"id", cfg_.model_name},
+                                  {"object", "model"},
+                                  {"created", created_},
+                                  {"owned_by", "lanes"},
+                                  {"root", cfg_.model_name},
+                                  {"parent", nullptr},
+                                  {"max_model_len", engine_.max_sequence_tokens()}};
+    const nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
+    co_await out.send(http::make_response(req, status::ok, j.dump()));
+}
+
+std::optional<openai::api_error> api::make_engine_request(const openai::generation_request& g,
+                                                          bool chat, engine_request& er) {
+    er.arrival = engine_.now();
     er.id = openai::make_id(chat ? "chatcmpl-" : "cmpl-");
     if (!g.prompt_token_ids.empty()) {
         er.prompt.assign(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
@@ -179,10 +182,8 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
     std::int64_t max_tokens = 0;
     const auto max_len = static_cast<std::int64_t>(engine_.max_sequence_tokens());
     if (auto e = check_request(cfg_, g, static_cast<std::int64_t>(er.prompt.size()), max_len,
-                               max_tokens)) {
-        co_await send_error(req, out, *e);
-        co_return;
-    }
+                               max_tokens))
+        return e;
     er.sampling.max_tokens = max_tokens;
     er.sampling.temperature = g.temperature;
     er.sampling.top_p = g.top_p;
@@ -190,73 +191,97 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
     er.sampling.seed = g.seed ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
     er.sampling.stop = g.stop;
     er.sampling.ignore_eos = g.ignore_eos;
+    return std::nullopt;
+}
 
+asio::awaitable<void> api::generate(http::request& req, http::response_writer& out, bool chat) {
+    const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
+    openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
+    if (parsed.error) {
+        co_await send_error(req, out, *parsed.error);
+        co_return;
+    }
+    const openai::generation_request& g = *parsed.request;
+    engine_request er;
+    if (auto e = make_engine_request(g, chat, er)) {
+        co_await send_error(req, out, *e);
+        co_return;
+    }
     const openai::response_meta meta{er.id, unix_now(), cfg_.model_name};
     auto stream = std::make_shared<request_stream>(co_await asio::this_coro::executor);
     switch (engine_.submit(std::move(er), stream)) {
     case submit_status::accepted:
         break;
     case submit_status::queue_full:
-        co_await send_error(req, out,
-                            error(503, "ServiceUnavailableError",
-                                  "the replica's waiting queue is full; retry later"));
+        co_await send_error(
+            req, out,
+            openai::api_error::of(503, "the replica's waiting queue is full; retry later"));
         co_return;
     case submit_status::stopped:
-        co_await send_error(req, out,
-                            error(503, "ServiceUnavailableError", "the replica is shutting down"));
+        co_await send_error(req, out, openai::api_error::of(503, "the replica is shutting down"));
         co_return;
     }
     out.on_client_closed([stream] { stream->cancel(); });
+    if (g.stream)
+        co_await answer_stream(out, *stream, g, meta);
+    else
+        co_await answer_whole(req, out, *stream, g, meta);
+}
 
-    if (!g.stream) {
-        std::string text;
-        stream_event ev;
-        do {
-            ev = co_await stream->next();
-            text += ev.text;
-        } while (!ev.finished);
-        if (!ev.error.empty()) {
-            co_await send_error(req, out, error(500, "InternalServerError", ev.error));
-            co_return;
-        }
-        const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
-        co_await out.send(http::make_response(
-            req, status::ok,
-            openai::completion_json(kind, meta, text, ev.finish_reason, u, ev.stop_reason)));
+asio::awaitable<void> api::answer_whole(http::request& req, http::response_writer& out,
+                                        request_stream& stream, const openai::generation_request& g,
+                                        const openai::response_meta& meta) {
+    std::string text;
+    stream_event ev;
+    do {
+        ev = co_await stream.next();
+        text += ev.text;
+    } while (!ev.finished);
+    if (!ev.error.empty()) {
+        co_await send_error(req, out, openai::api_error::of(500, ev.error));
         co_return;
     }
+    const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
+    co_await out.send(http::make_response(
+        req, status::ok,
+        openai::completion_json(g.kind, meta, text, ev.finish_reason, u, ev.stop_reason)));
+}
 
-    const http::header_list stream_headers = {{"x-request-id", meta.id}};
+asio::awaitable<void> api::answer_stream(http::response_writer& out, request_stream& stream,
+                                         const openai::generation_request& g,
+                                         const openai::response_meta& meta) {
+    const bool chat = g.kind == openai::endpoint::chat_completions;
+    const std::array<http::header_view, 1> stream_headers{{{"x-request-id", meta.id}}};
     bool ok = co_await out.begin_stream(status::ok, "text/event-stream", stream_headers);
     // A chat stream's role chunk goes with the first output, as vLLM sends it: before the
     // engine has run, it would make any client's time to first event meaningless.
-    std::string role = chat ? openai::sse_event(openai::chat_role_chunk(meta)) : std::string();
+    std::string role = chat ? http::sse_event(openai::chat_role_chunk(meta)) : std::string();
     stream_event ev;
     while (ok) {
-        ev = co_await stream->next();
+        ev = co_await stream.next();
         if (ev.finished)
             break;
         ok = co_await out.write_chunk(role +
-                                      openai::sse_event(openai::delta_chunk(kind, meta, ev.text)));
+                                      http::sse_event(openai::delta_chunk(g.kind, meta, ev.text)));
         role.clear();
     }
     if (!ok) {
-        stream->cancel(); // the client is gone: free the request's resources now
+        stream.cancel(); // the client is gone: free the request's resources now
         co_return;
     }
     std::string tail;
     if (!ev.error.empty()) {
-        tail += openai::sse_event(openai::error_json(error(500, "InternalServerError", ev.error)));
+        tail += http::sse_event(openai::error_json(openai::api_error::of(500, ev.error)));
     } else {
         tail += role; // no output before the last event
-        tail += openai::sse_event(
-            openai::delta_chunk(kind, meta, ev.text, ev.finish_reason, ev.stop_reason));
+        tail += http::sse_event(
+            openai::delta_chunk(g.kind, meta, ev.text, ev.finish_reason, ev.stop_reason));
         if (g.include_usage) {
             const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
-            tail += openai::sse_event(openai::usage_chunk(kind, meta, u));
+            tail += http::sse_event(openai::usage_chunk(g.kind, meta, u));
         }
     }
-    tail += openai::sse_done;
+    tail += http::sse_done;
     if (co_await out.write_chunk(tail))
         co_await out.end_stream();
 }

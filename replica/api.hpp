@@ -3,7 +3,11 @@
 // relay its events; every refusal is OpenAI error JSON.
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
+#include "common/http/response_writer.hpp"
+#include "common/openai/error.hpp"
+#include "common/openai/request.hpp"
+#include "common/openai/response.hpp"
 #include "replica/config.hpp"
 #include "replica/engine/engine.hpp"
 #include "replica/metrics.hpp"
@@ -12,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 namespace lanes::replica {
 
@@ -23,8 +28,32 @@ public:
                                         common::http::response_writer& out);
 
 private:
+    boost::asio::awaitable<void> completions(common::http::request& req,
+                                             common::http::response_writer& out);
+    boost::asio::awaitable<void> chat_completions(common::http::request& req,
+                                                  common::http::response_writer& out);
+    boost::asio::awaitable<void> health(common::http::request& req,
+                                        common::http::response_writer& out);
+    boost::asio::awaitable<void> metrics_page(common::http::request& req,
+                                              common::http::response_writer& out);
+    boost::asio::awaitable<void> load(common::http::request& req,
+                                      common::http::response_writer& out);
+    boost::asio::awaitable<void> models(common::http::request& req,
+                                        common::http::response_writer& out);
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
+    // The engine's request for `g`, or the 4xx the replica answers instead.
+    std::optional<common::openai::api_error>
+    make_engine_request(const common::openai::generation_request& g, bool chat, engine_request& er);
+    boost::asio::awaitable<void> answer_whole(common::http::request& req,
+                                              common::http::response_writer& out,
+                                              request_stream& stream,
+                                              const common::openai::generation_request& g,
+                                              const common::openai::response_meta& meta);
+    boost::asio::awaitable<void> answer_stream(common::http::response_writer& out,
+                                               request_stream& stream,
+                                               const common::openai::generation_request& g,
+                                               const common::openai::response_meta& meta);
     // A seed for a request that brings none: a start drawn from the OS, then a counter, mixed.
     std::uint64_t fresh_seed();
 

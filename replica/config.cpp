@@ -1,5 +1,7 @@
 #include "replica/config.hpp"
 
+#include "replica/backends/backend.hpp"
+
 #include "common/log.hpp"
 
 namespace lanes::replica {
@@ -61,8 +63,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
         if (!ok)
             errors.push_back(std::move(message));
     };
-    need(cfg.backend == "auto" || cfg.backend == "cuda" || cfg.backend == "cpu" ||
-             cfg.backend == "sim",
+    need(cfg.backend == "auto" || parse_backend_kind(cfg.backend),
          "--backend must be auto, cuda, cpu or sim (got '" + cfg.backend + "')");
     need(cfg.preset == "tiny" || cfg.preset == "small" || cfg.preset == "base" ||
              cfg.preset == "1b",

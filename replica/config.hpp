@@ -4,7 +4,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
-#include "replica/backends/backend.hpp"
+#include "replica/backends/sim_cost_model.hpp"
 
 #include <cstdint>
 #include <string>

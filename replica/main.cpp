@@ -1,7 +1,10 @@
 // lanes-replica: parse config, wire engine + HTTP front, run until SIGINT/SIGTERM.
 #include "common/http/run_loop.hpp"
+#include "common/http/server.hpp"
 #include "common/log.hpp"
+#include "common/openai/error.hpp"
 #include "replica/api.hpp"
+#include "replica/backends/backend.hpp"
 #include "replica/config.hpp"
 #include "replica/engine/engine.hpp"
 #include "replica/metrics.hpp"
@@ -30,11 +33,15 @@ int main(int argc, char** argv) {
     common::log::set_level(lvl);
 
     try {
+        std::string note;
+        const replica::backend_kind kind = replica::resolve_backend(cfg.backend, note);
+        if (!note.empty())
+            LANES_LOG(info, "engine", note);
         cfg.kv_blocks = static_cast<std::int64_t>(
-            replica::resolve_kv_blocks(cfg, *replica::preset(cfg.preset)));
+            replica::resolve_kv_blocks(cfg, *replica::preset(cfg.preset), kind));
         replica::replica_metrics metrics(cfg.model_name, static_cast<long>(cfg.block_size),
                                          static_cast<long>(cfg.kv_blocks));
-        replica::engine eng(cfg, metrics);
+        replica::engine eng(cfg, metrics, replica::build_backend(cfg, kind));
         eng.start();
         replica::api front(cfg, eng, metrics);
         // Owned through a pointer so it can be destroyed (with every pending coroutine frame)
@@ -47,7 +54,7 @@ int main(int argc, char** argv) {
             [&front](common::http::request& req, common::http::response_writer& out) {
                 return front.handle(req, out);
             },
-            "lanes-replica");
+            "lanes-replica", common::openai::error_page);
         server.listen(cfg.host, cfg.port);
         const int code = common::http::run_until_signal(
             io, static_cast<unsigned>(cfg.threads), cfg.http.shutdown_grace, [&] { server.stop(); },

@@ -1,7 +1,8 @@
 #include "router/admin.hpp"
 
+#include "common/http/routes.hpp"
 #include "common/log.hpp"
-#include "common/openai/request.hpp"
+#include "common/openai/error.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
@@ -18,12 +19,9 @@ using status = bhttp::status;
 
 namespace {
 
-http::response error(const http::request& req, int code, std::string type, std::string message) {
-    common::openai::api_error e;
-    e.status = code;
-    e.type = std::move(type);
-    e.message = std::move(message);
-    return http::make_response(req, static_cast<status>(code), common::openai::error_json(e));
+http::response error(const http::request& req, int code, std::string message) {
+    return common::openai::error_response(req,
+                                          common::openai::api_error::of(code, std::move(message)));
 }
 
 // Value of `key` in the query string (no percent-decoding beyond %3A and %2F, which URLs need).
@@ -50,8 +48,7 @@ std::string query_param(std::string_view target, std::string_view key) {
 
 // The replica URL of a request: ?url= or a JSON body {"url": ...}.
 std::string url_argument(const http::request& req) {
-    const std::string_view target(req.target().data(), req.target().size());
-    if (auto u = query_param(target, "url"); !u.empty())
+    if (auto u = query_param(req.target(), "url"); !u.empty())
         return u;
     const auto body = nlohmann::json::parse(req.body(), nullptr, false);
     if (body.is_object() && body.contains("url") && body["url"].is_string())
@@ -98,86 +95,114 @@ boost::asio::awaitable<void> admin::handle(http::request& req, http::response_wr
     co_await out.send(respond(req, out.remote().address().is_loopback()));
 }
 
-// The admin API as a plain function of the request (no I/O).
+// The admin API as a plain function of the request (no I/O): auth, then the route table.
 http::response admin::respond(const http::request& req, bool loopback) {
-    const std::string_view target(req.target().data(), req.target().size());
-    const std::string_view path = target.substr(0, target.find('?'));
-    const auto method = req.method();
     if (!authorized(token_, req, loopback))
-        return token_.empty() ? error(req, 403, "PermissionDeniedError",
+        return token_.empty() ? error(req, 403,
                                       "the admin API answers loopback clients only; start the "
                                       "router with --admin-token to use it remotely")
-                              : error(req, 401, "AuthenticationError",
-                                      "missing or wrong 'Authorization: Bearer' token");
-    // The route and method first, so a wrong one is named as such: 404 for an unknown path,
-    // 405 (with Allow) for a known path asked with another method.
+                              : error(req, 401, "missing or wrong 'Authorization: Bearer' token");
     struct route {
         std::string_view path;
-        std::string_view allow;
+        unsigned methods;
+        http::response (admin::*serve)(const http::request&);
     };
-    static constexpr std::array<route, 6> routes{{{"/list_workers", "GET"},
-                                                  {"/admin/replicas", "GET, POST, DELETE"},
-                                                  {"/add_worker", "POST"},
-                                                  {"/remove_worker", "POST"},
-                                                  {"/admin/replicas/drain", "POST"},
-                                                  {"/admin/replicas/undrain", "POST"}}};
-    const auto known =
-        std::find_if(routes.begin(), routes.end(), [&](const route& r) { return r.path == path; });
-    if (known == routes.end())
-        return error(req, 404, "NotFoundError", "no admin route for " + std::string(path));
-    const std::string_view method_name(req.method_string().data(), req.method_string().size());
-    const bool read_only = method == bhttp::verb::get || method == bhttp::verb::head;
-    bool allowed = false;
-    for (std::string_view rest = known->allow; !rest.empty();) {
-        const auto comma = rest.find(", ");
-        const std::string_view one = rest.substr(0, comma);
-        allowed = allowed || one == method_name || (one == "GET" && read_only);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
-    }
-    if (!allowed) {
-        auto res = error(req, 405, "MethodNotAllowedError",
-                         std::string(path) + " takes " + std::string(known->allow));
-        res.set(bhttp::field::allow, known->allow);
+    static constexpr std::array<route, 8> routes{{
+        {"/admin/replicas", http::method_get, &admin::list},
+        {"/admin/replicas", http::method_post, &admin::add},
+        {"/admin/replicas", http::method_delete, &admin::remove},
+        {"/admin/replicas/drain", http::method_post, &admin::drain},
+        {"/admin/replicas/undrain", http::method_post, &admin::undrain},
+        {"/list_workers", http::method_get, &admin::list_urls},
+        {"/add_worker", http::method_post, &admin::add},
+        {"/remove_worker", http::method_post, &admin::remove},
+    }};
+    // The route and method first, so a wrong one is named as such: 404 for an unknown path,
+    // 405 (with Allow) for a known path asked with another method.
+    const std::string_view path = http::path_of(req.target());
+    const auto match = http::match_route(routes, path, req.method());
+    if (!match.path_methods)
+        return error(req, 404, "no admin route for " + std::string(path));
+    if (!match.route) {
+        const std::string allow = http::allow_value(match.path_methods);
+        auto res = error(req, 405, std::string(path) + " takes " + allow);
+        res.set(bhttp::field::allow, allow);
         return res;
     }
-    if (path == "/list_workers") { // GET or HEAD
-        nlohmann::json urls = nlohmann::json::array();
-        for (const auto& r : pool_.all())
-            urls.push_back(r->id());
-        return http::make_response(req, status::ok, nlohmann::json{{"urls", urls}}.dump());
-    }
-    if (path == "/admin/replicas" && read_only)
-        return http::make_response(req, status::ok, replicas_json(pool_));
+    return (this->*match.route->serve)(req);
+}
+
+http::response admin::list(const http::request& req) {
+    return http::make_response(req, status::ok, replicas_json(pool_));
+}
+
+http::response admin::list_urls(const http::request& req) {
+    nlohmann::json urls = nlohmann::json::array();
+    for (const auto& r : pool_.all())
+        urls.push_back(r->id());
+    return http::make_response(req, status::ok, nlohmann::json{{"urls", urls}}.dump());
+}
+
+std::optional<common::http::url> admin::replica_argument(const http::request& req,
+                                                         http::response& refusal) {
     const std::string url_text = url_argument(req);
     std::string why;
-    const auto u = common::http::parse_url(url_text, &why);
+    auto u = common::http::parse_url(url_text, &why);
     if (!u)
-        return error(req, 400, "BadRequestError",
-                     url_text.empty() ? "give the replica as ?url= or {\"url\": ...}" : why);
+        refusal =
+            error(req, 400, url_text.empty() ? "give the replica as ?url= or {\"url\": ...}" : why);
+    return u;
+}
+
+http::response admin::add(const http::request& req) {
+    http::response refusal;
+    const auto u = replica_argument(req, refusal);
+    if (!u)
+        return refusal;
     const std::string id = u->str();
-    const bool add =
-        path == "/add_worker" || (path == "/admin/replicas" && method == bhttp::verb::post);
-    const bool remove =
-        path == "/remove_worker" || (path == "/admin/replicas" && method == bhttp::verb::delete_);
-    const bool drain = path == "/admin/replicas/drain"; // else undrain, the last route left
-    if (add) {
-        if (!pool_.add(*u, "admin"))
-            return error(req, 409, "ConflictError", id + " is already a replica");
-        LANES_LOG(info, "admin", "added " << id);
-        return http::make_response(req, status::created, nlohmann::json{{"added", id}}.dump());
-    }
-    auto r = pool_.find(id);
+    if (!pool_.add(*u, "admin"))
+        return error(req, 409, id + " is already a replica");
+    LANES_LOG(info, "admin", "added " << id);
+    return http::make_response(req, status::created, nlohmann::json{{"added", id}}.dump());
+}
+
+http::response admin::remove(const http::request& req) {
+    http::response refusal;
+    const auto u = replica_argument(req, refusal);
+    if (!u)
+        return refusal;
+    const std::string id = u->str();
+    const auto r = pool_.find(id);
     if (!r)
-        return error(req, 404, "NotFoundError", id + " is not a replica");
-    if (remove && r->source != "flag" && r->source != "admin")
-        return error(req, 409, "ConflictError",
+        return error(req, 404, id + " is not a replica");
+    if (r->source != "flag" && r->source != "admin")
+        return error(req, 409,
                      id + " comes from --replica-dns " + r->source +
                          " and would be added again at its next resolution; drain it instead");
-    if (remove)
-        pool_.remove(id);
-    else
-        r->draining.store(drain);
-    const std::string what = remove ? "removed" : drain ? "draining" : "undrained";
+    pool_.remove(id);
+    LANES_LOG(info, "admin", "removed " << id);
+    return http::make_response(req, status::ok, nlohmann::json{{"removed", id}}.dump());
+}
+
+http::response admin::drain(const http::request& req) {
+    return set_draining(req, true);
+}
+
+http::response admin::undrain(const http::request& req) {
+    return set_draining(req, false);
+}
+
+http::response admin::set_draining(const http::request& req, bool draining) {
+    http::response refusal;
+    const auto u = replica_argument(req, refusal);
+    if (!u)
+        return refusal;
+    const std::string id = u->str();
+    const auto r = pool_.find(id);
+    if (!r)
+        return error(req, 404, id + " is not a replica");
+    r->draining.store(draining);
+    const std::string what = draining ? "draining" : "undrained";
     LANES_LOG(info, "admin", what << " " << id);
     return http::make_response(req, status::ok, nlohmann::json{{what, id}}.dump());
 }

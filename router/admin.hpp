@@ -9,11 +9,14 @@
 // /list_workers.
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
+#include "common/http/response_writer.hpp"
+#include "common/http/url.hpp"
 #include "router/fleet/replica_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +36,18 @@ public:
     common::http::response respond(const common::http::request& req, bool loopback);
 
 private:
+    common::http::response list(const common::http::request& req);
+    common::http::response list_urls(const common::http::request& req);
+    common::http::response add(const common::http::request& req);
+    common::http::response remove(const common::http::request& req);
+    common::http::response drain(const common::http::request& req);
+    common::http::response undrain(const common::http::request& req);
+    common::http::response set_draining(const common::http::request& req, bool draining);
+    // The replica a mutation names (?url= or {"url": ...}); nullopt with `refusal` set to the
+    // 400 when it names none or a bad one.
+    std::optional<common::http::url> replica_argument(const common::http::request& req,
+                                                      common::http::response& refusal);
+
     std::string token_;
     replica_pool& pool_;
 };

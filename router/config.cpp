@@ -1,8 +1,7 @@
 #include "router/config.hpp"
 
-#include "common/http/client.hpp"
+#include "common/http/url.hpp"
 #include "common/log.hpp"
-#include "router/policies/policy.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -27,22 +26,22 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("block-size", cfg.block_size, "tokens per KV block used for prefix hashing");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
     f.add("access-log", cfg.access_log, "log one line per request");
-    f.add("connect-timeout", cfg.connect_timeout, "upstream connect timeout");
-    f.add("first-byte-timeout", cfg.first_byte_timeout,
+    f.add("connect-timeout", cfg.upstream.connect_timeout, "upstream connect timeout");
+    f.add("first-byte-timeout", cfg.upstream.first_byte_timeout,
           "upstream time from request sent to response header, and from a stream's header to "
           "its first event");
-    f.add("stream-idle-timeout", cfg.stream_idle_timeout,
+    f.add("stream-idle-timeout", cfg.upstream.stream_idle_timeout,
           "longest silence between two upstream body chunks");
-    f.add("upstream-write-timeout", cfg.upstream_write_timeout, "time to send a request upstream");
+    f.add("upstream-write-timeout", cfg.upstream.write_timeout, "time to send a request upstream");
     f.add("max-retries", cfg.max_retries,
           "extra attempts on other replicas for a request that failed before its first byte");
     f.add("retry-after", cfg.retry_after,
           "Retry-After (whole seconds) of a 503 when no replica is routable");
-    f.add("max-idle-connections", cfg.max_idle_connections,
+    f.add("max-idle-connections", cfg.upstream.max_idle_connections,
           "idle keep-alive connections per replica");
-    f.add("upstream-body-limit", cfg.upstream_body_limit,
+    f.add("upstream-body-limit", cfg.upstream.body_limit,
           "largest non-streamed upstream body, and largest single chunk of a stream");
-    f.add("replica-dns", cfg.replica_dns,
+    f.add("replica-dns", cfg.monitor.dns_names,
           "host:port resolved periodically; every address becomes a replica (repeatable)");
     f.add("stale-after", cfg.stale_after, "ignore scraped replica metrics older than this");
     f.add("scrape-interval", cfg.monitor.scrape_interval, "how often to read replicas' /metrics");
@@ -57,29 +56,29 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("success-threshold", cfg.health.success_threshold,
           "consecutive successes that re-admit an ejected replica");
     f.add("eject-time", cfg.health.open_time, "how long an ejected replica waits before probing");
-    f.add("load-factor", cfg.policy_knobs.load_factor,
+    f.add("load-factor", cfg.policy_knobs.session.load_factor,
           "session: bounded-load cap, a replica takes at most this times the mean in-flight load");
-    f.add("prefix-load-factor", cfg.policy_knobs.prefix_load_factor,
+    f.add("prefix-load-factor", cfg.policy_knobs.prefix.load_factor,
           "prefix: the bounded-load cap's factor for leaving the replica that caches a prefix");
-    f.add("load-cap-floor", cfg.policy_knobs.load_cap_floor,
+    f.add("load-cap-floor", cfg.policy_knobs.load.cap_floor,
           "in-flight requests below which no replica counts as over the load cap");
-    f.add("balance-abs-threshold", cfg.policy_knobs.balance_abs_threshold,
+    f.add("balance-abs-threshold", cfg.policy_knobs.prefix.balance_abs_threshold,
           "prefix: load gap (requests) above which routing ignores the cache ...");
-    f.add("balance-rel-threshold", cfg.policy_knobs.balance_rel_threshold,
+    f.add("balance-rel-threshold", cfg.policy_knobs.prefix.balance_rel_threshold,
           "... and max load above this times min load (both must hold)");
-    f.add("min-match-ratio", cfg.policy_knobs.min_match_ratio,
+    f.add("min-match-ratio", cfg.policy_knobs.prefix.min_match_ratio,
           "prefix: matched share of the prompt below which the least-loaded replica is used");
-    f.add("index-capacity", cfg.policy_knobs.index_capacity,
+    f.add("index-capacity", cfg.policy_knobs.index.capacity,
           "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
-    f.add("hash-prefix-blocks", cfg.policy_knobs.hash_prefix_blocks,
+    f.add("hash-prefix-blocks", cfg.policy_knobs.index.hash_prefix_blocks,
           "prefix: leading blocks hashed when the index is empty (agreement across routers)");
-    f.add("kv-weight", cfg.policy_knobs.kv_weight,
+    f.add("kv-weight", cfg.policy_knobs.load.kv_weight,
           "load score: queued requests a full KV cache counts as");
-    f.add("overlap-weight", cfg.policy_knobs.overlap_weight,
+    f.add("overlap-weight", cfg.policy_knobs.kv_aware.overlap_weight,
           "kv_aware: cost of one uncached prompt block against one active KV block");
-    f.add("session-ttl", cfg.policy_knobs.session_ttl,
+    f.add("session-ttl", cfg.policy_knobs.session.ttl,
           "session: idle time before a session is forgotten");
-    f.add("session-capacity", cfg.policy_knobs.session_capacity, "session: sessions remembered");
+    f.add("session-capacity", cfg.policy_knobs.session.capacity, "session: sessions remembered");
     f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
     f.add("body-limit", cfg.http.body_limit, "largest request body, bytes");
     f.add("idle-timeout", cfg.http.idle_timeout, "client keep-alive idle timeout");
@@ -180,13 +179,13 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.threads >= 0 && cfg.threads <= 256, "--threads must be in 0..256");
     need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
     need(cfg.max_retries >= 0 && cfg.max_retries <= 16, "--max-retries must be in 0..16");
-    need(cfg.max_idle_connections >= 0, "--max-idle-connections must be >= 0");
+    need(cfg.upstream.max_idle_connections >= 0, "--max-idle-connections must be >= 0");
     // Every timeout and interval: zero would mean "at once" or "all the time".
     const std::pair<common::http::duration, const char*> positive[] = {
-        {cfg.connect_timeout, "connect-timeout"},
-        {cfg.first_byte_timeout, "first-byte-timeout"},
-        {cfg.stream_idle_timeout, "stream-idle-timeout"},
-        {cfg.upstream_write_timeout, "upstream-write-timeout"},
+        {cfg.upstream.connect_timeout, "connect-timeout"},
+        {cfg.upstream.first_byte_timeout, "first-byte-timeout"},
+        {cfg.upstream.stream_idle_timeout, "stream-idle-timeout"},
+        {cfg.upstream.write_timeout, "upstream-write-timeout"},
         {cfg.retry_after, "retry-after"},
         {cfg.stale_after, "stale-after"},
         {cfg.monitor.scrape_interval, "scrape-interval"},
@@ -206,11 +205,12 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
     need(cfg.health.failure_threshold >= 1, "--failure-threshold must be at least 1");
     need(cfg.health.success_threshold >= 1, "--success-threshold must be at least 1");
-    need(cfg.policy_knobs.load_factor >= 1.0, "--load-factor must be at least 1");
-    need(cfg.policy_knobs.prefix_load_factor >= 1.0, "--prefix-load-factor must be at least 1");
-    need(cfg.policy_knobs.min_match_ratio >= 0 && cfg.policy_knobs.min_match_ratio <= 1,
+    need(cfg.policy_knobs.session.load_factor >= 1.0, "--load-factor must be at least 1");
+    need(cfg.policy_knobs.prefix.load_factor >= 1.0, "--prefix-load-factor must be at least 1");
+    need(cfg.policy_knobs.prefix.min_match_ratio >= 0 &&
+             cfg.policy_knobs.prefix.min_match_ratio <= 1,
          "--min-match-ratio must be in 0..1");
-    for (const auto& name : cfg.replica_dns) {
+    for (const auto& name : cfg.monitor.dns_names) {
         const auto colon = name.rfind(':');
         unsigned port = 0;
         const char* port_end = name.data() + name.size();

@@ -5,8 +5,7 @@
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
 #include "router/fleet/health.hpp"
-#include "router/fleet/replica_monitor.hpp"
-#include "router/policies/policy.hpp"
+#include "router/policies/factory.hpp"
 
 #include <cstdint>
 #include <string>
@@ -14,11 +13,33 @@
 
 namespace lanes::router {
 
+// Talking to replicas: the proxy's attempts, and the monitor's connections.
+struct upstream_config {
+    common::http::duration connect_timeout{2'000};
+    common::http::duration first_byte_timeout{300'000}; // request sent -> response header
+    common::http::duration stream_idle_timeout{60'000}; // between two upstream body chunks
+    common::http::duration write_timeout{10'000};       // sending a request
+    std::int64_t max_idle_connections = 64;             // kept per replica
+    std::size_t body_limit = 16 * 1024 * 1024;          // a non-streamed body; one streamed chunk
+};
+
+// The background work on the replica set (router/fleet/replica_monitor.hpp).
+struct monitor_config {
+    common::http::duration scrape_interval{100};
+    common::http::duration scrape_timeout{1'000};
+    // A replica whose /metrics answered 404, 405 or 501 has no metrics (SGLang without
+    // --enable-metrics, llama.cpp without --metrics): asked again only after this long.
+    common::http::duration metrics_missing_interval{30'000};
+    common::http::duration health_interval{1'000};
+    common::http::duration health_timeout{1'000};
+    common::http::duration dns_interval{5'000};
+    std::vector<std::string> dns_names; // host:port names re-resolved every dns_interval
+};
+
 struct router_config {
     std::string host = "0.0.0.0";
     unsigned short port = 8000;
-    std::vector<std::string> replicas;    // http://host:port
-    std::vector<std::string> replica_dns; // host:port names re-resolved every dns_interval
+    std::vector<std::string> replicas; // http://host:port
     std::string policy = "prefix";
     std::string config_file;
     std::string admin_token;
@@ -27,19 +48,13 @@ struct router_config {
     std::string log_level = "info";
     bool access_log = true;
 
-    // Upstream.
-    common::http::duration connect_timeout{2'000};
-    common::http::duration first_byte_timeout{300'000}; // request sent -> response header
-    common::http::duration stream_idle_timeout{60'000}; // between two upstream body chunks
-    common::http::duration upstream_write_timeout{10'000};
+    upstream_config upstream;
     std::int64_t max_retries = 2;              // extra attempts on other replicas before any byte
     common::http::duration retry_after{1'000}; // Retry-After of a 503 when no replica is routable
-    std::int64_t max_idle_connections = 64;    // kept per replica
-    std::size_t upstream_body_limit = 16 * 1024 * 1024; // a non-streamed body; one streamed chunk
 
     // Replica state.
     common::http::duration stale_after{2'000}; // scraped values older than this are ignored
-    monitor_config monitor;                    // scrape, health-check and DNS intervals
+    monitor_config monitor;                    // scrape, health-check and DNS
     health_config health;                      // circuit-breaker thresholds
     policy_options policy_knobs;               // thresholds of the routing policies
 

@@ -1,7 +1,9 @@
 // lanes-router: parse config, wire the replica pool, policy and proxy, run until SIGINT/SIGTERM.
-#include "common/http/client.hpp"
 #include "common/http/run_loop.hpp"
+#include "common/http/server.hpp"
+#include "common/http/url.hpp"
 #include "common/log.hpp"
+#include "common/openai/error.hpp"
 #include "router/config.hpp"
 #include "router/fleet/replica_monitor.hpp"
 #include "router/fleet/replica_pool.hpp"
@@ -37,8 +39,6 @@ int main(int argc, char** argv) {
         router::replica_pool pool(cfg.health);
         for (const auto& text : cfg.replicas)
             pool.add(*common::http::parse_url(text), "flag");
-        router::policy_options options = cfg.policy_knobs;
-        options.block_size = static_cast<std::size_t>(cfg.block_size);
         router::router_metrics metrics;
         const unsigned threads = cfg.threads > 0
                                      ? static_cast<unsigned>(cfg.threads)
@@ -56,18 +56,14 @@ int main(int argc, char** argv) {
             workers.push_back(worker_owners.back().get());
         }
         cfg.http.threads = 1;
-        router::monitor_config monitor_cfg = cfg.monitor;
-        monitor_cfg.dns_names = cfg.replica_dns;
-        monitor_cfg.connect_timeout = cfg.connect_timeout;
-        monitor_cfg.max_idle_connections = static_cast<std::size_t>(cfg.max_idle_connections);
-        router::replica_monitor monitor(io, pool, metrics, monitor_cfg);
-        router::proxy front(cfg, pool, metrics, monitor, router::make_policy(cfg.policy, options));
+        router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
+        router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs));
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {
                 return front.handle(req, out);
             },
-            "lanes-router");
+            "lanes-router", common::openai::error_page);
         server.spread_over(workers);
         server.listen(cfg.host, cfg.port);
         monitor.start();

@@ -1,17 +1,19 @@
 #include "router/proxy.hpp"
 
-#include "common/http/client.hpp"
+#include "common/http/fetch.hpp"
+#include "common/http/routes.hpp"
 #include "common/log.hpp"
 #include "common/openai/request.hpp"
-#include "common/prompt/block_hash.hpp"
+#include "common/openai/response.hpp"
 #include "common/prompt/tokenizer.hpp"
-#include "router/proxy_detail.hpp"
 #include "router/request/request_view.hpp"
+#include "router/request/session_key.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -22,75 +24,15 @@ namespace asio = boost::asio;
 namespace http = common::http;
 namespace openai = common::openai;
 namespace bhttp = boost::beast::http;
-using namespace proxy_detail;
+using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// The session key: x-session-id header, else the body's `user`, else a `session_id` cookie.
-std::optional<std::string> session_key(const http::request& req,
-                                       const std::optional<std::string>& user) {
-    if (auto id = req.find("x-session-id"); id && !id->empty())
-        return std::string(*id);
-    if (user && !user->empty())
-        return *user;
-    if (auto cookie = req.find("cookie")) {
-        const std::string_view cookies = *cookie;
-        constexpr std::string_view key = "session_id=";
-        for (std::size_t pos = 0; pos < cookies.size();) {
-            const auto end = std::min(cookies.find(';', pos), cookies.size());
-            std::string_view item = cookies.substr(pos, end - pos);
-            while (item.starts_with(' '))
-                item.remove_prefix(1);
-            if (item.starts_with(key) && item.size() > key.size())
-                return std::string(item.substr(key.size()));
-            pos = end + 1;
-        }
-    }
-    return std::nullopt;
-}
-
-} // namespace
-
-namespace {
 std::atomic<std::uint64_t> proxies_made{0};
-} // namespace
 
-proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
-             replica_monitor& monitor, std::unique_ptr<policy> pol)
-    : cfg_(cfg)
-    , pool_(pool)
-    , metrics_(metrics)
-    , monitor_(monitor)
-    , admin_(cfg.admin_token, pool)
-    , policy_(std::move(pol))
-    , instance_(++proxies_made) {}
-
-common::metrics::counter& proxy::requests_counter(const std::string& replica_id, int status,
-                                                  route_reason reason) {
-    // The last child used on this thread, keyed by this proxy's number (never reused, unlike
-    // its address), so a child of a proxy's metrics that are gone is never handed out.
-    struct last_used {
-        std::uint64_t proxy = 0;
-        std::string replica;
-        int status = 0;
-        route_reason reason{};
-        common::metrics::counter* counter = nullptr;
-    };
-    thread_local last_used last;
-    if (last.proxy == instance_ && last.status == status && last.reason == reason &&
-        last.replica == replica_id)
-        return *last.counter;
-    std::array<char, 12> code{};
-    const auto code_end = std::to_chars(code.data(), code.data() + code.size(), status).ptr;
-    auto& counter = metrics_.requests.with(
-        {replica_id,
-         std::string_view(code.data(), static_cast<std::size_t>(code_end - code.data())),
-         to_string(reason)});
-    last = {instance_, replica_id, status, reason, &counter};
-    return counter;
+double seconds_since(clock_type::time_point t) {
+    return std::chrono::duration<double>(clock_type::now() - t).count();
 }
-
-namespace {
 
 // An answer whose delivery nobody waits on (the session sees a broken connection itself).
 asio::awaitable<void> answered(asio::awaitable<bool> send) {
@@ -99,55 +41,76 @@ asio::awaitable<void> answered(asio::awaitable<bool> send) {
 
 } // namespace
 
-// Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited, which
-// saves a frame and a resumption per request.
+proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
+             std::unique_ptr<policy> pol)
+    : cfg_(cfg)
+    , pool_(pool)
+    , metrics_(metrics)
+    , admin_(cfg.admin_token, pool)
+    , policy_(std::move(pol))
+    , snapshot_(pool)
+    , instance_(++proxies_made) {}
+
+// Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
-    const std::string_view target(req.target().data(), req.target().size());
-    const std::string_view path = target.substr(0, target.find('?'));
-    const bool post = req.method() == bhttp::verb::post;
-    const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
-    auto refuse = [&](int status, std::string type, std::string message) {
-        return answered(out.send(http::make_response(
-            req, static_cast<bhttp::status>(status),
-            openai::error_json(make_error(status, std::move(type), std::move(message))))));
+    struct route {
+        std::string_view path;
+        unsigned methods;
+        asio::awaitable<void> (proxy::*serve)(http::request&, http::response_writer&);
     };
-    if (path == "/v1/completions" || path == "/v1/chat/completions") {
-        if (!post)
-            return refuse(405, "MethodNotAllowed", "use POST");
-        return generate(req, out, path == "/v1/chat/completions");
-    }
-    if (path == "/health" && get)
-        return answered(out.send(http::make_response(req, bhttp::status::ok, "", "text/plain")));
-    if (path == "/metrics" && get)
-        return answered(out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(pool_),
-                                                     common::metrics::registry::content_type)));
-    if (path == "/v1/models" && get)
-        return models(req, out);
+    static constexpr std::array<route, 5> routes{{
+        {"/v1/completions", http::method_post, &proxy::completions},
+        {"/v1/chat/completions", http::method_post, &proxy::chat_completions},
+        {"/v1/models", http::method_get, &proxy::models},
+        {"/health", http::method_get, &proxy::health},
+        {"/metrics", http::method_get, &proxy::metrics_page},
+    }};
+    const std::string_view path = http::path_of(req.target());
+    const auto match = http::match_route(routes, path, req.method());
+    if (match.route)
+        return (this->*match.route->serve)(req, out);
     if (admin::handles(path))
         return admin_.handle(req, out);
-    return refuse(404, "NotFoundError", "no route for " + std::string(path));
+    if (match.path_methods) {
+        const std::string allow = http::allow_value(match.path_methods);
+        auto res = openai::error_response(req, openai::api_error::of(405, "use " + allow));
+        res.set(bhttp::field::allow, allow);
+        return answered(out.send(std::move(res)));
+    }
+    return answered(out.send(openai::error_response(
+        req, openai::api_error::not_found("no route for " + std::string(path)))));
+}
+
+asio::awaitable<void> proxy::completions(http::request& req, http::response_writer& out) {
+    return generate(req, out, false);
+}
+
+asio::awaitable<void> proxy::chat_completions(http::request& req, http::response_writer& out) {
+    return generate(req, out, true);
+}
+
+asio::awaitable<void> proxy::health(http::request& req, http::response_writer& out) {
+    return answered(out.send(http::make_response(req, bhttp::status::ok, "", "text/plain")));
+}
+
+asio::awaitable<void> proxy::metrics_page(http::request& req, http::response_writer& out) {
+    return answered(out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(pool_),
+                                                 common::metrics::registry::content_type)));
 }
 
 void proxy::release_snapshot() {
     std::lock_guard lock(policy_mutex_);
-    snap_replicas_.clear();
-    snap_stats_.clear();
-    snap_.replicas.clear();
-    snap_version_ = UINT64_MAX;
+    snapshot_.clear();
 }
 
 decision proxy::pick(const route_request& rr, const tried_set& tried,
                      std::shared_ptr<replica>& chosen) {
     std::lock_guard lock(policy_mutex_);
-    pool_.refresh(snap_, snap_replicas_, snap_version_, clock_type::now(), cfg_.stale_after,
-                  snap_stats_);
-    if (snap_version_ != seen_version_) {
-        policy_->on_replicas_changed(snap_);
-        seen_version_ = snap_version_;
-    }
-    const decision d = policy_->pick(rr, snap_, tried);
+    if (snapshot_.refresh(clock_type::now(), cfg_.stale_after))
+        policy_->on_replicas_changed(snapshot_.view());
+    const decision d = policy_->pick(rr, snapshot_.view(), tried);
     if (d.replica) {
-        chosen = snap_replicas_[*d.replica];
+        chosen = snapshot_.replica_at(*d.replica);
         // Counted in flight under the same lock as the choice, so the next pick sees it: a
         // half-open replica's single trial, and least-loaded choices made at the same moment on
         // other threads, depend on it. The caller releases it with an inflight_guard.
@@ -157,9 +120,6 @@ decision proxy::pick(const route_request& rr, const tried_set& tried,
     return d;
 }
 
-// Parses the body (the fast path, else the full parser, which names any problem) and fills the
-// routing view of the request: its block hashes, token count, session key and model. `rr` views
-// `blocks` and `model`, which the caller keeps.
 std::optional<openai::api_error> proxy::route_for(const http::request& req, bool chat,
                                                   std::vector<common::block_hash>& blocks,
                                                   std::string& model, route_request& rr) const {
@@ -213,15 +173,38 @@ private:
     const std::string& replica_id_;
 };
 
-// Tells the policy where the request went and counts the router's predicted prefix hit.
-void proxy::note_routed(const route_request& rr, const routed& r) {
+void proxy::note_routed(const route_request& rr, const decision& d) {
     metrics_.predicted_query_tokens.inc(static_cast<double>(rr.prompt_tokens));
     // A replica always computes the prompt's last token, so at most (tokens - 1) / block size
     // blocks can hit (vLLM's cap, which lanes replicas share).
     const auto block = static_cast<std::size_t>(cfg_.block_size);
     const std::size_t cap = rr.prompt_tokens > 0 ? (rr.prompt_tokens - 1) / block : 0;
-    metrics_.predicted_hit_tokens.inc(
-        static_cast<double>(std::min(r.choice.matched_blocks, cap) * block));
+    metrics_.predicted_hit_tokens.inc(static_cast<double>(std::min(d.matched_blocks, cap) * block));
+}
+
+common::metrics::counter& proxy::requests_counter(const std::string& replica_id, int status,
+                                                  route_reason reason) {
+    // The last child used on this thread, keyed by this proxy's number (never reused, unlike
+    // its address), so a child of a proxy's metrics that are gone is never handed out.
+    struct last_used {
+        std::uint64_t proxy = 0;
+        std::string replica;
+        int status = 0;
+        route_reason reason{};
+        common::metrics::counter* counter = nullptr;
+    };
+    thread_local last_used last;
+    if (last.proxy == instance_ && last.status == status && last.reason == reason &&
+        last.replica == replica_id)
+        return *last.counter;
+    std::array<char, 12> code{};
+    const auto code_end = std::to_chars(code.data(), code.data() + code.size(), status).ptr;
+    auto& counter = metrics_.requests.with(
+        {replica_id,
+         std::string_view(code.data(), static_cast<std::size_t>(code_end - code.data())),
+         to_string(reason)});
+    last = {instance_, replica_id, status, reason, &counter};
+    return counter;
 }
 
 asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out, bool chat) {
@@ -231,8 +214,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     route_request rr;
     if (auto error = route_for(req, chat, blocks, model, rr)) {
         metrics_.requests.with({"none", std::to_string(error->status), "invalid"}).inc();
-        co_await out.send(http::make_response(req, static_cast<bhttp::status>(error->status),
-                                              openai::error_json(*error)));
+        co_await out.send(openai::error_response(req, *error));
         co_return;
     }
 
@@ -252,23 +234,23 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         if (!d.replica)
             break;
         const inflight_guard held(chosen); // releases the count pick() raised
-        routed r{std::move(chosen), d, request_id, start};
         if (attempt > 0)
             metrics_.retries.inc();
-        note_routed(rr, r);
+        note_routed(rr, d);
         {
-            const done_notice done(*this, r.target->id());
-            last = co_await forward(req, out, r);
+            const done_notice done(*this, chosen->id());
+            upstream_call call(cfg_.upstream, metrics_, chosen, d, request_id, start);
+            last = co_await call.run(req, out);
         }
         if (last.client_gone || last.answered || last.sent_any) {
             // Done here. A client that left counts as 499 (nginx's "client closed request"), a
             // stream it cut included; closing the upstream request was the point: no retry.
             const int code = last.client_gone ? 499 : last.status ? last.status : 502;
-            requests_counter(r.target->id(), code, d.reason).inc();
+            requests_counter(chosen->id(), code, d.reason).inc();
             metrics_.duration.observe(seconds_since(start));
             if (cfg_.access_log)
                 LANES_LOG(info, "access",
-                          request_id << " " << req.target() << " replica=" << r.target->id()
+                          request_id << " " << req.target() << " replica=" << chosen->id()
                                      << " reason=" << to_string(d.reason) << " status=" << code
                                      << " cached_blocks=" << d.matched_blocks << "/"
                                      << blocks.size() << " attempts=" << attempt + 1
@@ -279,10 +261,9 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
             co_return;
         }
         LANES_LOG(warn, "proxy",
-                  request_id << " attempt " << attempt + 1 << " on " << r.target->id()
+                  request_id << " attempt " << attempt + 1 << " on " << chosen->id()
                              << " failed: " << last.failure);
-        tried.push_back(r.target->id()); // a retry goes elsewhere (kept only then: no copy
-                                         // for the requests that need none)
+        tried.push_back(chosen->id()); // a retry goes elsewhere
     }
     // Nothing reached the client: answer with the last upstream error, or our own.
     http::response res = failure_response(req, last, !tried.empty());
@@ -301,19 +282,15 @@ http::response proxy::failure_response(const http::request& req, const attempt_r
     }
     if (!tried_any) {
         metrics_.errors.with({"no_replica"}).inc();
-        auto res = http::make_response(
-            req, bhttp::status::service_unavailable,
-            openai::error_json(make_error(503, "ServiceUnavailableError",
-                                          "no healthy replica is available; retry later")));
+        auto res = openai::error_response(
+            req, openai::api_error::of(503, "no healthy replica is available; retry later"));
         const auto seconds = std::max<std::int64_t>(1, (cfg_.retry_after.count() + 999) / 1000);
         res.set(bhttp::field::retry_after, std::to_string(seconds));
         return res;
     }
     metrics_.errors.with({"upstream_failed"}).inc();
-    return http::make_response(
-        req, bhttp::status::bad_gateway,
-        openai::error_json(
-            make_error(502, "BadGatewayError", "every replica tried failed: " + last.failure)));
+    return openai::error_response(
+        req, openai::api_error::of(502, "every replica tried failed: " + last.failure));
 }
 
 asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out) {
@@ -321,7 +298,7 @@ asio::awaitable<void> proxy::models(http::request& req, http::response_writer& o
     nlohmann::json data = nlohmann::json::array();
     std::vector<std::string> seen;
     http::fetch_options options;
-    options.connect_timeout = cfg_.connect_timeout;
+    options.connect_timeout = cfg_.upstream.connect_timeout;
     for (const auto& r : pool_.all()) {
         if (!r->healthy())
             continue;

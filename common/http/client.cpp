@@ -26,68 +26,6 @@ constexpr std::size_t chunk_buffer_size = 16 * 1024;
 constexpr std::uint32_t response_header_limit = 64 * 1024;
 } // namespace
 
-std::string url::authority() const {
-    const bool v6 = host.find(':') != std::string::npos;
-    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-std::string url::str() const {
-    return "http://" + authority() + base_path;
-}
-
-std::optional<url> parse_url(std::string_view text, std::string* error) {
-    auto fail = [&](std::string why) -> std::optional<url> {
-        if (error)
-            *error = "invalid URL '" + std::string(text) + "': " + why;
-        return std::nullopt;
-    };
-    std::string_view rest = text;
-    if (rest.starts_with("https://"))
-        return fail("https is not supported; put TLS in front of lanes or use http://");
-    if (rest.starts_with("http://"))
-        rest.remove_prefix(7);
-    else if (rest.find("://") != std::string_view::npos)
-        return fail("only http:// URLs are supported");
-    url u;
-    const auto slash = rest.find('/');
-    std::string_view authority = rest.substr(0, slash);
-    if (slash != std::string_view::npos) {
-        std::string_view path = rest.substr(slash);
-        while (path.ends_with('/'))
-            path.remove_suffix(1);
-        u.base_path = std::string(path);
-    }
-    std::string_view port_text;
-    if (authority.starts_with('[')) {
-        const auto close = authority.find(']');
-        if (close == std::string_view::npos)
-            return fail("unterminated IPv6 address");
-        u.host = std::string(authority.substr(1, close - 1));
-        if (close + 1 < authority.size()) {
-            if (authority[close + 1] != ':')
-                return fail("expected ':' after IPv6 address");
-            port_text = authority.substr(close + 2);
-        }
-    } else {
-        const auto colon = authority.rfind(':');
-        u.host = std::string(authority.substr(0, colon));
-        if (colon != std::string_view::npos)
-            port_text = authority.substr(colon + 1);
-    }
-    if (u.host.empty())
-        return fail("missing host");
-    if (!port_text.empty()) {
-        unsigned value = 0;
-        auto [p, ec] =
-            std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-        if (ec != std::errc{} || p != port_text.data() + port_text.size() || value == 0 ||
-            value > 65535)
-            return fail("bad port '" + std::string(port_text) + "'");
-        u.port = static_cast<unsigned short>(value);
-    }
-    return u;
-}
-
 client_connection::client_connection(asio::any_io_executor ex)
     : stream_(std::in_place, std::move(ex)) {}
 
@@ -158,32 +96,16 @@ asio::awaitable<error_code> client_connection::write(outgoing_request& req, dura
 
 asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
                                                          std::string_view body, duration timeout) {
-    const auto w = start_write_raw(head, body);
-    if (w.done)
-        co_return w.ec;
-    co_return co_await finish_write_raw(head, body, w.written, timeout);
-}
-
-write_attempt client_connection::start_write_raw(std::string_view head, std::string_view body) {
     header_read_ = false;
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     auto w = write_now(*stream_, wire.data(), wire.size());
+    if (!w.done)
+        w.ec = co_await write_rest(*stream_, wire.data(), wire.size(), w.written, timeout);
     if (w.ec)
         open_ = false;
-    return w;
-}
-
-asio::awaitable<error_code> client_connection::finish_write_raw(std::string_view head,
-                                                                std::string_view body,
-                                                                std::size_t written,
-                                                                duration timeout) {
-    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    const error_code ec = co_await write_rest(*stream_, wire.data(), wire.size(), written, timeout);
-    if (ec)
-        open_ = false;
-    co_return ec;
+    co_return w.ec;
 }
 
 // Both readers work on what is already buffered and read from the socket only when that is not
@@ -215,11 +137,6 @@ bool client_connection::take_buffered_header(error_code& ec) {
     return false;
 }
 
-asio::awaitable<std::tuple<error_code, std::size_t>> client_connection::read_more() {
-    // Read right after the request went out, the answer is not there yet: start the read later.
-    return read_some_later(stream_->socket(), buffer_.prepare(chunk_buffer_size), &deadline_);
-}
-
 error_code client_connection::header_bytes_read(error_code ec, std::size_t n) {
     if (ec) {
         open_ = false;
@@ -241,7 +158,10 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
         co_return ec;
     start_deadline(timeout); // one deadline for the whole header, from its first read
     for (;;) {
-        auto [rec, n] = co_await read_more();
+        // Read right after the request went out, the answer is not there yet: start the read
+        // behind the handlers already ready.
+        auto [rec, n] = co_await read_some_later(stream_->socket(),
+                                                 buffer_.prepare(chunk_buffer_size), &deadline_);
         if ((ec = header_bytes_read(rec, n)) || take_buffered_header(ec))
             co_return ec;
     }
@@ -359,6 +279,11 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
 bool client_connection::reusable() const {
     // Bytes past the end of the answer would be read as the next request's answer.
     return is_open() && done() && head_.keep_alive() && buffer_.size() == 0;
+}
+
+bool closed_while_idle(error_code ec) {
+    return ec == beast_http::error::end_of_stream || ec == asio::error::connection_reset ||
+           ec == asio::error::broken_pipe;
 }
 
 } // namespace lanes::common::http

@@ -1,6 +1,4 @@
-// The one-shot requests of http_client.hpp: fetch, fetch_on (on a kept connection) and
-// fetch_blocking, for scrapes, health probes, tools and tests.
-#include "common/http/client.hpp"
+#include "common/http/fetch.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
@@ -13,11 +11,6 @@ namespace lanes::common::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using boost::system::error_code;
-
-bool closed_while_idle(error_code ec) {
-    return ec == beast_http::error::end_of_stream || ec == asio::error::connection_reset ||
-           ec == asio::error::broken_pipe;
-}
 
 namespace {
 

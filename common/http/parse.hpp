@@ -4,7 +4,7 @@
 // server's plain requests (parse_plain_request: a fast path; anything unusual goes to Beast).
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
 
 #include <boost/system/error_code.hpp>
 

@@ -2,7 +2,7 @@
 // then drain with a deadline.
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
 
 #include <boost/asio/io_context.hpp>
 

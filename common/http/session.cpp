@@ -1,34 +1,62 @@
-// One client connection of the HTTP server: read requests (keep-alive, limits, deadlines), hand
-// each to the handler, and watch for a client that leaves (common/http_session_write.cpp writes
-// the answers).
 #include "common/http/session.hpp"
 
 #include "common/http/io/read_later.hpp"
+#include "common/http/io/socket_write.hpp"
 #include "common/http/parse.hpp"
 #include "common/log.hpp"
-#include "common/openai/request.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 namespace lanes::common::http {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
 namespace {
 
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t first_read_size = 4096;
-
-std::string limit_error(int status, std::string message) {
-    openai::api_error e;
-    e.status = status;
-    e.message = std::move(message);
-    return openai::error_json(e);
-}
 
 } // namespace
 
-// Reads and serves requests until the connection is to close. Reading and serving are written
-// out here rather than as coroutines of their own: each would cost a frame and a resumption per
-// request.
+session::session(tcp::socket socket, std::shared_ptr<session_context> ctx,
+                 std::shared_ptr<watch_delay> watches)
+    : stream_(std::move(socket))
+    , ctx_(std::move(ctx))
+    , writer_(stream_, ctx_->cfg.write_timeout, ctx_->stopping)
+    , watch_delay_(std::move(watches)) {
+    boost::system::error_code ec;
+    remote_ = stream_.socket().remote_endpoint(ec);
+    // No Nagle: a streamed response is a header and then one small write per token. With Nagle
+    // each small write after the first waited for the peer's (delayed) ACK of the one before,
+    // which added tens of milliseconds to time to first token (as nginx, whose tcp_nodelay is on
+    // by default for keep-alive connections).
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    prepare_for_write_now(stream_);
+}
+
+session::~session() {
+    if (watch_delay_)
+        watch_delay_->remove(*this); // an unfinished handler's, at shutdown
+}
+
+void session::close_if_idle() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+        if (self->idle_) {
+            boost::system::error_code ignored;
+            self->stream_.socket().close(ignored);
+        }
+    });
+}
+
+// Reads and serves requests until the connection is to close.
 asio::awaitable<void> session::run() {
-    const auto& cfg = st_->cfg;
-    while (!st_->stopping.load()) {
+    const auto& cfg = ctx_->cfg;
+    while (!ctx_->stopping.load()) {
         idle_ = true;
         if (buffer_.size() == 0) {
             stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
@@ -56,19 +84,19 @@ asio::awaitable<void> session::run() {
         start_serving();
         std::string failure;
         try {
-            co_await st_->h(req_, *this);
+            co_await ctx_->h(req_, *this);
         } catch (const std::exception& e) {
             failure = e.what();
         }
         if (finish_serving(failure)) {
-            response res = make_response(
-                req_, beast_http::status::internal_server_error,
-                limit_error(500, failure.empty() ? "no response produced" : "internal error"));
-            co_await send(std::move(res));
+            const error_page page =
+                ctx_->errors(500, failure.empty() ? "no response produced" : "internal error");
+            co_await writer_.send(beast_http::status::internal_server_error, page.content_type, {},
+                                  page.body);
         }
-        if (st_->stopping.load())
-            keep_alive_ = false;
-        if (broken_ || !keep_alive_)
+        if (ctx_->stopping.load())
+            writer_.close_after();
+        if (writer_.broken() || !writer_.keep_alive())
             break;
     }
     idle_deadline_.release();
@@ -79,7 +107,7 @@ asio::awaitable<void> session::run() {
 
 // The common case, a plain request that arrived whole: read into req_ without Beast's parser.
 bool session::take_plain_request() {
-    const auto& cfg = st_->cfg;
+    const auto& cfg = ctx_->cfg;
     const std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     const std::size_t used = parse_plain_request(data, cfg.header_limit, cfg.body_limit, req_);
     if (used == 0)
@@ -90,10 +118,8 @@ bool session::take_plain_request() {
 }
 
 void session::start_serving() {
-    started_ = false;
-    keep_alive_ = req_.keep_alive();
-    head_request_ = req_.method() == beast_http::verb::head;
-    st_->active.fetch_add(1);
+    writer_.start(version_, req_.keep_alive(), req_.method() == beast_http::verb::head);
+    ctx_->active.fetch_add(1);
     LANES_LOG(debug, "http",
               "request from " << remote_ << ": " << req_.method_string() << " " << req_.target());
 }
@@ -102,22 +128,22 @@ void session::start_serving() {
 bool session::finish_serving(const std::string& failure) {
     stop_watching();
     LANES_LOG(debug, "http",
-              "handled request from " << remote_ << (started_ ? "" : " (no answer)")
-                                      << (broken_ ? " (connection broken)" : ""));
-    st_->active.fetch_sub(1);
+              "handled request from " << remote_ << (writer_.started() ? "" : " (no answer)")
+                                      << (writer_.broken() ? " (connection broken)" : ""));
+    ctx_->active.fetch_sub(1);
     if (!failure.empty()) {
-        LANES_LOG(error, "http", st_->name << ": handler failed: " << failure);
-        if (started_)
-            broken_ = true; // a half-written response cannot be repaired: close
+        LANES_LOG(error, "http", ctx_->name << ": handler failed: " << failure);
+        if (writer_.started())
+            writer_.mark_broken(); // a half-written response cannot be repaired: close
     }
-    return !started_;
+    return !writer_.started();
 }
 
 // Beast's parser for everything parse_plain_request leaves: a request still arriving, chunked,
 // with Expect, over a limit, or malformed. A coroutine of its own, so that the parser's space is
 // not part of every request's coroutine frame.
 asio::awaitable<bool> session::read_with_parser() {
-    const auto& cfg = st_->cfg;
+    const auto& cfg = ctx_->cfg;
     beast_http::request_parser<beast_http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
     parser.body_limit(cfg.body_limit);
@@ -200,20 +226,16 @@ bool session::parse_buffered(beast_http::request_parser<beast_http::string_body>
     return false;
 }
 
-asio::awaitable<void> session::refuse(int status, std::string message) {
-    response res{static_cast<beast_http::status>(status), version_};
-    res.set(beast_http::field::server, server_header);
-    res.set(beast_http::field::content_type, "application/json");
-    res.keep_alive(false);
-    res.body() = limit_error(status, std::move(message));
-    res.prepare_payload();
-    keep_alive_ = false;
-    head_request_ = false; // refused before any request was taken up
-    co_await send(std::move(res));
+asio::awaitable<void> session::refuse(int status, const std::string& message) {
+    // Refused before any request was taken up: not a HEAD, and the connection closes after.
+    writer_.start(version_, false, false);
+    const error_page page = ctx_->errors(status, message);
+    co_await writer_.send(static_cast<beast_http::status>(status), page.content_type, {},
+                          page.body);
 }
 
 void session::on_client_closed(std::function<void()> on_closed) {
-    if (buffer_.size() > 0 || broken_)
+    if (buffer_.size() > 0 || writer_.broken())
         return; // the client already sent more bytes: it is still there
     on_closed_ = std::move(on_closed);
     if (watch_wanted_)
@@ -257,7 +279,7 @@ void session::arm_watch() {
             }
             auto callback = std::move(self->on_closed_); // eof (orderly close) or a reset
             self->on_closed_ = nullptr;
-            self->broken_ = true;
+            self->writer_.mark_broken();
             callback();
         });
 }

@@ -1,6 +1,11 @@
 #include "common/http/sse.hpp"
 
-namespace lanes::common {
+namespace lanes::common::http {
+
+std::string sse_event(std::string_view payload) {
+    std::string out = "data: ";
+    return out.append(payload).append("\n\n");
+}
 
 std::optional<std::string> sse_parser::next() {
     for (;;) {
@@ -48,4 +53,4 @@ std::optional<std::string> sse_parser::next() {
     }
 }
 
-} // namespace lanes::common
+} // namespace lanes::common::http

@@ -1,12 +1,17 @@
-// Incremental parser for a server-sent-events body: bytes go in as they arrive (split anywhere),
-// complete events come out as the concatenated `data:` payloads. Used by lanes-bench and tests.
+// Server-sent events in both directions: the framing of an event a server sends, and an
+// incremental parser for a body received (bytes go in as they arrive, split anywhere; complete
+// events come out as the concatenated `data:` payloads).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace lanes::common {
+namespace lanes::common::http {
+
+// "data: <payload>\n\n", and the terminator OpenAI-style streams end with.
+std::string sse_event(std::string_view payload);
+inline constexpr std::string_view sse_done = "data: [DONE]\n\n";
 
 class sse_parser {
 public:
@@ -22,4 +27,4 @@ private:
     std::size_t pos_ = 0;
 };
 
-} // namespace lanes::common
+} // namespace lanes::common::http

@@ -1,5 +1,3 @@
-// The requests of the OpenAI API (common/openai.hpp), parsed and validated;
-// common/openai_response.cpp writes the answers.
 #include "common/openai/request.hpp"
 
 #include "common/prompt/tokenizer.hpp"
@@ -329,14 +327,6 @@ maybe_error parse_object(const json& body, generation_request& req) {
 }
 
 } // namespace
-
-api_error api_error::bad_request(std::string message, std::optional<std::string> param) {
-    return api_error{400, std::move(message), "BadRequestError", std::move(param)};
-}
-
-api_error api_error::not_found(std::string message) {
-    return api_error{404, std::move(message), "NotFoundError", std::nullopt};
-}
 
 parse_outcome parse_generation_request(endpoint kind, std::string_view body) {
     parse_outcome outcome;

@@ -1,6 +1,4 @@
-// The answers of the OpenAI API (common/openai.hpp): whole completions, the chunks of a
-// stream, errors and ids. common/openai.cpp parses the requests.
-#include "common/openai/request.hpp"
+#include "common/openai/response.hpp"
 
 #include <algorithm>
 #include <array>
@@ -95,47 +93,6 @@ std::string make_id(std::string_view prefix) {
     return id;
 }
 
-std::string error_type(int status) {
-    switch (status) {
-    case 400:
-        return "BadRequestError";
-    case 401:
-        return "AuthenticationError";
-    case 403:
-        return "PermissionDeniedError";
-    case 404:
-        return "NotFoundError";
-    case 405:
-        return "MethodNotAllowedError";
-    case 409:
-        return "ConflictError";
-    case 413:
-        return "RequestEntityTooLargeError";
-    case 422:
-        return "UnprocessableEntityError";
-    case 429:
-        return "RateLimitError";
-    case 431:
-        return "RequestHeaderFieldsTooLargeError";
-    case 502:
-        return "BadGatewayError";
-    case 503:
-        return "ServiceUnavailableError";
-    case 504:
-        return "GatewayTimeoutError";
-    default:
-        return status >= 500 ? "InternalServerError" : "BadRequestError";
-    }
-}
-
-std::string error_json(const api_error& e) {
-    ojson err = {{"message", e.message},
-                 {"type", e.type.empty() ? error_type(e.status) : e.type},
-                 {"param", e.param ? ojson(*e.param) : ojson(nullptr)},
-                 {"code", e.status}};
-    return dump(ojson{{"error", std::move(err)}});
-}
-
 std::string completion_json(endpoint kind, const response_meta& meta, std::string_view text,
                             std::string_view finish_reason, const usage& u,
                             const std::optional<std::string>& stop_reason) {
@@ -199,11 +156,6 @@ std::string usage_chunk(endpoint kind, const response_meta& meta, const usage& u
     j["choices"] = ojson::array();
     j["usage"] = usage_object(u);
     return dump(j);
-}
-
-std::string sse_event(std::string_view payload) {
-    std::string out = "data: ";
-    return out.append(payload).append("\n\n");
 }
 
 } // namespace lanes::common::openai

@@ -2,6 +2,7 @@
 
 #include "replica/backends/cpu_backend.hpp"
 #include "replica/backends/sim_backend.hpp"
+#include "replica/config.hpp"
 
 #if LANES_HAVE_CUDA
 #include "replica/backends/cuda/cuda_backend.hpp"
@@ -10,7 +11,29 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace lanes::replica {
+
+std::string_view to_string(backend_kind kind) {
+    switch (kind) {
+    case backend_kind::cpu:
+        return "cpu";
+    case backend_kind::sim:
+        return "sim";
+    case backend_kind::cuda:
+        return "cuda";
+    }
+    return "unknown";
+}
+
+std::optional<backend_kind> parse_backend_kind(std::string_view name) {
+    for (const auto kind : {backend_kind::cpu, backend_kind::sim, backend_kind::cuda})
+        if (to_string(kind) == name)
+            return kind;
+    return std::nullopt;
+}
 
 #if LANES_HAVE_CUDA
 bool cuda_available(std::string* why) {
@@ -24,15 +47,16 @@ bool cuda_available(std::string* why) {
 }
 #endif
 
-std::unique_ptr<backend> make_backend(const backend_options& options, const model_weights& weights,
+std::unique_ptr<backend> make_backend(const backend_options& options, model_weights weights,
                                       std::string& error) {
-    if (options.kind == "cpu") {
+    switch (options.kind) {
+    case backend_kind::cpu:
         openblas_set_num_threads(static_cast<int>(options.cpu_threads));
-        return std::make_unique<cpu_backend>(weights, options.num_blocks, options.block_size);
-    }
-    if (options.kind == "sim")
+        return std::make_unique<cpu_backend>(std::move(weights), options.num_blocks,
+                                             options.block_size);
+    case backend_kind::sim:
         return std::make_unique<sim_backend>(options.sim, options.num_blocks * options.block_size);
-    if (options.kind == "cuda") {
+    case backend_kind::cuda: {
         std::string why;
         if (!cuda_available(&why)) {
             error = "--backend cuda: " + why;
@@ -40,10 +64,78 @@ std::unique_ptr<backend> make_backend(const backend_options& options, const mode
         }
 #if LANES_HAVE_CUDA
         return make_cuda_backend(options, weights, error);
+#else
+        return nullptr;
 #endif
     }
-    error = "unknown backend '" + options.kind + "'";
+    }
+    error = "unknown backend";
     return nullptr;
+}
+
+backend_kind resolve_backend(std::string_view requested, std::string& note) {
+    if (requested != "auto") {
+        note.clear();
+        return parse_backend_kind(requested).value_or(backend_kind::cpu);
+    }
+    std::string why;
+    if (cuda_available(&why)) {
+        note = "backend auto: using cuda (" + why + ")";
+        return backend_kind::cuda;
+    }
+    note = "backend auto: using cpu (" + why + ")";
+    return backend_kind::cpu;
+}
+
+std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model,
+                              backend_kind kind) {
+    if (cfg.kv_blocks > 0)
+        return static_cast<std::size_t>(cfg.kv_blocks);
+    const auto block_size = static_cast<std::size_t>(cfg.block_size);
+    const auto cap = static_cast<std::size_t>(cfg.max_auto_kv_blocks);
+#if LANES_HAVE_CUDA
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (kind == backend_kind::cuda && cuda_memory(free_bytes, total_bytes, nullptr)) {
+        // What is left once the weights and the step buffers are in place, times the fraction.
+        const std::size_t value_bytes = cuda_dtype_bytes(cfg.cuda_dtype);
+        const std::size_t taken =
+            cuda_weight_bytes(model, value_bytes) +
+            cuda_reserve_bytes(model, static_cast<std::size_t>(cfg.max_num_batched_tokens));
+        const double left = free_bytes > taken ? static_cast<double>(free_bytes - taken) : 0.0;
+        const auto budget = static_cast<std::size_t>(left * cfg.gpu_memory_utilization);
+        return std::clamp<std::size_t>(budget / cuda_kv_block_bytes(model, block_size, value_bytes),
+                                       16, cap);
+    }
+#else
+    (void)kind;
+#endif
+    const std::size_t per_block = model.kv_bytes_per_token(sizeof(float)) * block_size;
+    const std::size_t budget = static_cast<std::size_t>(cfg.kv_cache_mb) * 1024 * 1024;
+    return std::clamp<std::size_t>(budget / per_block, 16, cap);
+}
+
+std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind) {
+    const auto model = preset(cfg.preset);
+    if (!model)
+        throw std::runtime_error("unknown preset " + cfg.preset);
+    backend_options options;
+    options.kind = kind;
+    options.num_blocks = static_cast<std::size_t>(cfg.kv_blocks);
+    options.block_size = static_cast<std::size_t>(cfg.block_size);
+    options.cpu_threads = cfg.cpu_threads;
+    options.sim = cfg.sim;
+    options.cuda_dtype = cfg.cuda_dtype;
+    options.cuda_graphs = cfg.cuda_graphs;
+    options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
+    model_weights weights;
+    if (kind != backend_kind::sim) // the sim backend computes nothing
+        weights = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
+    weights.cfg = *model;
+    std::string error;
+    auto b = make_backend(options, std::move(weights), error);
+    if (!b)
+        throw std::runtime_error(error);
+    return b;
 }
 
 } // namespace lanes::replica

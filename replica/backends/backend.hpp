@@ -6,7 +6,10 @@
 
 #include "common/prompt/tokenizer.hpp"
 #include "replica/backends/model.hpp"
+#include "replica/backends/sim_cost_model.hpp"
+
 #include "replica/engine/block_manager.hpp"
+#include <optional>
 
 #include <chrono>
 #include <memory>
@@ -17,6 +20,8 @@
 
 namespace lanes::replica {
 
+struct replica_config;
+
 struct batch_entry {
     std::span<const common::token_id> tokens; // the new tokens
     std::size_t start_pos = 0;                // position of tokens[0] in the sequence
@@ -24,10 +29,18 @@ struct batch_entry {
     bool want_logits = false;                 // logits of the last new token
 };
 
+enum class backend_kind { cpu, sim, cuda };
+
+std::string_view to_string(backend_kind kind);
+// "cpu", "sim" or "cuda"; nullopt for anything else.
+std::optional<backend_kind> parse_backend_kind(std::string_view name);
+
 class backend {
 public:
     virtual ~backend() = default;
     virtual std::string_view name() const = 0;
+    // The name and what else the start-up log should say of it (dtype, graphs, ...).
+    virtual std::string describe() const { return std::string(name()); }
     // Runs the batch. Appends one logits vector (vocab floats) per entry with want_logits, in
     // batch order. Returns false when this backend computes no logits (sim): the engine then
     // chooses tokens without a model.
@@ -35,26 +48,8 @@ public:
                          std::vector<std::vector<float>>& logits) = 0;
 };
 
-// The sim backend's cost model, in milliseconds per engine step (defaults: NVIDIA Dynamo's mocker,
-// lib/mocker/src/common/perf_model.rs): prefill(T) = a·T² + b·T + c for T uncached prompt tokens
-// in the step, decode(p) = d·p² + e·p + f for p = active KV tokens / KV capacity (floored at
-// 1 ms); a step with both pays both. Everything is divided by `speedup`.
-struct sim_cost_model {
-    double prefill_a = 4.209989e-7;
-    double prefill_b = 1.518344e-2;
-    double prefill_c = 16.50142;
-    double decode_d = -25.74;
-    double decode_e = 54.01;
-    double decode_f = 5.74;
-    double speedup = 1.0;
-
-    // The modelled duration of one step.
-    std::chrono::duration<double, std::milli>
-    step_time(std::size_t prefill_tokens, std::size_t decode_seqs, double kv_fraction) const;
-};
-
 struct backend_options {
-    std::string kind = "cpu"; // cpu | sim | cuda
+    backend_kind kind = backend_kind::cpu;
     std::size_t num_blocks = 0;
     std::size_t block_size = 16;
     std::int64_t cpu_threads = 1;
@@ -67,12 +62,28 @@ struct backend_options {
     std::size_t max_batched_tokens = 2048;
 };
 
-// Builds the backend named in options.kind; nullptr with `error` set when it cannot (e.g. cuda
-// without a usable device, or a build without CUDA).
-std::unique_ptr<backend> make_backend(const backend_options& options, const model_weights& weights,
+// Builds the backend of options.kind over `weights` (the sim backend ignores them); nullptr with
+// `error` set when it cannot (e.g. cuda without a usable device, or a build without CUDA).
+std::unique_ptr<backend> make_backend(const backend_options& options, model_weights weights,
                                       std::string& error);
 
 // True when this build has the CUDA backend and a device is usable now.
 bool cuda_available(std::string* why = nullptr);
+
+// What `--backend` resolves to: `auto` is cuda when a device is usable, else cpu; `note` says
+// which and why (for the start-up log; empty for a backend named outright).
+backend_kind resolve_backend(std::string_view requested, std::string& note);
+
+// KV blocks to allocate: --kv-blocks when set; else, for the cuda backend, the
+// --gpu-memory-utilization fraction of the device memory left after weights and step buffers;
+// else what fits in --kv-cache-mb for this model. Budget-derived counts are capped by
+// --max-auto-kv-blocks.
+std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model,
+                              backend_kind kind);
+
+// The backend the replica's config asks for, with cfg.kv_blocks blocks (resolved): its kind
+// resolved, weights made from the seed when the kind computes. Throws std::runtime_error when it
+// cannot be built.
+std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind);
 
 } // namespace lanes::replica

@@ -41,9 +41,8 @@ void matmul(const float* x, const float* w, float* y, std::size_t rows, std::siz
 
 } // namespace
 
-cpu_backend::cpu_backend(const model_weights& weights, std::size_t num_blocks,
-                         std::size_t block_size)
-    : w_(weights)
+cpu_backend::cpu_backend(model_weights weights, std::size_t num_blocks, std::size_t block_size)
+    : w_(std::move(weights))
     , block_size_(block_size)
     , kv_(num_blocks * weights.cfg.n_layers * 2 * block_size * weights.cfg.kv_dim(), 0.0f) {}
 

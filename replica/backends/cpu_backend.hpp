@@ -8,7 +8,7 @@ namespace lanes::replica {
 
 class cpu_backend final : public backend {
 public:
-    cpu_backend(const model_weights& weights, std::size_t num_blocks, std::size_t block_size);
+    cpu_backend(model_weights weights, std::size_t num_blocks, std::size_t block_size);
 
     std::string_view name() const override { return "cpu"; }
     bool forward(std::span<const batch_entry> batch,
@@ -18,7 +18,7 @@ private:
     float* kv_slot(block_id block, std::size_t layer, int which, std::size_t slot);
     void attention(std::span<const batch_entry> batch, std::size_t layer);
 
-    const model_weights& w_;
+    const model_weights w_;
     std::size_t block_size_;
     std::vector<float> kv_; // [block][layer][k|v][slot][kv_dim]
     // Scratch, reused between steps.

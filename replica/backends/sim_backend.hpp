@@ -1,5 +1,5 @@
-// The sim backend: no model math. Each step sleeps for the time the cost model gives (see
-// sim_cost_model in backend.hpp), so scheduling, KV blocks and prefix caching stay real while the
+// The sim backend: no model math. Each step sleeps for the time the cost model gives
+// (sim_cost_model.hpp), so scheduling, KV blocks and prefix caching stay real while the
 // GPU is simulated. Results obtained with it are always labelled "sim".
 #pragma once
 

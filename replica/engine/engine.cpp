@@ -7,10 +7,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#if LANES_HAVE_CUDA
-#include "replica/backends/cuda/cuda_backend.hpp"
-#endif
-
 namespace lanes::replica {
 
 namespace {
@@ -41,82 +37,22 @@ struct engine::live : sequence {
     }
 };
 
-std::string resolve_backend(const std::string& requested, std::string& note) {
-    if (requested != "auto")
-        return requested;
-    std::string why;
-    if (cuda_available(&why)) {
-        note = "backend auto: using cuda (" + why + ")";
-        return "cuda";
-    }
-    note = "backend auto: using cpu (" + why + ")";
-    return "cpu";
-}
-
-std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model) {
-    if (cfg.kv_blocks > 0)
-        return static_cast<std::size_t>(cfg.kv_blocks);
-    const auto block_size = static_cast<std::size_t>(cfg.block_size);
-    const auto cap = static_cast<std::size_t>(cfg.max_auto_kv_blocks);
-#if LANES_HAVE_CUDA
-    std::string note;
-    std::size_t free_bytes = 0, total_bytes = 0;
-    if (resolve_backend(cfg.backend, note) == "cuda" &&
-        cuda_memory(free_bytes, total_bytes, nullptr)) {
-        // What is left once the weights and the step buffers are in place, times the fraction.
-        const std::size_t value_bytes = cuda_dtype_bytes(cfg.cuda_dtype);
-        const std::size_t taken =
-            cuda_weight_bytes(model, value_bytes) +
-            cuda_reserve_bytes(model, static_cast<std::size_t>(cfg.max_num_batched_tokens));
-        const double left = free_bytes > taken ? static_cast<double>(free_bytes - taken) : 0.0;
-        const auto budget = static_cast<std::size_t>(left * cfg.gpu_memory_utilization);
-        return std::clamp<std::size_t>(budget / cuda_kv_block_bytes(model, block_size, value_bytes),
-                                       16, cap);
-    }
-#endif
-    const std::size_t per_block = model.kv_bytes_per_token(sizeof(float)) * block_size;
-    const std::size_t budget = static_cast<std::size_t>(cfg.kv_cache_mb) * 1024 * 1024;
-    return std::clamp<std::size_t>(budget / per_block, 16, cap);
-}
-
-engine::engine(const replica_config& cfg, replica_metrics& metrics)
+engine::engine(const replica_config& cfg, replica_metrics& metrics, std::unique_ptr<backend> b,
+               engine_clock_fn clock)
     : cfg_(cfg)
     , metrics_(metrics)
+    , backend_(std::move(b))
+    , clock_(std::move(clock))
     , num_blocks_(static_cast<std::size_t>(cfg.kv_blocks))
     , blocks_(num_blocks_)
     , scheduler_(blocks_, {static_cast<std::size_t>(cfg.block_size),
                            static_cast<std::size_t>(cfg.max_num_seqs),
                            static_cast<std::size_t>(cfg.max_num_batched_tokens)}) {
     const auto model = preset(cfg.preset);
-    if (!model)
-        throw std::runtime_error("unknown preset " + cfg.preset);
-    std::string note;
-    backend_options options;
-    options.kind = resolve_backend(cfg.backend, note);
-    options.num_blocks = num_blocks_;
-    options.block_size = static_cast<std::size_t>(cfg.block_size);
-    options.cpu_threads = cfg.cpu_threads;
-    options.sim = cfg.sim;
-    options.cuda_dtype = cfg.cuda_dtype;
-    options.cuda_graphs = cfg.cuda_graphs;
-    options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
-    if (options.kind != "sim") // sim needs no weights
-        weights_ = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
-    weights_.cfg = *model;
-    std::string error;
-    backend_ = make_backend(options, weights_, error);
-    if (!backend_)
-        throw std::runtime_error(error);
-    backend_name_ = std::string(backend_->name());
-    if (!note.empty())
-        LANES_LOG(info, "engine", note);
-    const std::string detail = backend_name_ == "cuda" ? " (" + cfg.cuda_dtype + ", CUDA graphs " +
-                                                             (cfg.cuda_graphs ? "on" : "off") + ")"
-                                                       : "";
     LANES_LOG(info, "engine",
-              "backend " << backend_name_ << detail << ", preset " << cfg.preset << " ("
-                         << model->parameter_count() / 1000 << "k parameters), " << num_blocks_
-                         << " KV blocks of " << cfg.block_size << " tokens");
+              "backend " << backend_->describe() << ", preset " << cfg.preset << " ("
+                         << (model ? model->parameter_count() / 1000 : 0) << "k parameters), "
+                         << num_blocks_ << " KV blocks of " << cfg.block_size << " tokens");
     snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);
     snapshot_.block_size = cfg.block_size;
 }
@@ -211,7 +147,7 @@ void engine::drop_cancelled() {
 void engine::step() {
     const schedule_output plan = scheduler_.schedule();
     metrics_.preemptions.inc(static_cast<double>(plan.preempted.size()));
-    const auto now = engine_clock::now();
+    const auto now = clock_();
     for (const auto& a : plan.admitted) {
         if (!a.first)
             continue;
@@ -237,7 +173,7 @@ void engine::step() {
     }
     logits_.clear();
     const bool has_logits = backend_->forward(batch, logits_);
-    const auto done_at = engine_clock::now();
+    const auto done_at = clock_();
     std::size_t next_logits = 0;
     for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
         auto& seq = *static_cast<live*>(plan.chunks[i].seq);
@@ -303,7 +239,7 @@ void engine::finish(live& seq, const std::string& reason) {
     ev.cached_tokens = static_cast<std::int64_t>(seq.cached_tokens);
     metrics_.success(reason).inc();
     if (reason != "abort")
-        metrics_.e2e.observe(seconds_between(seq.req.arrival, engine_clock::now()));
+        metrics_.e2e.observe(seconds_between(seq.req.arrival, clock_()));
     seq.stream->push(std::move(ev));
 }
 

@@ -14,10 +14,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +27,7 @@
 namespace lanes::replica {
 
 using engine_clock = std::chrono::steady_clock;
+using engine_clock_fn = std::function<engine_clock::time_point()>;
 
 struct sampling_params {
     double temperature = 1.0;
@@ -57,9 +60,11 @@ enum class submit_status { accepted, queue_full, stopped };
 
 class engine {
 public:
-    // Builds the model weights and the backend; throws std::runtime_error when the backend
-    // cannot be created (e.g. --backend cuda without a device).
-    engine(const replica_config& cfg, replica_metrics& metrics);
+    // Runs `b` over a KV pool of cfg.kv_blocks blocks; `clock` times every request (queue time,
+    // TTFT, inter-token and end-to-end latency).
+    engine(
+        const replica_config& cfg, replica_metrics& metrics, std::unique_ptr<backend> b,
+        engine_clock_fn clock = [] { return engine_clock::now(); });
     ~engine();
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
@@ -69,7 +74,8 @@ public:
 
     submit_status submit(engine_request req, std::shared_ptr<request_stream> stream);
     load_snapshot load() const;
-    const std::string& backend_name() const { return backend_name_; }
+    std::string_view backend_name() const { return backend_->name(); }
+    engine_clock::time_point now() const { return clock_(); }
     std::size_t num_blocks() const { return num_blocks_; }
     // Longest prompt + output the KV pool can hold for one request.
     std::size_t max_sequence_tokens() const;
@@ -86,9 +92,8 @@ private:
 
     const replica_config& cfg_;
     replica_metrics& metrics_;
-    model_weights weights_;
     std::unique_ptr<backend> backend_;
-    std::string backend_name_;
+    engine_clock_fn clock_;
     std::size_t num_blocks_;
 
     mutable std::mutex mutex_; // guards incoming_, stopping_, snapshot_
@@ -105,13 +110,5 @@ private:
     std::vector<std::vector<float>> logits_;
     std::thread thread_;
 };
-
-// The backend kind `--backend auto` resolves to, and why (for the start-up log line).
-std::string resolve_backend(const std::string& requested, std::string& note);
-// KV blocks to allocate: --kv-blocks when set; else, for the cuda backend, the
-// --gpu-memory-utilization fraction of the device memory left after weights and step buffers;
-// else what fits in --kv-cache-mb for this model. Budget-derived counts are capped by
-// --max-auto-kv-blocks.
-std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model);
 
 } // namespace lanes::replica

@@ -2,6 +2,7 @@
 
 #include "common/log.hpp"
 #include "common/metrics/prom_parser.hpp"
+#include "router/fleet/health_report.hpp"
 #include "router/fleet/metrics_reader.hpp"
 
 #include <boost/asio.hpp>
@@ -16,11 +17,13 @@ namespace http = common::http;
 using clock_type = std::chrono::steady_clock;
 
 replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, router_metrics& metrics,
-                                 monitor_config cfg)
+                                 monitor_config cfg, const upstream_config& upstream)
     : io_(io)
     , pool_(pool)
     , metrics_(metrics)
     , cfg_(std::move(cfg))
+    , connect_timeout_(upstream.connect_timeout)
+    , max_idle_connections_(static_cast<std::size_t>(upstream.max_idle_connections))
     , stopping_(std::make_shared<std::atomic<bool>>(false)) {}
 
 // Every coroutine here runs on a strand of its own: Beast streams and timers are not thread-safe,
@@ -47,19 +50,6 @@ bool replica_monitor::still_in_pool(const replica& r) const {
     return pool_.find(r.id()).get() == &r;
 }
 
-void replica_monitor::report(const std::shared_ptr<replica>& r, bool ok) {
-    const auto now = clock_type::now();
-    if (ok) {
-        if (r->health.on_success(now))
-            LANES_LOG(info, "health", r->id() << " re-admitted");
-        return;
-    }
-    if (r->health.on_failure(now)) {
-        metrics_.ejections.with({r->id()}).inc();
-        LANES_LOG(warn, "health", r->id() << " ejected after consecutive failures");
-    }
-}
-
 // Every `interval`, starts `task` for each replica that is not still busy with the last one.
 asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration interval,
                                                         std::atomic<bool> replica::*busy,
@@ -78,7 +68,7 @@ asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration i
 asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string_view path,
                                                          common::http::duration timeout) {
     http::fetch_options options;
-    options.connect_timeout = cfg_.connect_timeout;
+    options.connect_timeout = connect_timeout_;
     options.total_timeout = timeout;
     options.keep_alive = true;
     const auto executor = co_await asio::this_coro::executor;
@@ -86,7 +76,7 @@ asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string
     auto res = co_await http::fetch_on(conn, executor, r.address(), boost::beast::http::verb::get,
                                        path, options);
     if (conn && conn->is_open())
-        r.give_back(std::move(conn), cfg_.max_idle_connections);
+        r.give_back(std::move(conn), max_idle_connections_);
     co_return res;
 }
 
@@ -102,7 +92,7 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     // Only a scrape that got no answer (refused, reset, timed out) counts against the replica's
     // health: one that answered with an error is alive, and its stats just go stale.
     if (res.ec) {
-        report(r, false);
+        report_health(*r, false, metrics_);
         co_return;
     }
     if (res.status == 404 || res.status == 405 || res.status == 501) {
@@ -142,7 +132,7 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     const auto res = co_await get(*r, "/health", cfg_.health_timeout);
     r->probe_busy.store(false);
     if (!stopping_->load() && still_in_pool(*r))
-        report(r, !res.ec && res.status == 200);
+        report_health(*r, !res.ec && res.status == 200, metrics_);
 }
 
 std::vector<asio::ip::address> one_per_host(const std::vector<asio::ip::address>& resolved) {

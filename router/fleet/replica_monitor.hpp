@@ -4,10 +4,13 @@
 // - probes each replica's /health every `health_interval` (these probes are also what takes an
 //   ejected replica from half-open back to routable);
 // - re-resolves --replica-dns names every `dns_interval` and adds / removes their addresses.
-// Scrape and probe failures feed the same circuit breaker as the proxy's own failures.
+// Scrape and probe failures feed the same circuit breaker as the proxy's own failures
+// (health_report.hpp).
 #pragma once
 
 #include "common/http/client.hpp"
+#include "common/http/fetch.hpp"
+#include "router/config.hpp"
 #include "router/fleet/replica_pool.hpp"
 #include "router/metrics.hpp"
 
@@ -23,22 +26,6 @@
 
 namespace lanes::router {
 
-struct monitor_config {
-    common::http::duration scrape_interval{100};
-    common::http::duration scrape_timeout{1'000};
-    // A replica whose /metrics answered 404, 405 or 501 has no metrics (SGLang without
-    // --enable-metrics, llama.cpp without --metrics): asked again only after this long.
-    common::http::duration metrics_missing_interval{30'000};
-    common::http::duration health_interval{1'000};
-    common::http::duration health_timeout{1'000};
-    common::http::duration dns_interval{5'000};
-    common::http::duration connect_timeout{1'000};
-    // Scrapes and probes use the replica's idle keep-alive connections, as requests do, and give
-    // back at most this many (the router's --max-idle-connections).
-    std::size_t max_idle_connections = 64;
-    std::vector<std::string> dns_names; // host:port
-};
-
 // The addresses a --replica-dns name gives, one per host: a dual-stack name lists each pod
 // twice, once per family, and two replicas for one pod would split its routing state (prefix
 // index included); so its IPv4 addresses when it has any, else its IPv6 ones, each once.
@@ -48,12 +35,9 @@ one_per_host(const std::vector<boost::asio::ip::address>& resolved);
 class replica_monitor {
 public:
     replica_monitor(boost::asio::io_context& io, replica_pool& pool, router_metrics& metrics,
-                    monitor_config cfg);
+                    monitor_config cfg, const upstream_config& upstream);
     void start();
     void stop(); // the loops end at their next tick; in-flight probes end by their timeouts
-
-    // A failure or success seen on the request path (passive health).
-    void report(const std::shared_ptr<replica>& r, bool ok);
 
 private:
     using replica_task =
@@ -75,6 +59,8 @@ private:
     replica_pool& pool_;
     router_metrics& metrics_;
     monitor_config cfg_;
+    common::http::duration connect_timeout_; // scrapes and probes connect as requests do
+    std::size_t max_idle_connections_;       // and give back at most this many to the pool
     std::shared_ptr<std::atomic<bool>> stopping_;
     std::mutex mirror_mutex_;
     std::map<std::string, std::pair<double, double>> last_counters_; // replica -> hits, queries

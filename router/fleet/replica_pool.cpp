@@ -79,39 +79,4 @@ std::vector<std::shared_ptr<replica>> replica_pool::all() const {
     return replicas_;
 }
 
-void replica_pool::refresh(pool_snapshot& snap, std::vector<std::shared_ptr<replica>>& replicas,
-                           std::uint64_t& seen_version, std::chrono::steady_clock::time_point now,
-                           std::chrono::milliseconds stale_after,
-                           std::vector<std::pair<std::uint64_t, scraped_stats>>& stats) const {
-    // The version is read before the list: a change in between shows as a newer version next
-    // time, and the list is copied again then.
-    const std::uint64_t v = version();
-    if (v != seen_version || replicas.size() != snap.replicas.size() ||
-        stats.size() != replicas.size()) {
-        replicas = all();
-        snap.replicas.assign(replicas.size(), replica_view{});
-        for (std::size_t i = 0; i < replicas.size(); ++i)
-            snap.replicas[i].id = replicas[i]->id();
-        seen_version = v;
-        stats.assign(replicas.size(), {UINT64_MAX, scraped_stats{}});
-    }
-    for (std::size_t i = 0; i < replicas.size(); ++i) {
-        replica& r = *replicas[i];
-        replica_view& view = snap.replicas[i];
-        view.inflight = r.inflight.load();
-        view.routable = r.health.admits(now, view.inflight) && !r.draining.load();
-        auto& [seen, s] = stats[i];
-        if (const std::uint64_t latest = r.stats_version(); latest != seen) {
-            s = r.stats(); // a scrape landed since (or one lands now: the next read sees it)
-            seen = latest;
-        }
-        view.num_blocks = s.num_blocks;
-        const bool fresh =
-            s.at != std::chrono::steady_clock::time_point{} && now - s.at <= stale_after;
-        view.kv_usage = fresh ? s.kv_usage : std::nullopt;
-        view.waiting = fresh ? s.waiting : std::nullopt;
-        view.running = fresh ? s.running : std::nullopt;
-    }
-}
-
 } // namespace lanes::router

@@ -98,16 +98,6 @@ public:
     std::vector<std::shared_ptr<replica>> all() const;
     // Bumped on every add and remove, so users can notice a changed membership.
     std::uint64_t version() const { return version_.load(); }
-    // A consistent view for a policy, `replicas` lining up with snap.replicas, kept up to date in
-    // place: the list of replicas (and their ids) is copied again only when the pool changed
-    // since `seen_version`, which it updates; the live fields (health, in flight, scraped load)
-    // are read every time. Saves a string copy per replica per request. `stats` keeps each
-    // replica's scraped stats as last read, with their version, so they are copied (under the
-    // replica's lock) only after a scrape changed them.
-    void refresh(pool_snapshot& snap, std::vector<std::shared_ptr<replica>>& replicas,
-                 std::uint64_t& seen_version, std::chrono::steady_clock::time_point now,
-                 std::chrono::milliseconds stale_after,
-                 std::vector<std::pair<std::uint64_t, scraped_stats>>& stats) const;
 
 private:
     health_config health_cfg_;

@@ -1,12 +1,17 @@
 #include "router/policies/kv_aware.hpp"
 
-#include <algorithm>
-
+#include "router/policies/factory.hpp"
 #include "router/policies/rendezvous.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace lanes::router {
+
+kv_aware_policy::kv_aware_policy(const policy_options& options)
+    : index_(options.index.capacity)
+    , overlap_weight_(options.kv_aware.overlap_weight)
+    , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 namespace {
 
 // Active KV blocks: measured when the replica reports both usage and capacity, else estimated as

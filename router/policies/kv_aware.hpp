@@ -5,8 +5,8 @@
 // inflight * the request's block count (the scrape lags bursts the router has just sent). The
 // lowest cost wins (ties: lower inflight, then rendezvous order of the first blocks). So a cached
 // prefix wins unless the replica's decode load exceeds the prefill it would save. Knobs:
-// overlap_weight (1.0, Dynamo's overlap_score_weight), index_capacity (65536), hash_prefix_blocks
-// (4, for the tie order). on_routed records the request's blocks under the replica it went to.
+// kv_aware_knobs below and index_knobs (prefix_index.hpp; hash_prefix_blocks sets the tie order).
+// on_routed records the request's blocks under the replica it went to.
 #pragma once
 
 #include "router/policies/policy.hpp"
@@ -16,12 +16,15 @@
 
 namespace lanes::router {
 
+struct kv_aware_knobs {
+    // Cost of one uncached prompt block against one active KV block (Dynamo's
+    // overlap_score_weight).
+    double overlap_weight = 1.0;
+};
+
 class kv_aware_policy final : public policy {
 public:
-    explicit kv_aware_policy(const policy_options& options)
-        : index_(options.index_capacity)
-        , overlap_weight_(options.overlap_weight)
-        , hash_prefix_blocks_(options.hash_prefix_blocks) {}
+    explicit kv_aware_policy(const policy_options& options);
     std::string_view name() const override { return "kv_aware"; }
     decision pick(const route_request& req, const pool_snapshot& pool,
                   const tried_set& tried) override;

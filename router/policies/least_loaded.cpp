@@ -1,9 +1,15 @@
 #include "router/policies/least_loaded.hpp"
 
+#include "router/policies/factory.hpp"
+
 #include "router/policies/load.hpp"
 #include "router/policies/random.hpp"
 
 namespace lanes::router {
+
+least_loaded_policy::least_loaded_policy(const policy_options& options)
+    : rng_(options.seed)
+    , kv_weight_(options.load.kv_weight) {}
 
 decision least_loaded_policy::pick(const route_request&, const pool_snapshot& pool,
                                    const tried_set& tried) {

@@ -1,12 +1,11 @@
 // Load arithmetic shared by the policies. The load score of a replica is
-// inflight + waiting + kv_weight * kv_usage (knob kv_weight, default 4.0: a full KV cache counts
-// like four queued requests); waiting and kv_usage are absent when the last scrape is stale, and
-// then only the router's own inflight count is used. The bounded-load cap is the one of
-// consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018), as SGLang's
+// inflight + waiting + kv_weight * kv_usage; waiting and kv_usage are absent when the last scrape
+// is stale, and then only the router's own inflight count is used. The bounded-load cap is the one
+// of consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018), as SGLang's
 // prefix_hash uses it: a replica may take one more request while
 // inflight + 1 <= max(ceil(load_factor * (total inflight + 1) / eligible replicas), cap_floor),
-// load_factor 1.25. The floor (knob load_cap_floor, default 4) keeps the cap from binding at low
-// load: a replica batches a few concurrent requests at no cost, while spilling a prefix to another
+// with the load factor of the policy that asks. The floor keeps the cap from binding at low load:
+// a replica batches a few concurrent requests at no cost, while spilling a prefix to another
 // replica duplicates it there and halves both caches' reach.
 #pragma once
 
@@ -17,6 +16,14 @@
 #include <span>
 
 namespace lanes::router {
+
+// The load arithmetic's knobs, shared by least_loaded, session, prefix and their fallbacks.
+struct load_knobs {
+    // A full KV cache counts like this many queued requests in the load score.
+    double kv_weight = 4.0;
+    // No replica counts as over a bounded-load cap below this many requests in flight.
+    std::int64_t cap_floor = 4;
+};
 
 double load_score(const replica_view& r, double kv_weight);
 

@@ -1,12 +1,5 @@
 #include "router/policies/policy.hpp"
 
-#include "router/policies/kv_aware.hpp"
-#include "router/policies/least_loaded.hpp"
-#include "router/policies/prefix.hpp"
-#include "router/policies/random.hpp"
-#include "router/policies/round_robin.hpp"
-#include "router/policies/session.hpp"
-
 #include <algorithm>
 
 namespace lanes::router {
@@ -52,28 +45,6 @@ std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const tried
         if (eligible(pool.replicas[i], tried))
             out.push_back(i);
     return out;
-}
-
-const std::vector<std::string>& policy_names() {
-    static const std::vector<std::string> names = {"round_robin", "random", "least_loaded",
-                                                   "session",     "prefix", "kv_aware"};
-    return names;
-}
-
-std::unique_ptr<policy> make_policy(std::string_view name, const policy_options& options) {
-    if (name == "round_robin")
-        return std::make_unique<round_robin_policy>();
-    if (name == "random")
-        return std::make_unique<random_policy>(options);
-    if (name == "least_loaded")
-        return std::make_unique<least_loaded_policy>(options);
-    if (name == "session")
-        return std::make_unique<session_policy>(options);
-    if (name == "prefix")
-        return std::make_unique<prefix_policy>(options);
-    if (name == "kv_aware")
-        return std::make_unique<kv_aware_policy>(options);
-    return nullptr;
 }
 
 } // namespace lanes::router

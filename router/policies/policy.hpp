@@ -87,44 +87,8 @@ std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const tried
 
 using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 
-struct policy_options {
-    std::uint64_t seed = 0x6c616e6573ULL;
-    clock_fn clock = [] { return std::chrono::steady_clock::now(); };
-    std::size_t block_size = common::default_block_size;
-
-    // Load score (least_loaded, prefix): inflight + waiting + kv_weight * kv_usage, so a full KV
-    // cache counts like kv_weight queued requests.
-    double kv_weight = 4.0;
-    // Bounded-load cap (session, prefix): a replica may take a request while inflight + 1 <=
-    // ceil(load_factor * (total inflight + 1) / eligible replicas).
-    double load_factor = 1.25;
-    // The same cap for prefix, looser: a request leaves the replica caching its prefix only when
-    // that replica holds twice its share. With 1.25 the cap pushed ~9 % of a shared-prefix run's
-    // requests off their cached replica, which then cached a second copy of the prefix and evicted
-    // others (docs/results.md, C64: hit rate 0.56 at 1.25, 0.68 at 2, imbalance 1.00 / 1.03).
-    double prefix_load_factor = 2.0;
-    // No replica counts as over the bounded-load cap below this many requests in flight.
-    std::int64_t load_cap_floor = 4;
-    // prefix: least-loaded instead when (max - min) load > abs AND max > rel * min (SGLang).
-    double balance_abs_threshold = 64.0;
-    double balance_rel_threshold = 1.5;
-    // prefix: a match shorter than this fraction of the request's blocks is a miss.
-    double min_match_ratio = 0.3;
-    // prefix, kv_aware: blocks remembered per replica when it does not report num_blocks.
-    std::size_t index_capacity = 65536;
-    // prefix, kv_aware: leading blocks whose hash places a request by rendezvous hashing.
-    std::size_t hash_prefix_blocks = 4;
-    // kv_aware: cost = overlap_weight * uncached blocks + decode load (Dynamo).
-    double overlap_weight = 1.0;
-    // session: idle time after which a session is forgotten, and the most sessions remembered.
-    std::chrono::milliseconds session_ttl = std::chrono::minutes(30);
-    std::size_t session_capacity = 100000;
-};
-
-// The one factory: maps a policy name to a policy. Config validation uses it too, so an unknown
-// name fails before anything listens. Returns nullptr for an unknown name.
-std::unique_ptr<policy> make_policy(std::string_view name, const policy_options& options);
-// Every name make_policy accepts, for messages and --help.
-const std::vector<std::string>& policy_names();
+// The seed, the clock and every policy's knobs (router/policies/factory.hpp), given to each
+// policy's constructor.
+struct policy_options;
 
 } // namespace lanes::router

@@ -1,5 +1,7 @@
 #include "router/policies/prefix.hpp"
 
+#include "router/policies/factory.hpp"
+
 #include "router/policies/load.hpp"
 #include "router/policies/rendezvous.hpp"
 
@@ -10,14 +12,14 @@ namespace lanes::router {
 
 prefix_policy::prefix_policy(const policy_options& options)
     : fallback_(options)
-    , index_(options.index_capacity)
-    , kv_weight_(options.kv_weight)
-    , load_factor_(options.prefix_load_factor)
-    , cap_floor_(options.load_cap_floor)
-    , balance_abs_(options.balance_abs_threshold)
-    , balance_rel_(options.balance_rel_threshold)
-    , min_match_ratio_(options.min_match_ratio)
-    , hash_prefix_blocks_(options.hash_prefix_blocks) {}
+    , index_(options.index.capacity)
+    , kv_weight_(options.load.kv_weight)
+    , load_factor_(options.prefix.load_factor)
+    , cap_floor_(options.load.cap_floor)
+    , balance_abs_(options.prefix.balance_abs_threshold)
+    , balance_rel_(options.prefix.balance_rel_threshold)
+    , min_match_ratio_(options.prefix.min_match_ratio)
+    , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
 void prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
     index_.insert(replica_id, req.blocks);

@@ -1,23 +1,20 @@
 // prefix (the default): send a request where its prompt prefix is most likely cached, unless that
 // would overload a replica. SGLang's cache_aware policy over a per-replica index of block hashes
 // (prefix_index.hpp), with its prefix_hash placement for an empty index and the bounded-load cap
-// of consistent hashing with bounded loads. A pick:
-//  1. imbalance: when (max - min) load score > balance_abs_threshold (64) AND max >
-//     balance_rel_threshold (1.5) * min over the eligible replicas -> least_loaded
-//     (prefix_imbalance);
+// of consistent hashing with bounded loads (load.hpp). A pick:
+//  1. imbalance: when (max - min) load score > balance_abs_threshold AND max >
+//     balance_rel_threshold * min over the eligible replicas -> least_loaded (prefix_imbalance);
 //  2. a request without blocks -> least_loaded (prefix_miss);
 //  3. an index that knows no block of any eligible replica (a fresh router) -> rendezvous hashing
-//     of the first hash_prefix_blocks (4) blocks within the load cap, so independent routers
-//     agree (prefix_hash);
+//     of the first index_knobs::hash_prefix_blocks blocks within the load cap, so independent
+//     routers agree (prefix_hash);
 //  4. the longest match wins (ties: lower load, then rendezvous order); a match of 0 or under
-//     min_match_ratio (0.3) of the blocks -> the least-loaded replica, ties to the one with the
+//     min_match_ratio of the blocks -> the least-loaded replica, ties to the one with the
 //     smallest index, then rendezvous order (prefix_miss);
-//  5. a winner over the cap (inflight + 1 > max(ceil(prefix_load_factor (2) * (total inflight + 1)
-//  / n),
-//     load_cap_floor (4)))
-//     -> the longest match among replicas within the cap (prefix_overload), else prefix_match.
-// Other knobs: index_capacity (65536 blocks per replica without num_blocks), kv_weight (4.0),
-// seed. on_routed records the request's blocks under the replica it went to.
+//  5. a winner over the cap (load.hpp, with prefix_knobs::load_factor) -> the longest match among
+//     replicas within the cap (prefix_overload), else prefix_match.
+// on_routed records the request's blocks under the replica it went to. The knobs and their
+// defaults are prefix_knobs below, index_knobs (prefix_index.hpp) and load_knobs (load.hpp).
 #pragma once
 
 #include "router/policies/least_loaded.hpp"
@@ -27,6 +24,19 @@
 #include <string>
 
 namespace lanes::router {
+
+struct prefix_knobs {
+    // The bounded-load cap's factor for leaving the replica that caches a prefix: looser than
+    // session's, because a request pushed off its cached replica makes a second copy of the
+    // prefix there, which evicts others.
+    double load_factor = 2.0;
+    // Least-loaded instead when (max - min) load > balance_abs_threshold AND max >
+    // balance_rel_threshold * min (SGLang's defaults).
+    double balance_abs_threshold = 64.0;
+    double balance_rel_threshold = 1.5;
+    // A match shorter than this fraction of the request's blocks is a miss.
+    double min_match_ratio = 0.3;
+};
 
 class prefix_policy final : public policy {
 public:

@@ -1,11 +1,11 @@
 // prefix_index: the router's guess of which KV blocks each replica holds, learned from its own
 // routing decisions (no engine events). Per replica id, an LRU set of block hashes bounded by a
-// capacity: the replica's num_blocks when it reports one, else the index_capacity knob (65536
-// blocks). insert() touches a request's blocks from last to first, so the head of a prefix is the
-// most recently used and eviction drops the deepest blocks first (as vLLM frees a sequence's
-// blocks tail first). match() is the length of the longest leading run of a request's blocks
-// present, which with chained block hashes is the cached prefix. The idea is SGLang's approximate
-// radix tree and Dynamo's ApproxKvIndexer, flattened to hashes of full blocks.
+// capacity: the replica's num_blocks when it reports one, else index_knobs' capacity. insert()
+// touches a request's blocks from last to first, so the head of a prefix is the most recently used
+// and eviction drops the deepest blocks first (as vLLM frees a sequence's blocks tail first).
+// match() is the length of the longest leading run of a request's blocks present, which with
+// chained block hashes is the cached prefix. The idea is SGLang's approximate radix tree and
+// Dynamo's ApproxKvIndexer, flattened to hashes of full blocks.
 #pragma once
 
 #include "common/prompt/block_hash.hpp"
@@ -19,6 +19,16 @@
 #include <vector>
 
 namespace lanes::router {
+
+// The knobs of the index prefix and kv_aware keep, and of how they place a request the index
+// knows nothing of.
+struct index_knobs {
+    // Blocks remembered per replica when it does not report its num_gpu_blocks.
+    std::size_t capacity = 65536;
+    // Leading blocks whose hash places a request by rendezvous hashing (so that independent
+    // routers agree while their indexes are empty).
+    std::size_t hash_prefix_blocks = 4;
+};
 
 class prefix_index {
 public:

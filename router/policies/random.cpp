@@ -1,9 +1,14 @@
 #include "router/policies/random.hpp"
 
+#include "router/policies/factory.hpp"
+
 #include <cstdint>
 #include <limits>
 
 namespace lanes::router {
+
+random_policy::random_policy(const policy_options& options)
+    : rng_(options.seed) {}
 
 std::size_t uniform_index(std::mt19937_64& rng, std::size_t n) {
     const std::uint64_t range = static_cast<std::uint64_t>(n);

@@ -1,5 +1,5 @@
-// random: a uniformly random eligible replica. No knobs besides policy_options::seed (the RNG is
-// seeded from it, so tests are deterministic). The simplest baseline (SGLang's and Dynamo's
+// random: a uniformly random eligible replica. No knobs besides the seed (the RNG is seeded from
+// it, so tests are deterministic). The simplest baseline (SGLang's and Dynamo's
 // `random`, vLLM production-stack's session-less fallback).
 #pragma once
 
@@ -17,8 +17,7 @@ std::size_t uniform_index(std::mt19937_64& rng, std::size_t n);
 
 class random_policy final : public policy {
 public:
-    explicit random_policy(const policy_options& options)
-        : rng_(options.seed) {}
+    explicit random_policy(const policy_options& options);
     std::string_view name() const override { return "random"; }
     decision pick(const route_request& req, const pool_snapshot& pool,
                   const tried_set& tried) override;

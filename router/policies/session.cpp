@@ -1,5 +1,7 @@
 #include "router/policies/session.hpp"
 
+#include "router/policies/factory.hpp"
+
 #include "router/policies/load.hpp"
 #include "router/policies/rendezvous.hpp"
 
@@ -10,10 +12,10 @@ namespace lanes::router {
 session_policy::session_policy(const policy_options& options)
     : fallback_(options)
     , clock_(options.clock)
-    , ttl_(options.session_ttl)
-    , capacity_(std::max<std::size_t>(options.session_capacity, 1))
-    , load_factor_(options.load_factor)
-    , cap_floor_(options.load_cap_floor) {}
+    , ttl_(options.session.ttl)
+    , capacity_(std::max<std::size_t>(options.session.capacity, 1))
+    , load_factor_(options.session.load_factor)
+    , cap_floor_(options.load.cap_floor) {}
 
 void session_policy::expire(time_point now) {
     // The list is in order of last use, so the expired sessions are at its back.

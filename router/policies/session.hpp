@@ -3,10 +3,10 @@
 // within the bounded-load cap (load.hpp; the top-ranked one when all are over it), and remembered.
 // A known session stays on its replica while that replica is eligible and within the cap;
 // otherwise it is placed again and the new replica remembered (a spill). Requests without a key
-// go to least_loaded. Knobs: session_ttl (30 min idle), session_capacity (100000 sessions, the
-// least recently used forgotten first), load_factor (1.25), seed, clock. The idea is consistent
-// hashing with bounded loads (Mirrokni et al. 2018), as SGLang's manual/consistent_hashing
-// policies and Dynamo's session affinity (idle TTL) use sticky keys.
+// go to least_loaded. Past the capacity the least recently used session is forgotten first.
+// Knobs: session_knobs below, load_knobs' cap_floor, the seed and the clock. The idea is
+// consistent hashing with bounded loads (Mirrokni et al. 2018), as SGLang's
+// manual/consistent_hashing policies and Dynamo's session affinity (idle TTL) use sticky keys.
 #pragma once
 
 #include "router/policies/least_loaded.hpp"
@@ -18,6 +18,15 @@
 #include <unordered_map>
 
 namespace lanes::router {
+
+struct session_knobs {
+    // Idle time after which a session is forgotten (Dynamo's session affinity has such a TTL).
+    std::chrono::milliseconds ttl = std::chrono::minutes(30);
+    std::size_t capacity = 100000; // sessions remembered
+    // The bounded-load cap's factor (load.hpp): a session moves off a replica holding more than
+    // this times its share.
+    double load_factor = 1.25;
+};
 
 class session_policy final : public policy {
 public:

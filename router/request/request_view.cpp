@@ -1,5 +1,7 @@
 #include "router/request/request_view.hpp"
 
+#include "router/request/scan.hpp"
+
 #include "common/openai/chat_template.hpp"
 #include "common/prompt/tokenizer.hpp"
 

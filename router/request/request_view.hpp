@@ -1,9 +1,9 @@
 // The fast path of the router's request parsing: pull out only what routing needs (the prompt or
 // the rendered chat, model, stream, user), first with a one-pass scanner for plain completions
-// bodies, then with simdjson's on-demand parser for what the scanner declines. Anything unusual
-// (malformed JSON, unexpected types, unknown content parts) returns nullopt and the caller falls
-// back to openai::parse_generation_request, which names the exact problem. The replica validates
-// the remaining fields (max_tokens, temperature, ...) and its 400 is relayed unchanged.
+// bodies (scan.hpp), then with simdjson's on-demand parser for what the scanner declines. Anything
+// unusual (malformed JSON, unexpected types, unknown content parts) returns nullopt and the caller
+// falls back to openai::parse_generation_request, which names the exact problem. The replica
+// validates the remaining fields (max_tokens, temperature, ...) and its 400 is relayed unchanged.
 #pragma once
 
 #include "common/openai/request.hpp"
@@ -32,10 +32,6 @@ struct request_view {
 
 std::optional<request_view> extract_request(common::openai::endpoint kind, std::string_view body);
 
-// extract_request's first tier, for completions: a one-pass scanner that reads ASCII bodies with
-// a string prompt and declines (nullopt) anything else, which the on-demand parser then takes.
-// What it accepts it reads exactly as that parser does.
-std::optional<request_view> scan_completion_request(std::string_view body);
 // The second tier alone (for tests): simdjson's on-demand parser.
 std::optional<request_view> extract_request_on_demand(common::openai::endpoint kind,
                                                       std::string_view body);

@@ -1,6 +1,6 @@
 #include "harness.hpp"
 
-#include "common/http/client.hpp"
+#include "common/http/fetch.hpp"
 
 #include <boost/asio.hpp>
 

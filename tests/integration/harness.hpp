@@ -2,7 +2,7 @@
 // line, wait on /health with a deadline, talk HTTP to them, and stop them on scope exit.
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
 
 #include <chrono>
 #include <memory>

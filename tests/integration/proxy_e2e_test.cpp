@@ -20,7 +20,7 @@ namespace {
 
 // Splits an SSE body into its data payloads, checking the framing on the way.
 std::vector<std::string> sse_events(const std::string& body) {
-    common::sse_parser p;
+    common::http::sse_parser p;
     p.feed(body);
     std::vector<std::string> out;
     while (auto e = p.next())

@@ -275,7 +275,7 @@ TEST_CASE("admin API: list, add, remove, SGLang paths, auth", "[router][admin]")
     const auto put =
         call(verb::put, "/admin/replicas", nlohmann::json{{"url", extra.url()}}.dump());
     CHECK(put.status == 405);
-    CHECK(put.header("allow") == "GET, POST, DELETE");
+    CHECK(put.header("allow") == "GET, HEAD, POST, DELETE");
     CHECK(call(verb::get, "/admin/typo").status == 404);
     CHECK(call(verb::head, "/admin/replicas").status == 200);
 }

@@ -5,7 +5,7 @@
 // (time to first byte, stream idle).
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>

@@ -4,7 +4,7 @@
 // writes). Only what the socket did not take goes through async_write, under the deadline.
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
 
 #include <boost/beast/core/tcp_stream.hpp>
 

@@ -9,7 +9,7 @@
 // sessions then run on strands); a router's I/O threads each run an io_context of their own.
 #pragma once
 
-#include "common/http/server.hpp"
+#include "common/http/message.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -133,6 +133,10 @@ public:
     cuda_backend& operator=(const cuda_backend&) = delete;
 
     std::string_view name() const override { return "cuda"; }
+    std::string describe() const override {
+        return std::string("cuda (") + (dtype_ == cuda::dtype::f32 ? "fp32" : "bf16") +
+               ", CUDA graphs " + (use_graphs_ ? "on" : "off") + ")";
+    }
     bool forward(std::span<const batch_entry> batch,
                  std::vector<std::vector<float>>& logits) override;
 

@@ -25,7 +25,7 @@ TEST_CASE("router config: file values, command line wins, all problems listed", 
         CHECK(cfg.policy == "session"); // the command line wins
         CHECK(cfg.replicas ==
               std::vector<std::string>{"http://127.0.0.1:9001", "http://127.0.0.1:9002"});
-        CHECK(cfg.connect_timeout == std::chrono::milliseconds(3000));
+        CHECK(cfg.upstream.connect_timeout == std::chrono::milliseconds(3000));
         CHECK(cfg.max_retries == 4);
         CHECK(!cfg.access_log);
         CHECK(validate(cfg).empty());

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using lanes::common::sse_parser;
+using namespace lanes::common::http;
 
 TEST_CASE("sse_parser yields data payloads however the bytes are split", "[sse]") {
     const std::string body = "data: {\"a\":1}\n\n: keep-alive comment\n\ndata: two\ndata: lines\n\n"
@@ -30,4 +30,10 @@ TEST_CASE("sse_parser holds an incomplete event", "[sse]") {
     CHECK(p.pending() > 0);
     p.feed("\n");
     CHECK(p.next() == std::optional<std::string>("partial"));
+}
+
+TEST_CASE("sse framing", "[sse]") {
+    CHECK(sse_event("{\"a\":1}") == "data: {\"a\":1}\n\n");
+    CHECK(sse_event("") == "data: \n\n");
+    CHECK(sse_done == "data: [DONE]\n\n");
 }

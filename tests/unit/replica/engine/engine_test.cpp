@@ -1,6 +1,8 @@
 // The engine end to end in process: requests in through request_stream, tokens out.
 #include "replica/engine/engine.hpp"
 
+#include "replica/backends/backend.hpp"
+
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>
 
@@ -62,6 +64,34 @@ engine_request make_request(std::string prompt, std::int64_t max_tokens, double 
     return r;
 }
 
+// The backend the config names, as the replica builds it.
+std::unique_ptr<backend> backend_for(const replica_config& cfg) {
+    return build_backend(cfg, *parse_backend_kind(cfg.backend));
+}
+
+// A backend that computes nothing: it records each step's batch and moves a manual clock on by
+// one step's time, so the engine's timings are exact.
+class stepping_backend final : public backend {
+public:
+    explicit stepping_backend(std::shared_ptr<engine_clock::time_point> now)
+        : now_(std::move(now)) {}
+    std::string_view name() const override { return "stepping"; }
+    bool forward(std::span<const batch_entry> batch, std::vector<std::vector<float>>&) override {
+        std::size_t tokens = 0;
+        for (const auto& e : batch)
+            tokens += e.tokens.size();
+        step_tokens->push_back(tokens);
+        *now_ += step;
+        return false; // no logits: the engine picks tokens without a model
+    }
+    static constexpr auto step = std::chrono::milliseconds(10);
+    std::shared_ptr<std::vector<std::size_t>> step_tokens =
+        std::make_shared<std::vector<std::size_t>>();
+
+private:
+    std::shared_ptr<engine_clock::time_point> now_;
+};
+
 bool all_printable(const std::string& s) {
     for (unsigned char c : s)
         if (!((c >= 0x20 && c <= 0x7e) || c == '\n'))
@@ -75,7 +105,8 @@ TEST_CASE("cpu model: same seed gives the same tokens, another seed other tokens
     auto cfg_a = tiny_config(7);
     auto cfg_b = tiny_config(8);
     replica_metrics ma("m", 16, 256), mb("m", 16, 256), mc("m", 16, 256);
-    engine a(cfg_a, ma), a2(cfg_a, mc), b(cfg_b, mb);
+    engine a(cfg_a, ma, backend_for(cfg_a)), a2(cfg_a, mc, backend_for(cfg_a)),
+        b(cfg_b, mb, backend_for(cfg_b));
     a.start();
     a2.start();
     b.start();
@@ -97,7 +128,7 @@ TEST_CASE("cpu model: same seed gives the same tokens, another seed other tokens
 TEST_CASE("batching does not change a greedy request's output", "[engine]") {
     auto cfg = tiny_config(3);
     replica_metrics m1("m", 16, 256), m2("m", 16, 256);
-    engine alone(cfg, m1), busy(cfg, m2);
+    engine alone(cfg, m1, backend_for(cfg)), busy(cfg, m2, backend_for(cfg));
     alone.start();
     busy.start();
     const auto solo = generate(alone, {make_request("batch me", 32)});
@@ -111,7 +142,7 @@ TEST_CASE("batching does not change a greedy request's output", "[engine]") {
 TEST_CASE("stop strings and max_tokens end requests with the right reason", "[engine]") {
     auto cfg = tiny_config(1);
     replica_metrics m("m", 16, 256);
-    engine eng(cfg, m);
+    engine eng(cfg, m, backend_for(cfg));
     eng.start();
     const auto free_run = generate(eng, {make_request("abc", 64)});
     REQUIRE(free_run[0].text.size() == 64);
@@ -127,7 +158,7 @@ TEST_CASE("stop strings and max_tokens end requests with the right reason", "[en
 TEST_CASE("prefix hits are counted at admission and skip computation", "[engine]") {
     auto cfg = tiny_config(2);
     replica_metrics m("m", 16, 256);
-    engine eng(cfg, m);
+    engine eng(cfg, m, backend_for(cfg));
     eng.start();
     const std::string prompt(1000, 'x');
     generate(eng, {make_request(prompt, 4)});
@@ -154,11 +185,37 @@ TEST_CASE("sim backend runs the same scheduler without a model", "[engine]") {
     cfg.backend = "sim";
     cfg.sim.speedup = 100.0; // keep the test fast
     replica_metrics m("m", 16, 256);
-    engine eng(cfg, m);
+    engine eng(cfg, m, backend_for(cfg));
     eng.start();
     CHECK(eng.backend_name() == "sim");
     const auto r = generate(eng, {make_request("hello sim", 10), make_request("hello sim", 10)});
     CHECK(r[0].text.size() == 10);
     CHECK(all_printable(r[0].text));
     CHECK(m.generation_tokens.value() == 20);
+}
+
+TEST_CASE("the engine runs the backend and clock it is given", "[engine]") {
+    auto cfg = tiny_config();
+    cfg.max_num_batched_tokens = 64; // a 100-token prompt takes two prefill steps
+    auto now = std::make_shared<engine_clock::time_point>();
+    auto fake = std::make_unique<stepping_backend>(now);
+    const auto steps = fake->step_tokens;
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m, std::move(fake), [now] { return *now; });
+    CHECK(eng.backend_name() == "stepping");
+    eng.start();
+    auto req = make_request(std::string(99, 'q'), 3); // + BOS: 100 prompt tokens
+    req.arrival = eng.now();
+    const auto r = generate(eng, {req});
+    CHECK(r[0].text.size() == 3);
+    eng.stop();
+    // Two prefill steps (64 + 36 tokens), then one token per decode step.
+    CHECK(*steps == std::vector<std::size_t>{64, 36, 1, 1});
+    // The first token came out of the second step, the last of the fourth: exact, on the clock
+    // the backend moved, whatever the real time taken.
+    CHECK(m.ttft.count() == 1);
+    CHECK(m.ttft.sum() == Approx(0.020));
+    CHECK(m.e2e.sum() == Approx(0.040));
+    CHECK(m.itl.count() == 2);
+    CHECK(m.itl.sum() == Approx(0.020));
 }

@@ -1,7 +1,7 @@
 // Test helpers for the policy tests: fake snapshots, synthetic block hashes, a manual clock.
 #pragma once
 
-#include "router/policies/policy.hpp"
+#include "router/policies/factory.hpp"
 
 #include <catch2/catch.hpp>
 

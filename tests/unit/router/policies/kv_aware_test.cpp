@@ -46,7 +46,7 @@ TEST_CASE("kv_aware prefers the cached prefix unless its decode load outweighs t
 
 TEST_CASE("kv_aware weighs the overlap by overlap_weight", "[policy][kv_aware]") {
     policy_options o;
-    o.overlap_weight = 2.0;
+    o.kv_aware.overlap_weight = 2.0;
     kv_aware_policy p(o);
     fixture f(p);
     f.pool.replicas[0].kv_usage = 0.09; // r0: 2 * 2 + 9 = 13; r1: 2 * 10 = 20

@@ -122,8 +122,8 @@ TEST_CASE("prefix: a hot prefix does not pile onto one replica", "[policy][prefi
 
 TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][prefix]") {
     policy_options no_floor;
-    no_floor.load_cap_floor = 0;        // the raw bounded-load arithmetic,
-    no_floor.prefix_load_factor = 1.25; // with the session policy's factor
+    no_floor.load.cap_floor = 0;        // the raw bounded-load arithmetic,
+    no_floor.prefix.load_factor = 1.25; // with the session policy's factor
     prefix_policy p(no_floor);
     auto pool = make_pool(4);
     const auto blocks = make_blocks(1, 8);
@@ -147,7 +147,7 @@ TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][pr
 TEST_CASE("prefix: the default cap lets a cached replica take twice its share",
           "[policy][prefix]") {
     policy_options no_floor;
-    no_floor.load_cap_floor = 0; // prefix_load_factor stays at its default, 2
+    no_floor.load.cap_floor = 0; // prefix_load_factor stays at its default, 2
     prefix_policy p(no_floor);
     auto pool = make_pool(4);
     const auto blocks = make_blocks(1, 8);
@@ -226,7 +226,7 @@ TEST_CASE("prefix: min_match_ratio decides between a match and a miss", "[policy
     CHECK(miss.reason == route_reason::prefix_miss);
     CHECK(miss.matched_blocks == (*miss.replica == 0 ? 2u : 0u));
     policy_options strict;
-    strict.min_match_ratio = 0.5;
+    strict.prefix.min_match_ratio = 0.5;
     CHECK(with_cached(strict, 4).reason == route_reason::prefix_miss);
     CHECK(with_cached(strict, 5).reason == route_reason::prefix_match);
 }
@@ -247,7 +247,7 @@ TEST_CASE("prefix: unknown prefixes and empty requests go to least_loaded", "[po
 
 TEST_CASE("prefix: the index stays within capacity", "[policy][prefix]") {
     policy_options o;
-    o.index_capacity = 64;
+    o.index.capacity = 64;
     prefix_policy p(o);
     auto pool = make_pool(3);
     pool.replicas[2].num_blocks = 16;

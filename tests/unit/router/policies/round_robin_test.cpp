@@ -1,19 +1,13 @@
 #include "router/policies/round_robin.hpp"
 
+#include "tests/unit/router/policies/fake_pool.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <map>
 
 using namespace lanes::router;
-
-namespace {
-pool_snapshot make_pool(int n) {
-    pool_snapshot p;
-    for (int i = 0; i < n; ++i)
-        p.replicas.push_back({.id = "r" + std::to_string(i)});
-    return p;
-}
-} // namespace
+using namespace lanes::router::test;
 
 TEST_CASE("round_robin cycles over routable replicas and skips tried ones", "[policy]") {
     round_robin_policy rr;
@@ -33,13 +27,4 @@ TEST_CASE("round_robin cycles over routable replicas and skips tried ones", "[po
     CHECK(*rr.pick({}, pool, {"r0"}).replica == 2);
     CHECK(!rr.pick({}, pool, {"r0", "r2"}).replica);
     CHECK(!rr.pick({}, make_pool(0), {}).replica);
-}
-
-TEST_CASE("the policy factory knows its names and refuses others", "[policy]") {
-    for (const auto& name : policy_names()) {
-        auto p = make_policy(name, {});
-        REQUIRE(p);
-        CHECK(p->name() == name);
-    }
-    CHECK(make_policy("no_such_policy", {}) == nullptr);
 }

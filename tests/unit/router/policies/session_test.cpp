@@ -31,7 +31,7 @@ struct fixture {
     policy_options options;
     fixture() {
         options.clock = clock.fn();
-        options.session_ttl = 1'000ms;
+        options.session.ttl = 1'000ms;
     }
 };
 
@@ -88,7 +88,7 @@ TEST_CASE("sessions expire after session_ttl of idleness", "[policy][session]") 
 TEST_CASE("sessions stay within session_capacity, least recently used forgotten first",
           "[policy][session]") {
     fixture f;
-    f.options.session_capacity = 3;
+    f.options.session.capacity = 3;
     session_policy p(f.options);
     const auto pool = make_pool(3);
     for (const char* k : {"s0", "s1", "s2"}) {
@@ -149,7 +149,7 @@ TEST_CASE("a session spills exactly when its replica is over the bounded-load ca
 TEST_CASE("when every replica is over the cap a new session takes the rendezvous winner",
           "[policy][session]") {
     fixture f;
-    f.options.load_factor = 0.5;
+    f.options.session.load_factor = 0.5;
     session_policy p(f.options);
     auto pool = make_pool(4);
     for (auto& r : pool.replicas)

@@ -1,49 +1,29 @@
-// The answer side of one client connection (common/http_session.cpp has the reading, serving and
-// the client-closed watch): whole responses, chunked streams, and the two-step socket writes both
-// use.
+#include "common/http/session_writer.hpp"
+
 #include "common/http/chunked.hpp"
 #include "common/http/io/head_writer.hpp"
-#include "common/http/session.hpp"
+#include "common/http/io/socket_write.hpp"
 
-#include <array>
 #include <charconv>
 
 namespace lanes::common::http {
 
-asio::awaitable<bool> session::send(response res) {
+namespace asio = boost::asio;
+
+void session_writer::start(unsigned version, bool keep_alive, bool head_request) {
+    version_ = version;
+    keep_alive_ = keep_alive;
+    head_request_ = head_request;
+    started_ = false;
+}
+
+asio::awaitable<bool> session_writer::send(beast_http::status status, std::string_view content_type,
+                                           std::span<const header_view> headers,
+                                           std::string_view body) {
     if (broken_)
         co_return false;
     started_ = true;
-    if (!keep_alive_ || st_->stopping.load())
-        res.keep_alive(false);
-    keep_alive_ = res.keep_alive();
-    if (res.find(beast_http::field::server) == res.end())
-        res.set(beast_http::field::server, server_header);
-    res.prepare_payload();
-    const std::string head = serialize_header(res);
-    // A HEAD answer has the GET answer's header (Content-Length included) and no body.
-    const std::string_view body = head_request_ ? std::string_view{} : std::string_view(res.body());
-    const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    std::size_t written = 0;
-    if (!write_at_once(wire.data(), wire.size(), written))
-        co_await write_the_rest(wire.data(), wire.size(), written);
-    co_return !broken_;
-}
-
-asio::awaitable<bool> session::send(beast_http::status status, std::string_view content_type,
-                                    std::span<const header_view> headers, std::string_view body) {
-    if (const auto sent = send_at_once(status, content_type, headers, body))
-        co_return *sent;
-    co_return co_await send_rest();
-}
-
-std::optional<bool> session::send_at_once(beast_http::status status, std::string_view content_type,
-                                          std::span<const header_view> headers,
-                                          std::string_view body) {
-    if (broken_)
-        return false;
-    started_ = true;
-    if (st_->stopping.load())
+    if (stopping_.load())
         keep_alive_ = false;
     const std::string_view reason = beast_http::obsolete_reason(status);
     // The literals below come to under 128 bytes; each header adds ": " and CR LF.
@@ -60,6 +40,7 @@ std::optional<bool> session::send_at_once(beast_http::status status, std::string
     head.put("\r\nContent-Type: ").put(content_type).put("\r\n");
     for (const auto& [name, value] : headers)
         head.put(name).put(": ").put(value).put("\r\n");
+    // A HEAD answer has the GET answer's header (Content-Length included) and no body.
     head.put("Content-Length: ").put_number(body.size()).put("\r\n");
     // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
     if (!keep_alive_ && version_ >= 11)
@@ -73,45 +54,46 @@ std::optional<bool> session::send_at_once(beast_http::status status, std::string
         head.put(body);
         body = {};
     }
-    rest_ = {asio::buffer(head.text()), asio::buffer(body)};
-    rest_written_ = 0;
-    if (write_at_once(rest_.data(), rest_.size(), rest_written_))
-        return !broken_;
-    return std::nullopt;
-}
-
-asio::awaitable<bool> session::send_rest() {
-    co_await write_the_rest(rest_.data(), rest_.size(), rest_written_);
+    const std::array<asio::const_buffer, 2> wire{asio::buffer(head.text()), asio::buffer(body)};
+    std::size_t written = 0;
+    if (!write_at_once(wire.data(), wire.size(), written))
+        co_await write_the_rest(wire.data(), wire.size(), written);
     co_return !broken_;
 }
 
-asio::awaitable<bool> session::begin_stream(beast_http::status status,
-                                            std::string_view content_type,
-                                            const header_list& headers) {
+asio::awaitable<bool> session_writer::begin_stream(beast_http::status status,
+                                                   std::string_view content_type,
+                                                   std::span<const header_view> headers) {
     if (broken_)
         co_return false;
     started_ = true;
-    beast_http::response<beast_http::empty_body> res{status, version_};
-    res.set(beast_http::field::server, server_header);
-    res.set(beast_http::field::content_type, content_type);
-    res.set(beast_http::field::cache_control, "no-cache");
-    for (const auto& [name, value] : headers)
-        res.set(name, value);
     // HTTP/1.0 has no chunked encoding: its stream is the bare bytes, ended by closing.
     chunked_ = version_ >= 11;
-    if (st_->stopping.load() || !chunked_)
+    if (stopping_.load() || !chunked_)
         keep_alive_ = false;
-    res.keep_alive(keep_alive_);
-    res.chunked(chunked_);
-    beast_http::response_serializer<beast_http::empty_body> sr{res};
-    stream_.expires_after(st_->cfg.write_timeout);
-    auto [ec, n] = co_await beast_http::async_write_header(stream_, sr, use_tuple);
-    if (ec)
-        broken_ = true;
-    co_return !ec;
+    const std::string_view reason = beast_http::obsolete_reason(status);
+    std::size_t bound = 160 + reason.size() + server_header.size() + content_type.size();
+    for (const auto& [name, value] : headers)
+        bound += name.size() + value.size() + 4;
+    head_writer head(head_buffer_, bound);
+    head.put(version_text(version_)).put(" ").put_number(static_cast<unsigned>(status));
+    head.put(" ").put(reason).put("\r\nServer: ").put(server_header);
+    head.put("\r\nContent-Type: ").put(content_type).put("\r\nCache-Control: no-cache\r\n");
+    for (const auto& [name, value] : headers)
+        head.put(name).put(": ").put(value).put("\r\n");
+    if (chunked_)
+        head.put("Transfer-Encoding: chunked\r\n");
+    if (!keep_alive_ && version_ >= 11)
+        head.put("Connection: close\r\n");
+    head.put("\r\n");
+    const asio::const_buffer wire = asio::buffer(head.text());
+    std::size_t written = 0;
+    if (!write_at_once(&wire, 1, written))
+        co_await write_the_rest(&wire, 1, written);
+    co_return !broken_;
 }
 
-asio::awaitable<bool> session::write_chunk(std::string_view data) {
+asio::awaitable<bool> session_writer::write_chunk(std::string_view data) {
     if (broken_)
         co_return false;
     if (data.empty())
@@ -137,7 +119,7 @@ asio::awaitable<bool> session::write_chunk(std::string_view data) {
     co_return !broken_;
 }
 
-asio::awaitable<bool> session::write_framed(std::string_view chunks) {
+asio::awaitable<bool> session_writer::write_framed(std::string_view chunks) {
     if (broken_)
         co_return false;
     if (chunks.empty())
@@ -161,7 +143,7 @@ asio::awaitable<bool> session::write_framed(std::string_view chunks) {
     co_return !broken_;
 }
 
-asio::awaitable<bool> session::end_stream() {
+asio::awaitable<bool> session_writer::end_stream() {
     if (broken_)
         co_return false;
     if (!chunked_)
@@ -173,8 +155,8 @@ asio::awaitable<bool> session::end_stream() {
     co_return !broken_;
 }
 
-bool session::write_at_once(const asio::const_buffer* wire, std::size_t count,
-                            std::size_t& written) {
+bool session_writer::write_at_once(const asio::const_buffer* wire, std::size_t count,
+                                   std::size_t& written) {
     const write_attempt w = write_now(stream_, wire, count);
     written = w.written;
     if (w.ec)
@@ -182,9 +164,9 @@ bool session::write_at_once(const asio::const_buffer* wire, std::size_t count,
     return w.done;
 }
 
-asio::awaitable<void> session::write_the_rest(const asio::const_buffer* wire, std::size_t count,
-                                              std::size_t written) {
-    const auto ec = co_await write_rest(stream_, wire, count, written, st_->cfg.write_timeout);
+asio::awaitable<void> session_writer::write_the_rest(const asio::const_buffer* wire,
+                                                     std::size_t count, std::size_t written) {
+    const auto ec = co_await write_rest(stream_, wire, count, written, write_timeout_);
     if (ec)
         broken_ = true;
 }

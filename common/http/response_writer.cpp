@@ -1,0 +1,28 @@
+#include "common/http/response_writer.hpp"
+
+#include "common/http/parse.hpp"
+
+#include <vector>
+
+namespace lanes::common::http {
+
+boost::asio::awaitable<bool> response_writer::send(response res) {
+    std::vector<header_view> headers;
+    std::string_view content_type = "text/plain";
+    for (const auto& f : res) {
+        const std::string_view name(f.name_string().data(), f.name_string().size());
+        const std::string_view value(f.value().data(), f.value().size());
+        if (field_name_is(name, "content-type"))
+            content_type = value;
+        else if (!field_name_is(name, "server") && !field_name_is(name, "content-length") &&
+                 !field_name_is(name, "transfer-encoding") && !field_name_is(name, "connection"))
+            headers.emplace_back(name, value);
+    }
+    co_return co_await send(res.result(), content_type, headers, res.body());
+}
+
+error_page plain_error_page(int /*status*/, std::string_view message) {
+    return {"text/plain", std::string(message) + "\n"};
+}
+
+} // namespace lanes::common::http
