@@ -1,0 +1,151 @@
+// The admin API as a function of the request: every route, method and authorization case.
+#include "router/admin.hpp"
+
+#include "tests/unit/common/http/fake_writer.hpp"
+#include "tests/unit/common/http/test_servers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace lanes;
+using namespace lanes::common::http::test;
+namespace router = lanes::router;
+using verb = boost::beast::http::verb;
+using nlohmann::json;
+
+namespace {
+
+http::request make(verb v, std::string_view target, std::string body = {},
+                   std::string_view authorization = {}) {
+    http::request req;
+    const auto name = boost::beast::http::to_string(v);
+    req.start(v, std::string_view(name.data(), name.size()), target, 11);
+    if (!authorization.empty())
+        req.add("Authorization", authorization);
+    req.body() = std::move(body);
+    return req;
+}
+
+std::string error_type(const http::response& res) {
+    return json::parse(res.body())["error"]["type"];
+}
+
+constexpr std::string_view one = "http://127.0.0.1:9001";
+constexpr std::string_view two = "http://127.0.0.1:9002";
+
+} // namespace
+
+TEST_CASE("admin: without a token only loopback clients are served", "[admin]") {
+    router::replica_pool pool;
+    router::admin a("", pool);
+    CHECK(a.respond(make(verb::get, "/admin/replicas"), true).result_int() == 200);
+    const auto remote = a.respond(make(verb::get, "/admin/replicas"), false);
+    CHECK(remote.result_int() == 403);
+    CHECK(error_type(remote) == "PermissionDeniedError");
+}
+
+TEST_CASE("admin: with a token every call needs it, from anywhere", "[admin]") {
+    router::replica_pool pool;
+    router::admin a("s3cret", pool);
+    for (const bool loopback : {true, false}) {
+        const auto none = a.respond(make(verb::get, "/admin/replicas"), loopback);
+        CHECK(none.result_int() == 401);
+        CHECK(error_type(none) == "AuthenticationError");
+        CHECK(a.respond(make(verb::get, "/admin/replicas", "", "Bearer wrong"), loopback)
+                  .result_int() == 401);
+        CHECK(a.respond(make(verb::get, "/admin/replicas", "", "s3cret"), loopback).result_int() ==
+              401); // the scheme is part of it
+        CHECK(a.respond(make(verb::get, "/admin/replicas", "", "Bearer s3cret"), loopback)
+                  .result_int() == 200);
+    }
+}
+
+TEST_CASE("admin: add, list, drain, undrain and remove replicas", "[admin]") {
+    router::replica_pool pool;
+    router::admin a("", pool);
+    const auto call = [&](verb v, std::string target, std::string body = {}) {
+        return a.respond(make(v, target, std::move(body)), true);
+    };
+    const auto added = call(verb::post, "/admin/replicas", json{{"url", one}}.dump());
+    CHECK(added.result_int() == 201);
+    CHECK(json::parse(added.body())["added"] == one);
+    CHECK(call(verb::post, "/admin/replicas", json{{"url", one}}.dump()).result_int() == 409);
+    CHECK(call(verb::post, "/add_worker?url=http%3A%2F%2F127.0.0.1%3A9002").result_int() == 201);
+    CHECK(pool.all().size() == 2);
+
+    const auto list = json::parse(call(verb::get, "/admin/replicas").body());
+    REQUIRE(list.size() == 2);
+    CHECK(list[0]["url"] == one);
+    CHECK(list[0]["healthy"] == true);
+    CHECK(list[0]["draining"] == false);
+    CHECK(list[0]["kv_usage"].is_null()); // no scrape yet
+    CHECK(list[1]["source"] == "admin");
+    CHECK(json::parse(call(verb::get, "/list_workers").body())["urls"] == json::array({one, two}));
+    CHECK(call(verb::head, "/admin/replicas").result_int() == 200);
+
+    CHECK(call(verb::post, "/admin/replicas/drain", json{{"url", one}}.dump()).result_int() == 200);
+    CHECK(pool.find(std::string(one))->draining.load());
+    CHECK(call(verb::post, "/admin/replicas/undrain", json{{"url", one}}.dump()).result_int() ==
+          200);
+    CHECK_FALSE(pool.find(std::string(one))->draining.load());
+    CHECK(call(verb::post, "/admin/replicas/drain", json{{"url", "http://127.0.0.1:1"}}.dump())
+              .result_int() == 404);
+
+    CHECK(call(verb::delete_, "/admin/replicas?url=" + std::string(one)).result_int() == 200);
+    CHECK(call(verb::delete_, "/admin/replicas?url=" + std::string(one)).result_int() == 404);
+    CHECK(call(verb::post, "/remove_worker?url=" + std::string(two)).result_int() == 200);
+    CHECK(pool.all().empty());
+}
+
+TEST_CASE("admin: bad arguments, unknown paths and wrong methods", "[admin]") {
+    router::replica_pool pool;
+    REQUIRE(pool.add(*http::parse_url(one), "replicas.svc:8000")); // from DNS
+    router::admin a("", pool);
+    const auto call = [&](verb v, std::string target, std::string body = {}) {
+        return a.respond(make(v, target, std::move(body)), true);
+    };
+    CHECK(call(verb::post, "/admin/replicas").result_int() == 400); // no URL at all
+    CHECK(call(verb::post, "/admin/replicas", R"({"url":"ftp://x"})").result_int() == 400);
+    CHECK(call(verb::post, "/admin/replicas", "not json").result_int() == 400);
+    // A DNS replica would come back at the next resolution: removing it is refused.
+    const auto dns = call(verb::delete_, "/admin/replicas?url=" + std::string(one));
+    CHECK(dns.result_int() == 409);
+    CHECK(json::parse(dns.body())["error"]["message"].get<std::string>().find("drain it") !=
+          std::string::npos);
+    CHECK(call(verb::get, "/admin/nothing").result_int() == 404);
+    const struct {
+        verb v;
+        std::string_view path, allow;
+    } wrong[] = {{verb::put, "/admin/replicas", "GET, HEAD, POST, DELETE"},
+                 {verb::get, "/admin/replicas/drain", "POST"},
+                 {verb::delete_, "/admin/replicas/undrain", "POST"},
+                 {verb::post, "/list_workers", "GET, HEAD"},
+                 {verb::get, "/add_worker", "POST"},
+                 {verb::get, "/remove_worker", "POST"}};
+    for (const auto& w : wrong) {
+        INFO(w.path);
+        const auto res = call(w.v, std::string(w.path) + "?url=" + std::string(one));
+        CHECK(res.result_int() == 405);
+        CHECK(res[boost::beast::http::field::allow] == w.allow);
+        CHECK(error_type(res) == "MethodNotAllowedError");
+    }
+    CHECK(pool.all().size() == 1); // nothing was changed by a refused call
+}
+
+TEST_CASE("admin::handles names its paths, and handle answers through the writer", "[admin]") {
+    CHECK(router::admin::handles("/admin/replicas"));
+    CHECK(router::admin::handles("/admin/anything"));
+    CHECK(router::admin::handles("/add_worker"));
+    CHECK(router::admin::handles("/list_workers"));
+    CHECK_FALSE(router::admin::handles("/v1/completions"));
+    CHECK_FALSE(router::admin::handles("/administrator"));
+    router::replica_pool pool;
+    router::admin a("", pool);
+    fake_writer out;
+    out.remote_ = {asio::ip::make_address("10.1.2.3"), 5000}; // not loopback: refused
+    http::request req = make(verb::get, "/admin/replicas");
+    run_coroutine(
+        [&](asio::any_io_executor) -> asio::awaitable<void> { co_await a.handle(req, out); });
+    CHECK(out.status == 403);
+    CHECK(out.content_type == "application/json");
+}

@@ -1,0 +1,127 @@
+// The router's front: its route table, refusals, and the retry loop, answering a fake client.
+#include "router/proxy.hpp"
+
+#include "router/policies/factory.hpp"
+#include "tests/unit/common/http/fake_writer.hpp"
+#include "tests/unit/common/http/test_servers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace lanes;
+using namespace lanes::common::http::test;
+namespace router = lanes::router;
+using verb = boost::beast::http::verb;
+using nlohmann::json;
+
+namespace {
+
+struct front {
+    router::router_config cfg;
+    router::replica_pool pool;
+    router::router_metrics metrics;
+    std::unique_ptr<router::proxy> p;
+
+    explicit front(const std::vector<unsigned short>& ports, std::string policy = "round_robin") {
+        cfg.policy = std::move(policy);
+        cfg.access_log = false;
+        for (const auto port : ports)
+            pool.add(http::url{"127.0.0.1", port, ""});
+        p = std::make_unique<router::proxy>(cfg, pool, metrics,
+                                            router::make_policy(cfg.policy, cfg.policy_knobs));
+    }
+
+    fake_writer call(verb v, std::string_view target, std::string body = {}) {
+        http::request req;
+        const auto name = boost::beast::http::to_string(v);
+        req.start(v, std::string_view(name.data(), name.size()), target, 11);
+        req.add("Content-Type", "application/json");
+        req.body() = std::move(body);
+        fake_writer out;
+        run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
+            co_await p->handle(req, out);
+            // Pooled connections keep a deadline timer that would hold this loop: close them.
+            for (const auto& r : pool.all())
+                while (auto conn = r->take_idle())
+                    conn->close();
+        });
+        return out;
+    }
+};
+
+// A port nothing listens on.
+unsigned short closed_port() {
+    asio::io_context io;
+    asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+    return probe.local_endpoint().port();
+}
+
+} // namespace
+
+TEST_CASE("proxy: the route table answers liveness, metrics, 404 and 405", "[proxy]") {
+    front f({});
+    const auto health = f.call(verb::get, "/health");
+    CHECK(health.status == 200);
+    CHECK(health.content_type == "text/plain");
+    const auto metrics = f.call(verb::get, "/metrics");
+    CHECK(metrics.status == 200);
+    CHECK(metrics.content_type.starts_with("text/plain; version=0.0.4"));
+    CHECK(metrics.body.find("lanes_router_requests_total") != std::string::npos);
+    const auto missing = f.call(verb::get, "/v2/nothing?x=1");
+    CHECK(missing.status == 404);
+    CHECK(json::parse(missing.body)["error"]["message"] == "no route for /v2/nothing");
+    const auto get_completions = f.call(verb::get, "/v1/completions");
+    CHECK(get_completions.status == 405);
+    CHECK(get_completions.header("Allow") == "POST");
+    const auto post_health = f.call(verb::post, "/health");
+    CHECK(post_health.status == 405);
+    CHECK(post_health.header("Allow") == "GET, HEAD");
+    // Admin paths go to the admin API (loopback: the fake client's address).
+    CHECK(f.call(verb::get, "/admin/replicas").status == 200);
+}
+
+TEST_CASE("proxy: a body it cannot read is a 400, no replica a 503 with Retry-After", "[proxy]") {
+    front f({});
+    const auto bad = f.call(verb::post, "/v1/completions", "{not json");
+    CHECK(bad.status == 400);
+    CHECK(json::parse(bad.body)["error"]["type"] == "BadRequestError");
+    const auto none = f.call(verb::post, "/v1/completions", R"({"prompt":"hi"})");
+    CHECK(none.status == 503);
+    CHECK(none.header("Retry-After") == "1");
+    CHECK_FALSE(none.header("x-request-id").empty());
+}
+
+TEST_CASE("proxy: a failed attempt is retried on another replica", "[proxy]") {
+    test_server ts({});
+    front f({closed_port(), ts.port});
+    const auto out = f.call(verb::post, "/v1/completions", R"({"prompt":"hello"})");
+    CHECK(out.status == 200);
+    CHECK(out.body == R"({"prompt":"hello"})"); // the test server echoes
+    CHECK(out.header("x-lanes-replica") == "http://127.0.0.1:" + std::to_string(ts.port));
+    CHECK(out.header("x-lanes-route-reason") == "round_robin");
+    CHECK(f.metrics.retries.value() == 1);
+    // With every replica down, the last failure is named in a 502.
+    front dead({closed_port(), closed_port()});
+    const auto failed = dead.call(verb::post, "/v1/completions", R"({"prompt":"hello"})");
+    CHECK(failed.status == 502);
+    CHECK(json::parse(failed.body)["error"]["message"].get<std::string>().starts_with(
+        "every replica tried failed: connect: "));
+}
+
+TEST_CASE("proxy: the request id is the client's when it sends one", "[proxy]") {
+    test_server ts({});
+    front f({ts.port});
+    http::request req;
+    req.start(verb::post, "POST", "/v1/completions", 11);
+    req.add("X-Request-Id", "mine-1");
+    req.body() = R"({"prompt":"x"})";
+    fake_writer out;
+    run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
+        co_await f.p->handle(req, out);
+        for (const auto& r : f.pool.all())
+            while (auto conn = r->take_idle())
+                conn->close();
+    });
+    CHECK(out.status == 200);
+    CHECK(out.header("x-request-id") == "mine-1");
+}
