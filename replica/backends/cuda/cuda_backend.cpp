@@ -14,7 +14,10 @@
 
 #include "common/log.hpp"
 #include "replica/backends/cuda/cuda_kernels.hpp"
+#include "replica/backends/cuda/cuda_memory.hpp"
 #include "replica/backends/cuda/cuda_profile.hpp"
+#include "replica/backends/cuda/cuda_weights.hpp"
+#include "replica/backends/cuda/step_layout.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -31,95 +34,11 @@ namespace lanes::replica {
 
 namespace {
 
-// Decode steps of up to this many sequences replay the graph of the next power of two
-// (1, 2, 4, ..., 256); larger ones run eagerly.
-constexpr std::size_t max_graph_batch = 256;
-constexpr std::size_t graph_buckets = 9; // log2(max_graph_batch) + 1
 // cuBLAS workspace, set explicitly so graph capture never allocates (32 MiB: NVIDIA's advice
 // for Hopper).
 constexpr std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
 // Device memory left for the CUDA context, cuBLAS's own state and graph executables.
 constexpr std::size_t context_margin_bytes = std::size_t{512} << 20;
-// Metadata int32 arrays per row: token, position, slot, item first row, item count, item table
-// offset, logit row. The block tables follow them.
-constexpr std::size_t meta_arrays = 7;
-
-void check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess)
-        throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-}
-
-void check(cublasStatus_t status, const char* what) {
-    if (status != CUBLAS_STATUS_SUCCESS)
-        throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(status));
-}
-
-// Owns one cudaMalloc (device) or cudaMallocHost (pinned host) allocation.
-template <bool pinned>
-class memory {
-public:
-    memory() = default;
-    explicit memory(std::size_t bytes)
-        : size_(bytes) {
-        if (bytes == 0)
-            return;
-        if constexpr (pinned)
-            check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost");
-        else
-            check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
-    }
-    ~memory() { release(); }
-    memory(memory&& other) noexcept
-        : ptr_(std::exchange(other.ptr_, nullptr))
-        , size_(std::exchange(other.size_, 0)) {}
-    memory& operator=(memory&& other) noexcept {
-        if (this != &other) {
-            release();
-            ptr_ = std::exchange(other.ptr_, nullptr);
-            size_ = std::exchange(other.size_, 0);
-        }
-        return *this;
-    }
-    memory(const memory&) = delete;
-    memory& operator=(const memory&) = delete;
-
-    template <typename T = void>
-    T* get() const {
-        return static_cast<T*>(ptr_);
-    }
-    std::size_t size() const { return size_; }
-
-private:
-    void release() {
-        if (!ptr_)
-            return;
-        if constexpr (pinned)
-            cudaFreeHost(ptr_);
-        else
-            cudaFree(ptr_);
-        ptr_ = nullptr;
-    }
-    void* ptr_ = nullptr;
-    std::size_t size_ = 0;
-};
-using device_memory = memory<false>;
-using pinned_memory = memory<true>;
-
-struct stream_deleter {
-    void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
-};
-struct cublas_deleter {
-    void operator()(cublasHandle_t h) const { cublasDestroy(h); }
-};
-using stream_ptr = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter>;
-using cublas_ptr = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, cublas_deleter>;
-
-std::size_t bucket_index(std::size_t n) {
-    std::size_t i = 0;
-    while ((std::size_t{1} << i) < n)
-        ++i;
-    return i;
-}
 
 int as_int(std::size_t v) {
     return static_cast<int>(v);
@@ -141,14 +60,6 @@ public:
                  std::vector<std::vector<float>>& logits) override;
 
 private:
-    struct layer {
-        const float* attn_norm;
-        const void* wqkv;
-        const void* wo;
-        const float* mlp_norm;
-        const void* w_gate_up;
-        const void* w_down;
-    };
     // One step's shape, as enqueue() needs it.
     struct step {
         int rows = 0;       // token rows computed (a decode bucket includes its padding)
@@ -161,8 +72,6 @@ private:
         int splits = 1;         // shares of each attention item's keys
     };
 
-    const void* upload_projection(const std::vector<float>& values, device_memory& staging);
-    const float* upload_f32(const std::vector<float>& values);
     void reserve(std::size_t rows, std::size_t table_entries);
     step pack(std::span<const batch_entry> batch);
     void enqueue(const step& s);
@@ -186,11 +95,7 @@ private:
     device_memory workspace_;
     cublas_ptr cublas_owner_;
     cublasHandle_t cublas_ = nullptr;
-    std::vector<device_memory> weights_;
-    const float* embedding_ = nullptr;
-    const float* final_norm_ = nullptr;
-    const void* lm_head_ = nullptr;
-    std::vector<layer> layers_;
+    device_weights weights_;
     device_memory kv_;
 
     // Step buffers for rows_cap_ token rows and table_cap_ block-table entries.
@@ -236,22 +141,7 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     check(cublasSetWorkspace(cublas_, workspace_.get(), workspace_.size()), "cublasSetWorkspace");
     check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"); // no TF32
 
-    std::size_t largest = weights.lm_head.size();
-    for (const auto& lw : weights.layers)
-        largest = std::max(
-            {largest, lw.wqkv.size(), lw.wo.size(), lw.w_gate_up.size(), lw.w_down.size()});
-    device_memory staging(dtype_ == cuda::dtype::bf16 ? largest * sizeof(float) : 0);
-    embedding_ = upload_f32(weights.embedding);
-    for (const auto& lw : weights.layers) {
-        layers_.push_back({upload_f32(lw.attn_norm), upload_projection(lw.wqkv, staging),
-                           upload_projection(lw.wo, staging), upload_f32(lw.mlp_norm),
-                           upload_projection(lw.w_gate_up, staging),
-                           upload_projection(lw.w_down, staging)});
-    }
-    final_norm_ = upload_f32(weights.final_norm);
-    lm_head_ = upload_projection(weights.lm_head, staging);
-    check(cudaStreamSynchronize(stream_), "uploading the weights");
-    staging = device_memory();
+    weights_ = device_weights(weights, dtype_, stream_);
 
     kv_ = device_memory(num_blocks_ * cuda_kv_block_bytes(cfg_, block_size_, value_bytes_));
     check(cudaMemsetAsync(kv_.get(), 0, kv_.size(), stream_), "cudaMemset");
@@ -268,27 +158,6 @@ cuda_backend::~cuda_backend() {
         cudaStreamSynchronize(stream_);
     drop_graphs();
     profile_.report();
-}
-
-const float* cuda_backend::upload_f32(const std::vector<float>& values) {
-    device_memory& m = weights_.emplace_back(values.size() * sizeof(float));
-    check(cudaMemcpyAsync(m.get(), values.data(), m.size(), cudaMemcpyHostToDevice, stream_),
-          "uploading weights");
-    return m.get<float>();
-}
-
-const void* cuda_backend::upload_projection(const std::vector<float>& values,
-                                            device_memory& staging) {
-    if (dtype_ == cuda::dtype::f32)
-        return upload_f32(values);
-    device_memory& m = weights_.emplace_back(values.size() * value_bytes_);
-    // Stream-ordered: the next tensor's copy into `staging` waits for this conversion.
-    check(cudaMemcpyAsync(staging.get(), values.data(), values.size() * sizeof(float),
-                          cudaMemcpyHostToDevice, stream_),
-          "uploading weights");
-    cuda::convert_to_bf16(staging.get<float>(), m.get(), values.size(), stream_);
-    check(cudaGetLastError(), "converting weights to bf16");
-    return m.get();
 }
 
 void cuda_backend::drop_graphs() {
@@ -325,82 +194,26 @@ void cuda_backend::reserve(std::size_t rows, std::size_t table_entries) {
     logits_host_ = pinned_memory(rows_cap_ * c.vocab * sizeof(float));
 }
 
-// Fills meta_host_ for the batch and says how to run it.
+// Fills meta_host_ for the batch (step_layout.hpp) and says how to run it.
 cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
+    const step_shape shape = shape_step(batch, block_size_, num_blocks_, use_graphs_);
+    reserve(shape.rows, shape.table_entries);
+    const packed_step packed =
+        pack_step(batch, shape, block_size_, static_cast<std::size_t>(queries_per_item_), rows_cap_,
+                  meta_host_.get<std::int32_t>());
     step s;
-    std::size_t total = 0, table_entries = 0, max_keys = 0;
-    s.decode = use_graphs_ && !batch.empty() && batch.size() <= max_graph_batch;
-    for (const auto& e : batch) {
-        const std::size_t end = e.start_pos + e.tokens.size();
-        max_keys = std::max(max_keys, end);
-        const std::size_t blocks = (end + block_size_ - 1) / block_size_;
-        if (e.block_table.size() < blocks)
-            throw std::invalid_argument("cuda backend: block table shorter than the sequence");
-        for (std::size_t b = 0; b < blocks; ++b)
-            if (e.block_table[b] < 0 || static_cast<std::size_t>(e.block_table[b]) >= num_blocks_)
-                throw std::out_of_range("cuda backend: block id beyond the KV pool");
-        total += e.tokens.size();
-        table_entries += blocks;
-        s.decode = s.decode && e.tokens.size() == 1 && e.want_logits;
-    }
-    s.bucket = s.decode ? bucket_index(batch.size()) : 0;
-    const std::size_t rows = s.decode ? std::size_t{1} << s.bucket : total;
-    reserve(rows, table_entries);
-
-    const std::size_t cap = rows_cap_;
-    std::int32_t* m = meta_host_.get<std::int32_t>();
-    std::int32_t *tokens = m, *pos = m + cap, *slot = m + 2 * cap;
-    std::int32_t *item_first = m + 3 * cap, *item_count = m + 4 * cap, *item_table = m + 5 * cap;
-    std::int32_t *logit_row = m + 6 * cap, *tables = m + meta_arrays * cap;
-    const auto qpi = static_cast<std::size_t>(queries_per_item_);
-    std::size_t row = 0, items = 0, table_used = 0, logit_rows = 0;
-    for (const auto& e : batch) {
-        const std::size_t n = e.tokens.size();
-        const std::size_t blocks = (e.start_pos + n + block_size_ - 1) / block_size_;
-        const auto offset = static_cast<std::int32_t>(table_used);
-        for (std::size_t b = 0; b < blocks; ++b)
-            tables[table_used++] = static_cast<std::int32_t>(e.block_table[b]);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t p = e.start_pos + i;
-            tokens[row + i] = static_cast<std::int32_t>(e.tokens[i]);
-            pos[row + i] = static_cast<std::int32_t>(p);
-            slot[row + i] = static_cast<std::int32_t>(
-                static_cast<std::size_t>(e.block_table[p / block_size_]) * block_size_ +
-                p % block_size_);
-        }
-        for (std::size_t i = 0; i < n; i += qpi, ++items) {
-            item_first[items] = static_cast<std::int32_t>(row + i);
-            item_count[items] = static_cast<std::int32_t>(std::min(qpi, n - i));
-            item_table[items] = offset;
-        }
-        row += n;
-        if (e.want_logits && n > 0)
-            logit_row[logit_rows++] = static_cast<std::int32_t>(row - 1);
-    }
-    s.copy_rows = as_int(logit_rows);
-    if (s.decode) {
-        // Pad to the bucket: no token stored, no attention; the LM head runs over every row.
-        for (; row < rows; ++row, ++items) {
-            tokens[row] = 0;
-            pos[row] = 0;
-            slot[row] = -1;
-            item_first[items] = 0;
-            item_count[items] = 0;
-            item_table[items] = 0;
-        }
-        for (std::size_t r = 0; r < rows; ++r)
-            logit_row[r] = static_cast<std::int32_t>(r);
-        logit_rows = rows;
-    }
-    s.rows = as_int(rows);
-    s.items = as_int(items);
+    s.decode = shape.decode;
+    s.bucket = shape.bucket;
+    s.rows = as_int(shape.rows);
+    s.items = as_int(packed.items);
+    s.logit_rows = as_int(packed.logit_rows);
+    s.copy_rows = as_int(packed.copy_rows);
+    s.meta_ints = packed.meta_ints;
     // A decode graph replays while its sequences grow, so its split is chosen for any length.
-    s.splits =
-        cuda::attention_splits(s.items, geometry_.n_kv_heads,
-                               s.decode ? std::numeric_limits<int>::max() / 2 : as_int(max_keys),
-                               attention_blocks_, sm_count_);
-    s.logit_rows = as_int(logit_rows);
-    s.meta_ints = meta_arrays * cap + table_used;
+    s.splits = cuda::attention_splits(s.items, geometry_.n_kv_heads,
+                                      s.decode ? std::numeric_limits<int>::max() / 2
+                                               : as_int(shape.max_keys),
+                                      attention_blocks_, sm_count_);
     return s;
 }
 
@@ -433,10 +246,10 @@ void cuda_backend::enqueue(const step& s) {
         s.splits, ws, ws + cuda::attention_output_floats(geometry_.head_dim, attention_blocks_)};
 
     cuda::step_profile& p = profile_;
-    cuda::embed(embedding_, tokens, x, s.rows, d, as_int(c.vocab), stream_);
+    cuda::embed(weights_.embedding, tokens, x, s.rows, d, as_int(c.vocab), stream_);
     p.mark("embed", stream_);
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-        const layer& w = layers_[l];
+    for (std::size_t l = 0; l < weights_.layers.size(); ++l) {
+        const device_weights::layer& w = weights_.layers[l];
         cuda::rms_norm(x, nullptr, w.attn_norm, h_.get(), dtype_, s.rows, d, c.rms_eps, stream_);
         p.mark("norm", stream_);
         gemm(h_.get(), w.wqkv, qkv, s.rows, d, qkv_dim, 0.0f);
@@ -458,11 +271,12 @@ void cuda_backend::enqueue(const step& s) {
         gemm(act_.get(), w.w_down, x, s.rows, d_ff, d, 1.0f);
         p.mark("gemm down", stream_);
     }
-    cuda::rms_norm(x, logit_row, final_norm_, h_.get(), dtype_, s.logit_rows, d, c.rms_eps,
+    cuda::rms_norm(x, logit_row, weights_.final_norm, h_.get(), dtype_, s.logit_rows, d, c.rms_eps,
                    stream_);
     p.mark("norm", stream_);
     if (s.logit_rows > 0)
-        gemm(h_.get(), lm_head_, logits_.get<float>(), s.logit_rows, d, as_int(c.vocab), 0.0f);
+        gemm(h_.get(), weights_.lm_head, logits_.get<float>(), s.logit_rows, d, as_int(c.vocab),
+             0.0f);
     p.mark("gemm lm_head", stream_);
     check(cudaGetLastError(), "launching the forward pass");
 }
@@ -553,18 +367,6 @@ std::size_t cuda_reserve_bytes(const model_config& c, std::size_t max_tokens) {
         2 * c.d_model + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 3 * c.d_ff + c.vocab;
     return rows * (floats_per_row * sizeof(float) + meta_arrays * sizeof(std::int32_t)) +
            cublas_workspace_bytes + context_margin_bytes;
-}
-
-bool cuda_memory(std::size_t& free_bytes, std::size_t& total_bytes, std::string* why) {
-    cudaError_t status = cudaSetDevice(0);
-    if (status == cudaSuccess)
-        status = cudaMemGetInfo(&free_bytes, &total_bytes);
-    if (status != cudaSuccess) {
-        if (why)
-            *why = std::string("cannot read the device's memory: ") + cudaGetErrorString(status);
-        return false;
-    }
-    return true;
 }
 
 std::unique_ptr<backend> make_cuda_backend(const backend_options& options,

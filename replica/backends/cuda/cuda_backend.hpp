@@ -54,9 +54,6 @@ inline std::size_t cuda_kv_block_bytes(const model_config& c, std::size_t block_
 // context's own allocations and graph executables.
 std::size_t cuda_reserve_bytes(const model_config& c, std::size_t max_tokens);
 
-// Free and total memory of device 0; false (with `why`) when the runtime cannot say.
-bool cuda_memory(std::size_t& free_bytes, std::size_t& total_bytes, std::string* why);
-
 // Builds the backend on device 0: uploads the weights (converted to options.cuda_dtype) and
 // takes the KV cache. nullptr with `error` set when it cannot (unsupported shape, out of
 // memory, a CUDA or cuBLAS failure).

@@ -1,5 +1,5 @@
-// Whether a CUDA device is usable, asked of the CUDA runtime. Compiled only when LANES_CUDA is
-// on; otherwise backend.cpp answers that the build has no CUDA.
+// Whether a CUDA device is usable and how much memory it has free, asked of the CUDA runtime.
+// Compiled only when LANES_CUDA is on; otherwise backend.cpp answers that the build has no CUDA.
 #include "replica/backends/cuda/cuda_probe.hpp"
 
 #include <cuda_runtime.h>
@@ -24,6 +24,18 @@ bool cuda_device_usable(std::string* why) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess && why)
         *why = std::string("CUDA device 0: ") + prop.name;
+    return true;
+}
+
+bool cuda_memory(std::size_t& free_bytes, std::size_t& total_bytes, std::string* why) {
+    cudaError_t status = cudaSetDevice(0);
+    if (status == cudaSuccess)
+        status = cudaMemGetInfo(&free_bytes, &total_bytes);
+    if (status != cudaSuccess) {
+        if (why)
+            *why = std::string("cannot read the device's memory: ") + cudaGetErrorString(status);
+        return false;
+    }
     return true;
 }
 
