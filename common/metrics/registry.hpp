@@ -134,11 +134,4 @@ private:
     std::vector<std::unique_ptr<family<histogram>>> histograms_;
 };
 
-// Go-style float formatting as prometheus_client prints it: `1.0`, `0.0234375`, `52311.0`,
-// `1.750000012345e+09`, `1e+06`, `+Inf`, `-Inf`, `NaN`.
-std::string format_value(double v);
-// Escape a label value (backslash, double quote, newline) and HELP text (backslash, newline).
-std::string escape_label_value(std::string_view v);
-std::string escape_help(std::string_view v);
-
 } // namespace lanes::common::metrics
