@@ -116,10 +116,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
     if (match.route) {
         co_await (this->*match.route->serve)(req, out);
     } else if (match.path_methods) {
-        const std::string allow = http::allow_value(match.path_methods);
-        auto res = openai::error_response(req, openai::api_error::of(405, "use " + allow));
-        res.set(boost::beast::http::field::allow, allow);
-        co_await out.send(std::move(res));
+        co_await out.send(openai::method_not_allowed(req, match.path_methods));
     } else {
         co_await send_error(req, out,
                             openai::api_error::not_found("no route for " + std::string(path)));

@@ -123,12 +123,8 @@ http::response admin::respond(const http::request& req, bool loopback) {
     const auto match = http::match_route(routes, path, req.method());
     if (!match.path_methods)
         return error(req, 404, "no admin route for " + std::string(path));
-    if (!match.route) {
-        const std::string allow = http::allow_value(match.path_methods);
-        auto res = error(req, 405, std::string(path) + " takes " + allow);
-        res.set(bhttp::field::allow, allow);
-        return res;
-    }
+    if (!match.route)
+        return common::openai::method_not_allowed(req, match.path_methods);
     return (this->*match.route->serve)(req);
 }
 
@@ -166,15 +162,22 @@ http::response admin::add(const http::request& req) {
     return http::make_response(req, status::created, nlohmann::json{{"added", id}}.dump());
 }
 
-http::response admin::remove(const http::request& req) {
-    http::response refusal;
+std::shared_ptr<replica> admin::replica_named(const http::request& req, http::response& refusal) {
     const auto u = replica_argument(req, refusal);
     if (!u)
-        return refusal;
-    const std::string id = u->str();
-    const auto r = pool_.find(id);
+        return nullptr;
+    auto r = pool_.find(u->str());
     if (!r)
-        return error(req, 404, id + " is not a replica");
+        refusal = error(req, 404, u->str() + " is not a replica");
+    return r;
+}
+
+http::response admin::remove(const http::request& req) {
+    http::response refusal;
+    const auto r = replica_named(req, refusal);
+    if (!r)
+        return refusal;
+    const std::string& id = r->id();
     if (r->source != "flag" && r->source != "admin")
         return error(req, 409,
                      id + " comes from --replica-dns " + r->source +
@@ -194,17 +197,13 @@ http::response admin::undrain(const http::request& req) {
 
 http::response admin::set_draining(const http::request& req, bool draining) {
     http::response refusal;
-    const auto u = replica_argument(req, refusal);
-    if (!u)
-        return refusal;
-    const std::string id = u->str();
-    const auto r = pool_.find(id);
+    const auto r = replica_named(req, refusal);
     if (!r)
-        return error(req, 404, id + " is not a replica");
+        return refusal;
     r->draining.store(draining);
     const std::string what = draining ? "draining" : "undrained";
-    LANES_LOG(info, "admin", what << " " << id);
-    return http::make_response(req, status::ok, nlohmann::json{{what, id}}.dump());
+    LANES_LOG(info, "admin", what << " " << r->id());
+    return http::make_response(req, status::ok, nlohmann::json{{what, r->id()}}.dump());
 }
 
 } // namespace lanes::router

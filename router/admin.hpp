@@ -47,6 +47,9 @@ private:
     // 400 when it names none or a bad one.
     std::optional<common::http::url> replica_argument(const common::http::request& req,
                                                       common::http::response& refusal);
+    // The replica a call names; nullptr with `refusal` set (400 or 404) when there is none.
+    std::shared_ptr<replica> replica_named(const common::http::request& req,
+                                           common::http::response& refusal);
 
     std::string token_;
     replica_pool& pool_;

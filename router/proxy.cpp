@@ -71,12 +71,8 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
         return (this->*match.route->serve)(req, out);
     if (admin::handles(path))
         return admin_.handle(req, out);
-    if (match.path_methods) {
-        const std::string allow = http::allow_value(match.path_methods);
-        auto res = openai::error_response(req, openai::api_error::of(405, "use " + allow));
-        res.set(bhttp::field::allow, allow);
-        return answered(out.send(std::move(res)));
-    }
+    if (match.path_methods)
+        return answered(out.send(openai::method_not_allowed(req, match.path_methods)));
     return answered(out.send(openai::error_response(
         req, openai::api_error::not_found("no route for " + std::string(path)))));
 }

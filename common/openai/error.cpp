@@ -1,5 +1,7 @@
 #include "common/openai/error.hpp"
 
+#include "common/http/routes.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace lanes::common::openai {
@@ -61,6 +63,14 @@ std::string error_json(const api_error& e) {
 
 http::response error_response(const http::request& req, const api_error& e) {
     return http::make_response(req, static_cast<http::beast_http::status>(e.status), error_json(e));
+}
+
+http::response method_not_allowed(const http::request& req, unsigned methods) {
+    const std::string allow = http::allow_value(methods);
+    const std::string path(http::path_of(req.target()));
+    auto res = error_response(req, api_error::of(405, path + " takes " + allow));
+    res.set(http::beast_http::field::allow, allow);
+    return res;
 }
 
 http::error_page error_page(int status, std::string_view message) {

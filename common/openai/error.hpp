@@ -32,6 +32,9 @@ std::string error_json(const api_error& e);
 // The answer to `req` that carries `e`.
 http::response error_response(const http::request& req, const api_error& e);
 
+// 405 for a path asked with a method it does not take: Allow lists `methods` (http::method_bits).
+http::response method_not_allowed(const http::request& req, unsigned methods);
+
 // The server's own refusals (limits, malformed requests) in the same form: the error_writer an
 // OpenAI server gives its http::server.
 http::error_page error_page(int status, std::string_view message);

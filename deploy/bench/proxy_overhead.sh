@@ -4,7 +4,8 @@
 # 1 thread) and lanes-router (1 I/O thread, prefix policy), loaded by wrk with 1 KB JSON
 # POST /v1/completions bodies. Runs alternate between the three, ROUNDS times; every server
 # listens on 127.0.0.1 only. Prints a table and writes results to OUT (default
-# build/proxy_overhead.json).
+# build/proxy_overhead.json). BASELINE_ROUTER=path/to/another/lanes-router adds that build as a
+# fourth contestant, paired with this one round by round (a change's cost, measured).
 #   ROUNDS=3 DURATION=10s CONNECTIONS=32 deploy/bench/proxy_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,6 +14,7 @@ duration="${DURATION:-10s}"
 connections="${CONNECTIONS:-32}"
 out="${OUT:-build/proxy_overhead.json}"
 router_bin="${LANES_BUILD_DIR:-build}/router/lanes-router"
+baseline_bin="${BASELINE_ROUTER:-}"
 
 for tool in nginx haproxy wrk; do
     command -v "$tool" >/dev/null || missing="${missing:-} $tool"
@@ -25,7 +27,7 @@ fi
 
 source deploy/bench/scratch.sh
 
-backend_port=18101 nginx_port=18102 haproxy_port=18103 lanes_port=18104
+backend_port=18101 nginx_port=18102 haproxy_port=18103 lanes_port=18104 baseline_port=18105
 reply='{"id":"cmpl-0","object":"text_completion","created":0,"model":"m","choices":[{"index":0,"text":"hello world","logprobs":null,"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":1025,"total_tokens":1027,"completion_tokens":2}}'
 
 cat > "$work/backend.conf" <<CONF
@@ -88,6 +90,12 @@ nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
 haproxy -f "$work/haproxy.cfg" -q & pids+=($!)
 "$router_bin" --host 127.0.0.1 --port "$lanes_port" --threads 1 --policy prefix \
     --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
+names=(nginx haproxy lanes)
+if [ -n "$baseline_bin" ]; then
+    "$baseline_bin" --host 127.0.0.1 --port "$baseline_port" --threads 1 --policy prefix \
+        --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
+    names+=(baseline)
+fi
 sleep 1
 
 # 1 KB JSON body: a completion request whose prompt makes the whole body 1024 bytes.
@@ -107,11 +115,10 @@ end
 LUA
 
 # The order turns each round (nginx haproxy lanes, then haproxy lanes nginx, ...), so that none
-# of the three always runs first or last after the others warmed the machine.
+# of them always runs first or last after the others warmed the machine.
 declare -A rps p50 p99
-names=(nginx haproxy lanes)
 for round in $(seq 1 "$rounds"); do
-    shift_by=$(( (round - 1) % 3 ))
+    shift_by=$(( (round - 1) % ${#names[@]} ))
     for name in "${names[@]:shift_by}" "${names[@]:0:shift_by}"; do
         port_var="${name}_port"
         line=$(wrk -t1 -c"$connections" -d"$duration" -s "$work/post.lua" \
@@ -127,7 +134,10 @@ import json, statistics, sys
 data = {}
 for name, r, a, b in [("nginx", "${rps[nginx]}", "${p50[nginx]}", "${p99[nginx]}"),
                       ("haproxy", "${rps[haproxy]}", "${p50[haproxy]}", "${p99[haproxy]}"),
-                      ("lanes", "${rps[lanes]}", "${p50[lanes]}", "${p99[lanes]}")]:
+                      ("lanes", "${rps[lanes]}", "${p50[lanes]}", "${p99[lanes]}"),
+                      ("baseline", "${rps[baseline]:-}", "${p50[baseline]:-}", "${p99[baseline]:-}")]:
+    if not r.split():
+        continue
     f = lambda s: [float(x) for x in s.split()]
     data[name] = {"rps": statistics.median(f(r)), "p50_ms": statistics.median(f(a)),
                   "p99_ms": statistics.median(f(b)), "runs_rps": f(r), "runs_p99_ms": f(b)}
@@ -137,7 +147,7 @@ data["lanes_vs_best_rps"] = data["lanes"]["rps"] / best
 # differ): lanes over nginx and lanes over HAProxy that round, each pair on its own (over the
 # better of the two each round would be biased: the larger of two noisy figures runs high).
 data["paired"] = {}
-for other in ("nginx", "haproxy"):
+for other in [n for n in ("nginx", "haproxy", "baseline") if n in data]:
     ratios = lambda key: [l / o for l, o in zip(data["lanes"][key], data[other][key])]
     rr, pr = ratios("runs_rps"), ratios("runs_p99_ms")
     data["paired"][other] = {"rps_ratio_median": statistics.median(rr),
@@ -146,11 +156,11 @@ for other in ("nginx", "haproxy"):
                              "rps_ratios": rr, "p99_ratios": pr}
 json.dump(data, open(sys.argv[1], "w"), indent=2)
 print("%-8s %10s %8s %8s" % ("proxy", "req/s", "p50 ms", "p99 ms"))
-for n in ("nginx", "haproxy", "lanes"):
+for n in [n for n in ("nginx", "haproxy", "lanes", "baseline") if n in data]:
     d = data[n]
     print("%-8s %10.0f %8.3f %8.3f" % (n, d["rps"], d["p50_ms"], d["p99_ms"]))
 print("lanes / best of nginx, haproxy: %.2fx req/s" % data["lanes_vs_best_rps"])
-for other in ("nginx", "haproxy"):
+for other in data["paired"]:
     pr = data["paired"][other]
     print("paired by round, median: lanes / %s %.2fx req/s, p99 %.2fx; lanes ahead in %d of %d rounds"
           % (other, pr["rps_ratio_median"], pr["p99_ratio_median"], pr["rounds_lanes_ahead"],

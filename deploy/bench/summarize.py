@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns lanes-bench result files (build/results/...) into markdown tables on stdout and PNG
 charts in docs/img/ (drawn by gnuplot, a Debian package). Every figure comes from the sim backend,
-except the real-compute routing runs kept in docs/gpu/ (deploy/gpu/routing.sh on an H200)."""
+except the real-compute routing runs kept in bench/results/h200/ (deploy/gpu/routing.sh)."""
 import json
 import os
 import subprocess
@@ -176,5 +176,5 @@ routing("trace", "synthetic", "Trace replay, Mooncake synthetic", "trace-synthet
 routing("trace", "conversation", "Trace replay, Mooncake conversation", "trace-conversation")
 sweep()
 fault()
-routing("gpu", "routing", "Shared-prefix on one H200", "routing-h200", base="docs",
+routing("h200", "routing", "Shared-prefix on one H200", "routing-h200", base="bench/results",
         label="cuda backend")

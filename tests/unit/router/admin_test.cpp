@@ -17,13 +17,10 @@ namespace {
 
 http::request make(verb v, std::string_view target, std::string body = {},
                    std::string_view authorization = {}) {
-    http::request req;
-    const auto name = boost::beast::http::to_string(v);
-    req.start(v, std::string_view(name.data(), name.size()), target, 11);
-    if (!authorization.empty())
-        req.add("Authorization", authorization);
-    req.body() = std::move(body);
-    return req;
+    if (authorization.empty())
+        return make_request(v, target, std::move(body));
+    return make_request(v, target, std::move(body),
+                        {{"Authorization", std::string(authorization)}});
 }
 
 std::string error_type(const http::response& res) {

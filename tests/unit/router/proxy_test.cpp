@@ -32,11 +32,8 @@ struct front {
     }
 
     fake_writer call(verb v, std::string_view target, std::string body = {}) {
-        http::request req;
-        const auto name = boost::beast::http::to_string(v);
-        req.start(v, std::string_view(name.data(), name.size()), target, 11);
-        req.add("Content-Type", "application/json");
-        req.body() = std::move(body);
+        http::request req =
+            make_request(v, target, std::move(body), {{"Content-Type", "application/json"}});
         fake_writer out;
         run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
             co_await p->handle(req, out);

@@ -2,6 +2,7 @@
 // client can be made to leave (the on_client_closed hook runs, every later write fails).
 #pragma once
 
+#include "common/http/message.hpp"
 #include "common/http/response_writer.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -12,6 +13,18 @@
 #include <vector>
 
 namespace lanes::common::http::test {
+
+// A request as the server would hand it to a handler.
+inline request make_request(beast_http::verb verb, std::string_view target, std::string body = {},
+                            const header_list& fields = {}) {
+    request req;
+    const auto name = beast_http::to_string(verb);
+    req.start(verb, std::string_view(name.data(), name.size()), target, 11);
+    for (const auto& [n, v] : fields)
+        req.add(n, v);
+    req.body() = std::move(body);
+    return req;
+}
 
 class fake_writer final : public response_writer {
 public:
