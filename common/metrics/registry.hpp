@@ -96,8 +96,8 @@ private:
     T& with_values(const Values& values);
     T& add_child(label_values values, std::uint64_t hash);
     std::map<label_values, std::unique_ptr<T>> children_; // exposition order
-    // Lookups by a hash of the values (a handful of string compares on a hit), where walking
-    // the ordered map compared whole strings at every level: one lookup per proxied request.
+    // Lookups by a hash of the values (a handful of string compares on a hit) rather than through
+    // the ordered map, which compares whole strings at every level: one lookup per request.
     std::unordered_multimap<std::uint64_t, std::pair<const label_values*, T*>> index_;
 };
 

@@ -67,8 +67,8 @@ ojson choice(const char* key, ojson value, std::string_view finish_reason, bool 
 
 } // namespace
 
-// Two hex digits per byte value, so an id's 16 random bytes take 16 lookups (it was a digit at a
-// time, ~500 instructions of every proxied request).
+// Two hex digits per byte value, so an id's 16 random bytes take 16 lookups (every proxied request
+// gets an id).
 constexpr std::array<std::array<char, 2>, 256> hex_pairs = [] {
     constexpr std::string_view digits = "0123456789abcdef";
     std::array<std::array<char, 2>, 256> t{};

@@ -44,7 +44,7 @@ void matmul(const float* x, const float* w, float* y, std::size_t rows, std::siz
 cpu_backend::cpu_backend(model_weights weights, std::size_t num_blocks, std::size_t block_size)
     : w_(std::move(weights))
     , block_size_(block_size)
-    , kv_(num_blocks * weights.cfg.n_layers * 2 * block_size * weights.cfg.kv_dim(), 0.0f) {}
+    , kv_(num_blocks * w_.cfg.n_layers * 2 * block_size * w_.cfg.kv_dim(), 0.0f) {}
 
 float* cpu_backend::kv_slot(block_id block, std::size_t layer, int which, std::size_t slot) {
     const auto& c = w_.cfg;

@@ -12,12 +12,12 @@ request_stream::request_stream(asio::any_io_executor session_executor)
     , ready_(executor_) {}
 
 void request_stream::push(stream_event ev) {
-    {
-        std::lock_guard lock(mutex_);
-        events_.push_back(std::move(ev));
-    }
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(ev));
     // The timer is only touched on the session's executor; the session checks the queue and
-    // starts waiting without yielding in between, so this wake-up cannot be lost.
+    // starts waiting without yielding in between, so this wake-up cannot be lost. Posted under
+    // the lock: once the session has taken the last event it may let its executor go, and a post
+    // made after that would reach nothing that still exists.
     asio::post(executor_, [self = shared_from_this()] { self->ready_.cancel(); });
 }
 

@@ -2,8 +2,8 @@
 // routing hot path. Entries live in one vector, linked by index into a recency list; lookups go
 // through an open-addressing table (linear probing, backward-shift deletion, no tombstones) whose
 // slots carry the hash itself, so `contains` costs one cache line in the common case. A
-// list-and-node-map LRU costs two or three dependent cache misses per lookup instead, which is
-// what the router's decision-time tail was made of (docs/performance.md).
+// list-and-node-map LRU costs two or three dependent cache misses per lookup instead, and with
+// many replicas' indexes nothing of it stays in cache.
 #pragma once
 
 #include "common/prompt/block_hash.hpp"

@@ -32,8 +32,7 @@ struct start_later {
             socket->async_read_some(buffer, std::move(h));
         };
         // Posted through the io_context's own executor type when that is what the socket has
-        // (the server's and the proxy's sockets): the type-erased executor's post costs several
-        // hundred instructions more.
+        // (the server's and the proxy's sockets): the type-erased executor's post costs more.
         const auto& ex = socket->get_executor();
         if (const auto* io = ex.target<asio::io_context::executor_type>())
             asio::post(*io, std::move(start));

@@ -1,18 +1,217 @@
-#include "router/fleet/replica_monitor.hpp"
+// The replica set: membership by URL with a version that moves on every change, each replica's
+// scraped stats with their own version, and its pool of idle keep-alive connections.
 #include "router/fleet/replica_pool.hpp"
+
+#include "tests/unit/common/http/test_servers.hpp"
 
 #include <catch2/catch.hpp>
 
-using namespace lanes;
-using namespace std::chrono_literals;
+#include <sys/socket.h>
+#include <sys/time.h>
 
-TEST_CASE("a DNS name gives one replica per host, IPv4 first", "[pool]") {
-    namespace ip = boost::asio::ip;
-    const auto a = ip::make_address("10.0.0.1"), b = ip::make_address("10.0.0.2");
-    const auto a6 = ip::make_address("fd00::1"), b6 = ip::make_address("fd00::2");
-    // Dual stack: the IPv6 records of the same pods are left out.
-    CHECK(router::one_per_host({a6, a, b6, b}) == std::vector<ip::address>{a, b});
-    // IPv6 only: kept. Repeats: once.
-    CHECK(router::one_per_host({a6, b6, a6}) == std::vector<ip::address>{a6, b6});
-    CHECK(router::one_per_host({}).empty());
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace lanes;
+using namespace lanes::common::http::test;
+using namespace std::chrono_literals;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::vector<std::string> ids(const router::replica_pool& pool) {
+    std::vector<std::string> out;
+    for (const auto& r : pool.all())
+        out.push_back(r->id());
+    return out;
+}
+
+// Whether the peer of `s` closed the connection: waits up to 2 s for the end of the stream.
+bool peer_closed(tcp::socket& s) {
+    struct timeval tv {
+        2, 0
+    };
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char byte = 0;
+    boost::system::error_code ec;
+    s.read_some(asio::buffer(&byte, 1), ec);
+    return ec == asio::error::eof;
+}
+
+// Whether the peer of `s` is still connected with nothing sent (a read would block).
+bool peer_idle(tcp::socket& s) {
+    s.non_blocking(true);
+    char byte = 0;
+    boost::system::error_code ec;
+    s.read_some(asio::buffer(&byte, 1), ec);
+    s.non_blocking(false);
+    return ec == asio::error::would_block;
+}
+
+} // namespace
+
+TEST_CASE("pool: add, find, all and remove by URL, the version moving with each change", "[pool]") {
+    router::replica_pool pool;
+    CHECK(pool.version() == 0);
+    CHECK(pool.all().empty());
+    const http::url a{"10.0.0.1", 8001, ""}, b{"10.0.0.2", 8001, "/v1"}, v6{"fd00::1", 80, ""};
+    CHECK(pool.add(a));
+    CHECK(pool.add(b, "admin"));
+    CHECK(pool.add(v6, "svc.local:80"));
+    CHECK(pool.version() == 3);
+    CHECK(ids(pool) == std::vector<std::string>{"http://10.0.0.1:8001", "http://10.0.0.2:8001/v1",
+                                                "http://[fd00::1]:80"});
+    // The same URL again is refused and changes nothing; another base path is another replica.
+    CHECK_FALSE(pool.add(a, "admin"));
+    CHECK_FALSE(pool.add(http::url{"10.0.0.2", 8001, "/v1"}));
+    CHECK(pool.add(http::url{"10.0.0.1", 8001, "/other"}));
+    CHECK(pool.version() == 4);
+    CHECK(pool.all().size() == 4);
+
+    const auto ra = pool.find("http://10.0.0.1:8001");
+    REQUIRE(ra);
+    CHECK(ra->source == "flag"); // the first add's
+    CHECK(ra->authority() == "10.0.0.1:8001");
+    CHECK(ra->address().port == 8001);
+    CHECK(pool.find("http://10.0.0.2:8001/v1")->source == "admin");
+    CHECK(pool.find("http://[fd00::1]:80")->authority() == "[fd00::1]:80");
+    CHECK(pool.find("http://10.0.0.9:8001") == nullptr);
+    CHECK(pool.find("10.0.0.1:8001") == nullptr); // ids are whole URLs
+
+    CHECK(pool.remove("http://10.0.0.1:8001"));
+    CHECK(pool.version() == 5);
+    CHECK_FALSE(pool.remove("http://10.0.0.1:8001"));
+    CHECK(pool.version() == 5);
+    CHECK(pool.find("http://10.0.0.1:8001") == nullptr);
+    CHECK(ids(pool) == std::vector<std::string>{"http://10.0.0.2:8001/v1", "http://[fd00::1]:80",
+                                                "http://10.0.0.1:8001/other"});
+    // A holder keeps a removed replica alive; added again, the URL is a fresh replica.
+    ra->inflight = 3;
+    CHECK(pool.add(a));
+    const auto again = pool.find("http://10.0.0.1:8001");
+    CHECK(again != ra);
+    CHECK(again->inflight == 0);
+    CHECK(ra->inflight == 3);
+}
+
+TEST_CASE("pool: replicas get the pool's breaker settings", "[pool]") {
+    router::replica_pool pool({.failure_threshold = 1, .success_threshold = 1, .open_time = 1s});
+    REQUIRE(pool.add(http::url{"127.0.0.1", 9000, ""}));
+    const auto r = pool.find("http://127.0.0.1:9000");
+    const auto now = std::chrono::steady_clock::now();
+    CHECK(r->healthy());
+    CHECK(r->health.on_failure(now)); // one failure ejects
+    CHECK_FALSE(r->healthy());
+    // The default pool takes three.
+    router::replica_pool plain;
+    REQUIRE(plain.add(http::url{"127.0.0.1", 9000, ""}));
+    const auto p = plain.find("http://127.0.0.1:9000");
+    CHECK_FALSE(p->health.on_failure(now));
+    CHECK_FALSE(p->health.on_failure(now));
+    CHECK(p->health.on_failure(now));
+}
+
+TEST_CASE("replica stats: set_stats replaces them and counts a version", "[pool]") {
+    router::replica r(http::url{"127.0.0.1", 9001, ""});
+    CHECK(r.stats_version() == 0);
+    const auto empty = r.stats();
+    CHECK_FALSE(empty.kv_usage);
+    CHECK_FALSE(empty.waiting);
+    CHECK(empty.at == std::chrono::steady_clock::time_point{});
+
+    router::scraped_stats s;
+    s.kv_usage = 0.25;
+    s.waiting = 3;
+    s.num_blocks = 1024;
+    s.at = std::chrono::steady_clock::time_point{} + 5s;
+    r.set_stats(s);
+    CHECK(r.stats_version() == 1);
+    auto got = r.stats();
+    CHECK(got.kv_usage == 0.25);
+    CHECK(got.waiting == 3);
+    CHECK(got.num_blocks == 1024);
+    CHECK_FALSE(got.running);
+    CHECK(got.at == s.at);
+
+    // A later scrape replaces the whole set, fields it lacks included; the same stats again
+    // still count.
+    router::scraped_stats later;
+    later.running = 7;
+    r.set_stats(later);
+    r.set_stats(later);
+    CHECK(r.stats_version() == 3);
+    got = r.stats();
+    CHECK_FALSE(got.kv_usage);
+    CHECK_FALSE(got.waiting);
+    CHECK(got.running == 7);
+}
+
+TEST_CASE("replica idle connections: up to max_idle kept, last first, closed ones dropped",
+          "[pool]") {
+    asio::io_context accept_io;
+    tcp::acceptor acceptor(accept_io, {asio::ip::make_address("127.0.0.1"), 0});
+    const http::url target{"127.0.0.1", acceptor.local_endpoint().port(), ""};
+    router::replica r(target);
+    run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        std::vector<std::unique_ptr<http::client_connection>> conns;
+        std::vector<http::client_connection*> raw;
+        std::vector<tcp::socket> peers;
+        peers.reserve(3);
+        for (int i = 0; i < 3; ++i) {
+            conns.push_back(std::make_unique<http::client_connection>(ex));
+            raw.push_back(conns.back().get());
+            const auto ec = co_await conns.back()->connect(target, 2s);
+            REQUIRE_FALSE(ec);
+            peers.emplace_back(accept_io);
+            acceptor.accept(peers.back()); // connected in order, accepted in order
+        }
+        CHECK(r.take_idle() == nullptr);
+        r.give_back(std::move(conns[0]), 2);
+        r.give_back(std::move(conns[1]), 2);
+        r.give_back(std::move(conns[2]), 2); // two are kept already: this one goes, closed
+        CHECK(peer_closed(peers[2]));
+        CHECK(peer_idle(peers[0]));
+        CHECK(peer_idle(peers[1]));
+        // A connection that is not open is not kept.
+        r.give_back(std::make_unique<http::client_connection>(ex), 5);
+
+        auto last = r.take_idle();
+        CHECK(last.get() == raw[1]);     // the last given back comes first
+        r.give_back(std::move(last), 0); // nor any when max_idle is 0
+        CHECK(peer_closed(peers[1]));
+        auto first = r.take_idle();
+        CHECK(first.get() == raw[0]);
+        CHECK(r.take_idle() == nullptr);
+
+        // Closed while it sat idle: skipped, and dropped.
+        r.give_back(std::move(first), 2);
+        raw[0]->close();
+        CHECK(r.take_idle() == nullptr);
+        CHECK(peer_closed(peers[0]));
+    });
+}
+
+TEST_CASE("replica drop_idle lets every idle connection go", "[pool]") {
+    asio::io_context accept_io;
+    tcp::acceptor acceptor(accept_io, {asio::ip::make_address("127.0.0.1"), 0});
+    const http::url target{"127.0.0.1", acceptor.local_endpoint().port(), ""};
+    router::replica r(target);
+    run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        std::vector<tcp::socket> peers;
+        peers.reserve(2);
+        for (int i = 0; i < 2; ++i) {
+            auto conn = std::make_unique<http::client_connection>(ex);
+            const auto ec = co_await conn->connect(target, 2s);
+            REQUIRE_FALSE(ec);
+            peers.emplace_back(accept_io);
+            acceptor.accept(peers.back());
+            r.give_back(std::move(conn), 8);
+        }
+        r.drop_idle();
+        CHECK(r.take_idle() == nullptr);
+        CHECK(peer_closed(peers[0]));
+        CHECK(peer_closed(peers[1]));
+    });
 }

@@ -1,0 +1,112 @@
+// Logging: level names, the threshold LANES_LOG checks before it builds a message, and the line
+// format "<UTC time> <LEVEL> <subsystem> <message>" written to stderr in one piece.
+#include "common/log.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace lanes::common;
+
+namespace {
+
+// Sets the level for one test and puts the old one back.
+struct level_guard {
+    log::level saved = log::current_level();
+    explicit level_guard(log::level l) { log::set_level(l); }
+    ~level_guard() { log::set_level(saved); }
+};
+
+// Everything written to stderr while `f` runs (stderr goes to a pipe meanwhile).
+template <class F>
+std::string capture_stderr(F f) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const int saved = ::dup(STDERR_FILENO);
+    REQUIRE(saved >= 0);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::close(fds[1]);
+    f();
+    ::dup2(saved, STDERR_FILENO); // the pipe's last writer is gone: reads end at its end
+    ::close(saved);
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("parse_level knows the four names and nothing else", "[log]") {
+    log::level l = log::level::error;
+    CHECK(log::parse_level("debug", l));
+    CHECK(l == log::level::debug);
+    CHECK(log::parse_level("info", l));
+    CHECK(l == log::level::info);
+    CHECK(log::parse_level("warn", l));
+    CHECK(l == log::level::warn);
+    CHECK(log::parse_level("error", l));
+    CHECK(l == log::level::error);
+    for (const char* bad : {"", "INFO", "Debug", "warning", "err", "info ", "trace", "fatal"}) {
+        INFO("'" << bad << "'");
+        l = log::level::warn;
+        CHECK_FALSE(log::parse_level(bad, l));
+        CHECK(l == log::level::warn); // untouched
+    }
+}
+
+TEST_CASE("set_level sets the threshold current_level reports", "[log]") {
+    const level_guard guard(log::level::info);
+    CHECK(log::current_level() == log::level::info);
+    for (const auto l : {log::level::debug, log::level::warn, log::level::error}) {
+        log::set_level(l);
+        CHECK(log::current_level() == l);
+    }
+}
+
+TEST_CASE("LANES_LOG builds and writes a message only at or above the threshold", "[log]") {
+    const level_guard guard(log::level::warn);
+    int built = 0;
+    const auto count = [&built] { return ++built; };
+    const std::string out = capture_stderr([&] {
+        LANES_LOG(debug, "test", "debug " << count());
+        LANES_LOG(info, "test", "info " << count());
+        LANES_LOG(warn, "test", "warn " << count());
+        LANES_LOG(error, "test", "error " << count());
+    });
+    CHECK(built == 2); // the two below the threshold were never built
+    const std::regex line_re(R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z (\w+) test (.*)$)");
+    std::vector<std::string> seen;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = out.find('\n', start)) != std::string::npos; start = nl + 1) {
+        const std::string line = out.substr(start, nl - start);
+        std::smatch m;
+        INFO(line);
+        REQUIRE(std::regex_match(line, m, line_re));
+        seen.push_back(m[1].str() + "|" + m[2].str());
+    }
+    CHECK(start == out.size()); // every line ends with a newline
+    CHECK(seen == std::vector<std::string>{"WARN|warn 1", "ERROR|error 2"});
+
+    log::set_level(log::level::debug);
+    const std::string all = capture_stderr([&] { LANES_LOG(debug, "sub", "now " << 42); });
+    CHECK(all.ends_with(" DEBUG sub now 42\n"));
+    CHECK(built == 2);
+}
+
+TEST_CASE("write writes one line whatever the threshold, with its level's name", "[log]") {
+    const level_guard guard(log::level::error);
+    const std::string out = capture_stderr([] {
+        log::write(log::level::info, "http", "listening on 8000");
+        log::write(log::level::debug, "", "");
+    });
+    const std::regex re(R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z INFO http listening on )"
+                        R"(8000\n\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z DEBUG  \n$)");
+    INFO(out);
+    CHECK(std::regex_match(out, re));
+}
