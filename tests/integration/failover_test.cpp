@@ -18,7 +18,9 @@ TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected w
     const auto prompts = shared_prefix_prompts(8, 16, 64, 16);
     run_stats stats;
     std::thread load([&] { stats = send_all(f.router->port(), prompts, 8, 16); });
-    std::this_thread::sleep_for(300ms);
+    // Killed once the run is under way: a few requests answered, more in flight.
+    REQUIRE(eventually(
+        [&] { return fleet_counter(f.router->port(), "lanes_router_requests_total") >= 8; }, 10s));
     const std::string victim = f.replicas[1]->url();
     f.replicas[1]->signal(SIGKILL);
     const auto killed_at = std::chrono::steady_clock::now();
@@ -88,24 +90,31 @@ TEST_CASE("a replica without /metrics stays routable and is asked for them rarel
     // SGLang without --enable-metrics answers /metrics with 404: the replica is alive, so its
     // scrapes must not count as health failures (at 20 ms a scrape, two of them would eject it
     // within 50 ms, for good: each half-open moment would meet the next scrape first).
-    std::atomic<int> scrapes{0};
-    raw_backend backend(raw_backend::answering([&scrapes](std::string_view got) -> std::string {
+    std::atomic<int> scrapes{0}, probes{0};
+    raw_backend backend(raw_backend::answering([&](std::string_view got) -> std::string {
         if (got.starts_with("GET /metrics ")) {
             scrapes.fetch_add(1);
             return "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found";
         }
-        if (!got.starts_with("POST "))
+        if (!got.starts_with("POST ")) {
+            probes.fetch_add(1);
             return "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"; // /health
+        }
         const std::string body = R"({"id":"cmpl-1","object":"text_completion",)"
                                  R"("choices":[{"index":0,"text":"ok"}]})";
         return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                std::to_string(body.size()) + "\r\n\r\n" + body;
     }));
-    test::process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica",
-                                            backend.url(), "--scrape-interval", "20ms",
-                                            "--failure-threshold", "2", "--max-retries", "0"});
+    test::process router(LANES_ROUTER_BIN,
+                         {"--host", "127.0.0.1", "--port", "0", "--replica", backend.url(),
+                          "--scrape-interval", "20ms", "--health-interval", "20ms",
+                          "--failure-threshold", "2", "--max-retries", "0"});
     REQUIRE(test::wait_healthy(router.port(), 10s));
-    std::this_thread::sleep_for(600ms); // 30 scrape ticks
+    // The monitor has been at work for a while: the 404 came back and ten probes went out since
+    // (every tick of its loops that would have scraped again, had the 404 counted as a failure).
+    REQUIRE(eventually([&] { return scrapes.load() >= 1; }, 5s));
+    const int probes_then = probes.load();
+    REQUIRE(eventually([&] { return probes.load() >= probes_then + 10; }, 5s));
     const auto list = nlohmann::json::parse(test::get(router.port(), "/admin/replicas").body);
     REQUIRE(list.size() == 1);
     CHECK(list[0]["healthy"] == true);
