@@ -8,6 +8,7 @@
 #include "common/prompt/tokenizer.hpp"
 #include "router/policies/factory.hpp"
 #include "router/request/request_view.hpp"
+#include "router/request/routing_key.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -74,19 +75,18 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
     }
     std::vector<double> micros, parse_us, hash_us, pick_us;
     micros.reserve(static_cast<std::size_t>(iterations));
-    const auto kind =
-        chat ? common::openai::endpoint::chat_completions : common::openai::endpoint::completions;
+    const auto kind = chat ? router::body_kind::chat : router::body_kind::completions;
+    const router::hash_units units; // lanes replicas': 16 byte tokens a block
     for (int i = 0; i < iterations; ++i) {
         const std::string& body = bodies[static_cast<std::size_t>(i) % bodies.size()];
         const auto start = clock_type::now();
-        const auto parsed = router::extract_request(kind, body); // the router's fast path
+        auto parsed = router::read_request(kind, body); // the router's reading of a body
         const auto parsed_at = clock_type::now();
-        const auto blocks =
-            common::hash_prompt_blocks(parsed->prompt(), common::default_block_size);
+        const router::routing_key key = router::make_routing_key(*parsed.view, "m", units, 4);
         const auto hashed_at = clock_type::now();
         router::route_request rr;
-        rr.blocks = blocks;
-        rr.prompt_tokens = parsed->prompt().size() + 1;
+        rr.blocks = key.blocks;
+        rr.prompt_tokens = key.prompt_tokens;
         const auto d = policy->pick(rr, pool, {});
         const auto end = clock_type::now();
         const auto elapsed = end - start;

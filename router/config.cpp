@@ -19,6 +19,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
     f.add("replica", cfg.replicas, "replica base URL, e.g. http://127.0.0.1:8001 (repeatable)");
     f.add("policy", cfg.policy, "routing policy");
+    f.add("default-model", cfg.default_model,
+          "model of a request that names none (default: the fleet's only model, if it has one)");
     f.add("config", cfg.config_file, "JSON config file (flags given on the command line win)");
     f.add("admin-token", cfg.admin_token,
           "bearer token for /admin; without one, /admin answers loopback clients only");
@@ -35,6 +37,22 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("upstream-write-timeout", cfg.upstream.write_timeout, "time to send a request upstream");
     f.add("max-retries", cfg.max_retries,
           "extra attempts on other replicas for a request that failed before its first byte");
+    f.add("backpressure-backoff", cfg.backpressure_backoff,
+          "how long a replica that answered 429 or 503 without Retry-After takes no request");
+    f.add("max-backoff", cfg.max_backoff, "the longest backoff a replica's Retry-After can ask");
+    f.add("json-max-depth", cfg.json_max_depth,
+          "deepest nesting of a request body the router reads");
+    f.add("response-affinity-capacity", cfg.response_affinity_capacity,
+          "/v1/responses ids remembered, to send continuations where their state is");
+    f.add("shutdown-delay", cfg.shutdown_delay,
+          "after SIGTERM: readiness answers 503 at once, requests are taken this long, then drain");
+    f.add("replica-api-key", cfg.monitor.replica_api_key,
+          "key for the replicas (Authorization: Bearer) on scrapes, probes, models reads, and "
+          "requests that bring no Authorization of their own");
+    f.add("replica-api-key-file", cfg.replica_api_key_file,
+          "file holding --replica-api-key (its first line)");
+    f.add("replace-client-auth", cfg.upstream.replace_client_auth,
+          "send the replica key instead of a client's own Authorization");
     f.add("retry-after", cfg.retry_after,
           "Retry-After (whole seconds) of a 503 when no replica is routable");
     f.add("max-idle-connections", cfg.upstream.max_idle_connections,
@@ -51,11 +69,21 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("health-interval", cfg.monitor.health_interval, "how often to probe replicas' /health");
     f.add("health-timeout", cfg.monitor.health_timeout, "timeout of one /health probe");
     f.add("dns-interval", cfg.monitor.dns_interval, "how often to re-resolve --replica-dns names");
+    f.add("models-interval", cfg.monitor.models_interval,
+          "how often to read replicas' /v1/models (the models each serves)");
+    f.add("models-timeout", cfg.monitor.models_timeout, "timeout of one /v1/models read");
+    f.add("models-refresh-gap", cfg.monitor.models_refresh_gap,
+          "least time between two re-reads of every list for a request naming an unknown model");
+    f.add("bytes-per-token", cfg.monitor.bytes_per_token,
+          "prompt bytes per token assumed for engines that are not lanes replicas (block hashing)");
     f.add("failure-threshold", cfg.health.failure_threshold,
           "consecutive failures (connect errors, 5xx, failed probes) that eject a replica");
     f.add("success-threshold", cfg.health.success_threshold,
           "consecutive successes that re-admit an ejected replica");
     f.add("eject-time", cfg.health.open_time, "how long an ejected replica waits before probing");
+    f.add("max-ejection-percent", cfg.health.max_ejection_percent,
+          "most of a model's replicas that failed requests can eject (past it, the least "
+          "recently failed stay routable); failed probes eject regardless");
     f.add("load-factor", cfg.policy_knobs.session.load_factor,
           "session: bounded-load cap, a replica takes at most this times the mean in-flight load");
     f.add("prefix-load-factor", cfg.policy_knobs.prefix.load_factor,
@@ -136,6 +164,29 @@ void apply_file(const std::string& path, common::flag_set& flags,
 
 } // namespace
 
+namespace {
+
+// What the config's fields imply for others: the replica key from its file, the header it is
+// sent as, the fleet's default block size.
+void derive(router_config& cfg, std::vector<std::string>& errors) {
+    if (!cfg.replica_api_key_file.empty()) {
+        std::ifstream in(cfg.replica_api_key_file);
+        std::string key;
+        if (!in || !std::getline(in, key))
+            errors.push_back("--replica-api-key-file: cannot read '" + cfg.replica_api_key_file +
+                             "'");
+        while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t'))
+            key.pop_back();
+        cfg.monitor.replica_api_key = key;
+    }
+    if (!cfg.monitor.replica_api_key.empty())
+        cfg.upstream.replica_authorization = "Bearer " + cfg.monitor.replica_api_key;
+    cfg.monitor.default_block_size =
+        static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.block_size));
+}
+
+} // namespace
+
 std::vector<std::string> load_config(int argc, const char* const* argv, router_config& cfg,
                                      bool& help, std::string& usage) {
     router_config from_cli;
@@ -145,6 +196,7 @@ std::vector<std::string> load_config(int argc, const char* const* argv, router_c
     usage = cli_flags.usage();
     if (from_cli.config_file.empty()) {
         cfg = from_cli;
+        derive(cfg, errors);
         return errors;
     }
     // File first, then the command line again on top of it (its errors, already in `errors`,
@@ -156,6 +208,7 @@ std::vector<std::string> load_config(int argc, const char* const* argv, router_c
     apply_file(from_cli.config_file, flags, file_errors);
     (void)flags.parse(argc, argv);
     file_errors.insert(file_errors.end(), errors.begin(), errors.end());
+    derive(cfg, file_errors);
     return file_errors;
 }
 
@@ -194,6 +247,11 @@ std::vector<std::string> validate(const router_config& cfg) {
         {cfg.monitor.health_interval, "health-interval"},
         {cfg.monitor.health_timeout, "health-timeout"},
         {cfg.monitor.dns_interval, "dns-interval"},
+        {cfg.monitor.models_interval, "models-interval"},
+        {cfg.monitor.models_timeout, "models-timeout"},
+        {cfg.monitor.models_refresh_gap, "models-refresh-gap"},
+        {cfg.backpressure_backoff, "backpressure-backoff"},
+        {cfg.max_backoff, "max-backoff"},
         {cfg.health.open_time, "eject-time"},
         {cfg.http.idle_timeout, "idle-timeout"},
         {cfg.http.header_read_timeout, "header-read-timeout"},
@@ -205,6 +263,15 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
     need(cfg.health.failure_threshold >= 1, "--failure-threshold must be at least 1");
     need(cfg.health.success_threshold >= 1, "--success-threshold must be at least 1");
+    need(cfg.health.max_ejection_percent >= 0 && cfg.health.max_ejection_percent <= 100,
+         "--max-ejection-percent must be in 0..100");
+    need(cfg.shutdown_delay.count() >= 0, "--shutdown-delay must be >= 0");
+    need(cfg.json_max_depth >= 2 && cfg.json_max_depth <= 1024,
+         "--json-max-depth must be in 2..1024");
+    need(cfg.monitor.bytes_per_token >= 1 && cfg.monitor.bytes_per_token <= 64,
+         "--bytes-per-token must be in 1..64");
+    need(!cfg.upstream.replace_client_auth || !cfg.monitor.replica_api_key.empty(),
+         "--replace-client-auth needs --replica-api-key or --replica-api-key-file");
     need(cfg.policy_knobs.session.load_factor >= 1.0, "--load-factor must be at least 1");
     need(cfg.policy_knobs.prefix.load_factor >= 1.0, "--prefix-load-factor must be at least 1");
     need(cfg.policy_knobs.prefix.min_match_ratio >= 0 &&

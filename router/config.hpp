@@ -21,6 +21,10 @@ struct upstream_config {
     common::http::duration write_timeout{10'000};       // sending a request
     std::int64_t max_idle_connections = 64;             // kept per replica
     std::size_t body_limit = 16 * 1024 * 1024;          // a non-streamed body; one streamed chunk
+    // Credentials for the replicas ("Bearer KEY", from --replica-api-key): sent on a request
+    // that carries none of its own, and in place of the client's with replace_client_auth.
+    std::string replica_authorization;
+    bool replace_client_auth = false;
 };
 
 // The background work on the replica set (router/fleet/replica_monitor.hpp).
@@ -34,6 +38,19 @@ struct monitor_config {
     common::http::duration health_timeout{1'000};
     common::http::duration dns_interval{5'000};
     std::vector<std::string> dns_names; // host:port names re-resolved every dns_interval
+    // How often each replica's /v1/models is read (which models it serves, whether it is a
+    // lanes replica), and the most time one read may take.
+    common::http::duration models_interval{5'000};
+    common::http::duration models_timeout{2'000};
+    // A request for a model no replica is known to serve reads every replica's list again before
+    // its 404, but not more often than this (so bogus names cannot make the router hammer them).
+    common::http::duration models_refresh_gap{1'000};
+    // Sent as "Authorization: Bearer" on scrapes, probes and models reads (a vLLM --api-key).
+    std::string replica_api_key;
+    // The fleet's hashing units (replica_pool::update_units): the block size of a replica that
+    // reports none, and the bytes a text token takes on average for engines that are not lanes'.
+    std::size_t default_block_size = 16;
+    std::size_t bytes_per_token = 4;
 };
 
 struct router_config {
@@ -41,6 +58,8 @@ struct router_config {
     unsigned short port = 8000;
     std::vector<std::string> replicas; // http://host:port
     std::string policy = "prefix";
+    // The model of a request that names none (else the fleet's only model, when it has one).
+    std::string default_model;
     std::string config_file;
     std::string admin_token;
     std::int64_t threads = 0;     // I/O threads; 0 = number of cores
@@ -51,6 +70,17 @@ struct router_config {
     upstream_config upstream;
     std::int64_t max_retries = 2;              // extra attempts on other replicas before any byte
     common::http::duration retry_after{1'000}; // Retry-After of a 503 when no replica is routable
+    // A replica that answered 429 or 503 takes no request for its Retry-After, or this long when
+    // it gave none; never longer than max_backoff.
+    common::http::duration backpressure_backoff{1'000};
+    common::http::duration max_backoff{60'000};
+    std::size_t json_max_depth = 64; // nesting of a request body the router reads
+    // Response ids remembered for /v1/responses continuations (the least recently used go first).
+    std::size_t response_affinity_capacity = 100'000;
+    // After SIGTERM: /readiness answers 503 at once, requests are still taken this long (so load
+    // balancers notice), then the router drains.
+    common::http::duration shutdown_delay{0};
+    std::string replica_api_key_file;
 
     // Replica state.
     common::http::duration stale_after{2'000}; // scraped values older than this are ignored

@@ -56,8 +56,10 @@ int main(int argc, char** argv) {
             workers.push_back(worker_owners.back().get());
         }
         cfg.http.threads = 1;
+        pool.update_units(cfg.monitor.default_block_size, cfg.monitor.bytes_per_token);
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
-        router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs));
+        router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
+                            [&monitor] { return monitor.refresh_models(); });
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {
@@ -75,8 +77,11 @@ int main(int argc, char** argv) {
             monitor.stop();
         };
         const auto drained = [&] { return server.active_requests() == 0; };
+        common::http::shutdown_steps steps;
+        steps.on_notice = [&front] { front.set_shutting_down(); };
+        steps.delay = cfg.shutdown_delay;
         const int code = common::http::run_until_signal(io, workers, cfg.http.shutdown_grace,
-                                                        on_signal, drained);
+                                                        on_signal, drained, steps);
         // Pooled upstream sockets belong to the io_contexts: close them before those go.
         front.release_snapshot();
         for (const auto& r : pool.all())

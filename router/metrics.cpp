@@ -20,9 +20,10 @@ const std::vector<double> decision_buckets = {1e-06,  2.5e-06, 5e-06,  1e-05, 2.
 } // namespace
 
 router_metrics::router_metrics()
-    : requests(registry_.add_counter("lanes_router_requests_total",
-                                     "Requests answered, by replica, HTTP status and route reason.",
-                                     {"replica", "code", "reason"}))
+    : requests(registry_.add_counter(
+          "lanes_router_requests_total",
+          "Requests answered, by replica, HTTP status, route reason and model.",
+          {"replica", "code", "reason", "model"}))
     , errors(registry_.add_counter("lanes_router_errors_total",
                                    "Requests that failed in the router, by kind.", {"kind"}))
     , retries(registry_
@@ -32,6 +33,10 @@ router_metrics::router_metrics()
     , ejections(registry_.add_counter("lanes_router_ejections_total",
                                       "Times a replica was taken out of routing as unhealthy.",
                                       {"replica"}))
+    , backpressure(registry_.add_counter(
+          "lanes_router_backpressure_total",
+          "Answers of 429 or 503 from a replica, which then backs off (load, not failure).",
+          {"replica"}))
     , duration(registry_
                    .add_histogram("lanes_router_request_duration_seconds",
                                   "Time from request received to response complete.",

@@ -21,10 +21,11 @@ public:
     // children of removed replicas, so nothing else may hold references to them.
     std::string expose(const replica_pool& pool);
 
-    common::metrics::family<common::metrics::counter>& requests; // replica, code, reason
+    common::metrics::family<common::metrics::counter>& requests; // replica, code, reason, model
     common::metrics::family<common::metrics::counter>& errors;   // kind
     common::metrics::counter& retries;
-    common::metrics::family<common::metrics::counter>& ejections; // replica
+    common::metrics::family<common::metrics::counter>& ejections;    // replica
+    common::metrics::family<common::metrics::counter>& backpressure; // replica
     common::metrics::histogram& duration;
     common::metrics::histogram& first_byte;
     common::metrics::histogram& decision;

@@ -1,7 +1,10 @@
-// The router's traffic front: the route table, and for a generation request the retry loop. A
-// request's body is read once for what routing needs, its prompt's blocks hashed, the policy asked
-// for a replica; one attempt there (upstream.hpp) relays the answer, and a failure before any
-// byte reached the client is tried again on a replica not yet tried.
+// The router's traffic front: the route table, and the dispatch loop every proxied request goes
+// through. Generation requests (completions, chat, responses) are read once for what routing
+// needs, their prompt's blocks hashed, and routed by the policy among the replicas serving their
+// model; the rest of the OpenAI and vLLM API (embeddings, rerank, score, tokenize, audio, ...) goes
+// to the least-loaded replica serving the model, its body untouched. One attempt on a replica
+// (upstream.hpp) relays the answer; a failure or a 429/503 before any byte reached the client is
+// tried again on a replica not yet tried.
 #pragma once
 
 #include "common/http/message.hpp"
@@ -14,11 +17,17 @@
 #include "router/fleet/snapshot.hpp"
 #include "router/metrics.hpp"
 #include "router/policies/policy.hpp"
+#include "router/request/request_view.hpp"
+#include "router/response_affinity.hpp"
+#include "router/status_pages.hpp"
 #include "router/upstream.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,58 +38,81 @@ namespace lanes::router {
 
 class proxy {
 public:
+    // `refresh_models` reads every replica's model list again (the monitor's refresh_models).
+    using models_refresher = std::function<boost::asio::awaitable<void>()>;
+
     proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
-          std::unique_ptr<policy> pol);
+          std::unique_ptr<policy> pol, models_refresher refresh_models = {});
 
     boost::asio::awaitable<void> handle(common::http::request& req,
                                         common::http::response_writer& out);
 
+    // From SIGTERM on, /readiness answers 503 (the router keeps serving until it stops).
+    void set_shutting_down() { status_.set_shutting_down(); }
     // Lets go of the replicas the last decision saw, removed ones included. Call at shutdown
     // before the io_contexts go: a replica holds pooled connections bound to them.
     void release_snapshot();
 
 private:
     class done_notice;
+    struct dispatch_plan;
+    struct pick_result;
 
     boost::asio::awaitable<void> completions(common::http::request& req,
                                              common::http::response_writer& out);
     boost::asio::awaitable<void> chat_completions(common::http::request& req,
                                                   common::http::response_writer& out);
+    boost::asio::awaitable<void> responses(common::http::request& req,
+                                           common::http::response_writer& out);
+    boost::asio::awaitable<void> response_by_id(common::http::request& req,
+                                                common::http::response_writer& out);
+    boost::asio::awaitable<void> forwarded(common::http::request& req,
+                                           common::http::response_writer& out);
     boost::asio::awaitable<void> health(common::http::request& req,
                                         common::http::response_writer& out);
+    boost::asio::awaitable<void> readiness(common::http::request& req,
+                                           common::http::response_writer& out);
     boost::asio::awaitable<void> metrics_page(common::http::request& req,
                                               common::http::response_writer& out);
     boost::asio::awaitable<void> models(common::http::request& req,
                                         common::http::response_writer& out);
 
-    // The retry loop of a generation request.
+    // A generation request: read, hashed, routed by the policy.
     boost::asio::awaitable<void> generate(common::http::request& req,
-                                          common::http::response_writer& out, bool chat);
-    // Reads the body (the fast path, else the full parser, which names any problem) and fills
-    // the routing view of the request; `rr` views `blocks` and `model`, which the caller keeps.
-    std::optional<common::openai::api_error> route_for(const common::http::request& req, bool chat,
-                                                       std::vector<common::block_hash>& blocks,
-                                                       std::string& model, route_request& rr) const;
-    // Refreshes the snapshot, asks the policy and tells it of its choice; `chosen` is the picked
-    // replica, whose in-flight count is raised already (release it with an inflight_guard).
-    decision pick(const route_request& rr, const tried_set& tried,
-                  std::shared_ptr<replica>& chosen);
+                                          common::http::response_writer& out, body_kind kind);
+    // The retry loop every proxied request goes through.
+    boost::asio::awaitable<void> dispatch(common::http::request& req,
+                                          common::http::response_writer& out, dispatch_plan& plan);
+    // Refreshes the snapshot, works out which replicas serve the model, asks the policy (or takes
+    // the pinned replica) and tells it of its choice. The chosen replica's in-flight count is
+    // raised already (release it with an inflight_guard).
+    pick_result pick(dispatch_plan& plan, const tried_set& tried);
+    // The model a request is for: as named, else --default-model, else the fleet's only one.
+    std::string resolve_model(const std::optional<std::string>& named) const;
     // The routing metrics of a dispatched attempt (predicted hit and query tokens).
-    void note_routed(const route_request& rr, const decision& d);
+    void note_routed(const route_request& rr, const decision& d, std::size_t block_tokens);
     // requests_total's child for an answered request; the last one used on the thread is
-    // remembered, as a steady stream of requests mostly repeats the same three labels.
+    // remembered, as a steady stream of requests mostly repeats the same labels.
     common::metrics::counter& requests_counter(const std::string& replica_id, int status,
-                                               route_reason reason);
+                                               route_reason reason, const std::string& model);
     common::http::response failure_response(const common::http::request& req,
-                                            const attempt_result& last, bool tried_any);
+                                            const attempt_result& last, bool tried_any,
+                                            std::chrono::milliseconds backoff_left);
+    // The replica's backoff after a 429 or 503: its Retry-After, else the default, capped.
+    std::chrono::milliseconds backoff_for(const attempt_result& r) const;
 
     const router_config& cfg_;
     replica_pool& pool_;
     router_metrics& metrics_;
     admin admin_;
-    std::mutex policy_mutex_; // guards policy_ and snapshot_: policies are single-threaded
+    models_refresher refresh_models_;
+    std::mutex policy_mutex_; // guards the policies, snapshot_ and serves_
     std::unique_ptr<policy> policy_;
+    std::unique_ptr<policy> forward_policy_; // least-loaded, for the endpoints not routed on
     snapshot_cache snapshot_;
+    std::vector<char> serves_; // pick's: which snapshot replicas serve the request's model
+    response_affinity responses_;
+    status_pages status_;
     const std::uint64_t instance_; // this proxy's number, from 1 (requests_counter's key)
 };
 

@@ -12,6 +12,10 @@
 #include <boost/beast/http.hpp>
 
 #include <array>
+#include <charconv>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
 
 namespace lanes::router {
 
@@ -53,13 +57,74 @@ bool not_forwarded(std::string_view name) {
     }
 }
 
+// Response fields not relayed: hop-by-hop ones, the framing (the router frames its answer),
+// Content-Type and Server (written by the router's writer) and the ones the router sets itself.
+bool not_relayed(std::string_view name) {
+    const auto is = [name](std::string_view n) { return http::field_name_is(name, n); };
+    switch (name.size()) {
+    case 2:
+        return is("te");
+    case 6:
+        return is("server");
+    case 7:
+        return is("trailer") || is("upgrade");
+    case 10:
+        return is("connection") || is("keep-alive");
+    case 12:
+        return is(header_request_id) || is("content-type");
+    case 14:
+        return is("content-length");
+    case 15:
+        return is(header_replica);
+    case 17:
+        return is("transfer-encoding");
+    case 18:
+        return is("proxy-authenticate");
+    case 19:
+        return is("proxy-authorization");
+    case 20:
+        return is(header_reason);
+    default:
+        return false;
+    }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 } // namespace
 
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
+                                                      std::chrono::system_clock::time_point now) {
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+        value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+    if (value.empty())
+        return std::nullopt;
+    std::int64_t seconds = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (ec == std::errc{} && end == value.data() + value.size())
+        return seconds >= 0 ? std::optional(std::chrono::seconds(seconds)) : std::nullopt;
+    // An HTTP-date (IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT".
+    std::tm tm{};
+    std::istringstream in{std::string(value)};
+    in >> std::get_time(&tm, "%a, %d %b %Y %H:%M:%S GMT");
+    if (in.fail())
+        return std::nullopt;
+    const auto at = std::chrono::system_clock::from_time_t(timegm(&tm));
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(at - now);
+    return std::max(left, std::chrono::seconds(0));
+}
+
 std::string upstream_head(const http::request& req, std::string_view base_path,
-                          std::string_view authority, std::string_view request_id, bool with_body) {
+                          std::string_view authority, std::string_view request_id, bool with_body,
+                          std::string_view authorization) {
     // The literals below come to under 128 bytes; each header adds ": " and CR LF.
     std::size_t bound = 128 + req.method_string().size() + base_path.size() + req.target().size() +
-                        authority.size() + header_request_id.size() + request_id.size();
+                        authority.size() + header_request_id.size() + request_id.size() +
+                        authorization.size();
     for (std::size_t i = 0; i < req.field_count(); ++i)
         bound += req.name(i).size() + req.value(i).size() + 4;
     if (with_body)
@@ -72,8 +137,13 @@ std::string upstream_head(const http::request& req, std::string_view base_path,
         const std::string_view name = req.name(i);
         if (not_forwarded(name))
             continue;
+        if (!authorization.empty() && name.size() == 13 &&
+            http::field_name_is(name, "authorization"))
+            continue; // the replica's own credentials go instead
         out.put(name).put(": ").put(req.value(i)).put("\r\n");
     }
+    if (!authorization.empty())
+        out.put("Authorization: ").put(authorization).put("\r\n");
     out.put(header_request_id).put(": ").put(request_id);
     out.put("\r\nContent-Length: ").put_number(req.body().size()).put("\r\n\r\n");
     if (with_body)
@@ -81,14 +151,6 @@ std::string upstream_head(const http::request& req, std::string_view base_path,
     head.resize(out.text().size());
     return head;
 }
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-} // namespace
 
 // The attempt's upstream connection, shared with the client-closed hook: if the client goes away
 // while we wait, closing it makes the replica abort the request. Once the connection is pooled
@@ -101,13 +163,35 @@ struct upstream_call::link {
 upstream_call::upstream_call(const upstream_config& cfg, router_metrics& metrics,
                              std::shared_ptr<replica> target, const decision& choice,
                              std::string_view request_id,
-                             std::chrono::steady_clock::time_point start)
+                             std::chrono::steady_clock::time_point start, bool capture_response_id)
     : cfg_(cfg)
     , metrics_(metrics)
     , target_(std::move(target))
     , choice_(choice)
     , request_id_(request_id)
-    , start_(start) {}
+    , start_(start)
+    , capture_response_id_(capture_response_id) {}
+
+std::string find_response_id(std::string_view text) {
+    // A responses answer is {"id": "resp_...", ...}; its stream's first event carries
+    // {"response": {"id": "resp_...", ...}}. The first "id" holding a resp_ id names it.
+    constexpr std::string_view key = "\"id\"";
+    for (std::size_t at = text.find(key); at != std::string_view::npos;
+         at = text.find(key, at + key.size())) {
+        std::size_t p = at + key.size();
+        while (p < text.size() && (text[p] == ' ' || text[p] == ':' || text[p] == '\t'))
+            ++p;
+        if (p >= text.size() || text[p] != '"')
+            continue;
+        const std::size_t end = text.find('"', p + 1);
+        if (end == std::string_view::npos)
+            return {};
+        const std::string_view id = text.substr(p + 1, end - p - 1);
+        if (id.starts_with("resp"))
+            return std::string(id);
+    }
+    return {};
+}
 
 asio::awaitable<attempt_result> upstream_call::run(const http::request& req,
                                                    http::response_writer& out) {
@@ -128,10 +212,21 @@ asio::awaitable<attempt_result> upstream_call::run(const http::request& req,
         if (!l->client_gone) // a client that left is not the replica's fault
             report_health(*target_, false, metrics_);
     } else {
-        result_.status = l->conn->head().status();
-        report_health(*target_, result_.status < 500, metrics_);
-        const std::string content_type(l->conn->head().field("content-type"));
-        if (content_type.starts_with("text/event-stream") && result_.status < 500)
+        const auto& head = l->conn->head();
+        result_.status = head.status();
+        // Backpressure (429, 503) is load, not failure: the breaker hears nothing of it.
+        result_.backpressure = result_.status == 429 || result_.status == 503;
+        if (result_.backpressure) {
+            result_.retry_after = parse_retry_after(head.field("retry-after"));
+        } else {
+            const bool failed =
+                result_.status == 500 || result_.status == 502 || result_.status == 504;
+            report_health(*target_, !failed, metrics_);
+        }
+        keep_relayed_headers(head);
+        const std::string content_type(head.field("content-type"));
+        if (content_type.starts_with("text/event-stream") && result_.status < 500 &&
+            !result_.backpressure)
             co_await relay_stream(out, *l, content_type);
         else
             co_await relay_whole(out, *l, content_type);
@@ -145,7 +240,7 @@ asio::awaitable<error_code> upstream_call::exchange(const http::request& req, li
     // A small body travels in the head's buffer (one send(); see write_now).
     const bool body_in_head = req.body().size() <= http::copy_body_limit;
     const std::string head = upstream_head(req, target_->address().base_path, target_->authority(),
-                                           request_id_, body_in_head);
+                                           request_id_, body_in_head, authorization(req));
     const std::string_view body = body_in_head ? std::string_view{} : std::string_view(req.body());
     error_code ec;
     for (int tries = 0; tries < 2; ++tries) {
@@ -197,16 +292,50 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
     }
     metrics_.first_byte.observe(seconds_since(start_));
     recycle(l);
-    if (result_.status >= 500) {
+    if (result_.status >= 500 || result_.backpressure) {
+        // Kept to relay, headers and all, should no other replica answer.
         result_.failure = "upstream status " + std::to_string(result_.status);
         result_.failed_body = std::move(body);
         result_.failed_content_type = content_type;
+        result_.failed_headers = std::move(relayed_);
         co_return;
     }
-    const auto headers = route_headers();
+    if (capture_response_id_)
+        result_.response_id = find_response_id(body);
+    const auto headers = answer_headers();
     result_.sent_any = true;
     result_.answered =
         co_await out.send(static_cast<bhttp::status>(result_.status), content_type, headers, body);
+}
+
+void upstream_call::keep_relayed_headers(const http::response_head& head) {
+    relayed_.clear();
+    // Fields the upstream's Connection names are hop-by-hop too.
+    const std::string_view connection = head.field("connection");
+    for (std::size_t i = 0; i < head.field_count(); ++i) {
+        const std::string_view name = head.name(i);
+        if (not_relayed(name) || http::list_has(connection, name))
+            continue;
+        relayed_.emplace_back(std::string(name), std::string(head.value(i)));
+    }
+}
+
+std::vector<http::header_view> upstream_call::answer_headers() const {
+    std::vector<http::header_view> out;
+    out.reserve(relayed_.size() + 3);
+    for (const auto& [name, value] : relayed_)
+        out.emplace_back(name, value);
+    for (const auto& h : route_headers())
+        out.push_back(h);
+    return out;
+}
+
+std::string_view upstream_call::authorization(const http::request& req) const {
+    if (cfg_.replica_authorization.empty())
+        return {};
+    // The replica's credentials replace the client's when asked to, and stand in for none.
+    return cfg_.replace_client_auth || !req.find("authorization") ? cfg_.replica_authorization
+                                                                  : std::string_view{};
 }
 
 std::array<http::header_view, 3> upstream_call::route_headers() const {
@@ -228,7 +357,7 @@ void upstream_call::recycle(link& l) {
 asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, link& l,
                                                   const std::string& content_type) {
     result_.sent_any = true;
-    const auto headers = route_headers();
+    const auto headers = answer_headers();
     if (!co_await out.begin_stream(static_cast<bhttp::status>(result_.status), content_type,
                                    headers)) {
         l.conn->close();
@@ -267,6 +396,8 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
             result_.failure = "stream: " + ec.message();
             co_return;
         }
+        if (capture_response_id_ && result_.response_id.empty() && !piece.empty())
+            result_.response_id = find_response_id(piece);
         if (first && !piece.empty()) {
             metrics_.first_byte.observe(seconds_since(start_));
             first = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "common/http/message.hpp"
+#include "common/http/parse.hpp"
 #include "common/http/response_writer.hpp"
 #include "router/config.hpp"
 #include "router/fleet/replica_pool.hpp"
@@ -17,8 +18,10 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lanes::router {
 
@@ -33,17 +36,27 @@ struct attempt_result {
     bool client_gone = false; // the client went away meanwhile: nobody to retry for
     int status = 0;           // status relayed (or the upstream's failing status)
     std::string failure;      // why the attempt failed
-    std::string failed_body;  // upstream's body on a 5xx, relayed if no retry succeeds
+    // The replica pushed back (429, 503): load, not failure; try another, and this one only
+    // after its Retry-After.
+    bool backpressure = false;
+    std::optional<std::chrono::seconds> retry_after;
+    // Upstream's answer on a 5xx or backpressure, relayed if no other replica answers.
+    std::string failed_body;
     std::string failed_content_type;
+    common::http::header_list failed_headers;
+    std::string response_id; // a /v1/responses answer's id, when the call was asked to find it
 };
 
 class upstream_call {
 public:
     // `target` is the picked replica, `choice` the decision that picked it; `request_id` and
     // `start` (when the router took the request, for time to first byte) outlive the call.
+    // With `capture_response_id` the answer's response id (a /v1/responses answer's) is looked
+    // for, in the body or the stream's first events.
     upstream_call(const upstream_config& cfg, router_metrics& metrics,
                   std::shared_ptr<replica> target, const decision& choice,
-                  std::string_view request_id, std::chrono::steady_clock::time_point start);
+                  std::string_view request_id, std::chrono::steady_clock::time_point start,
+                  bool capture_response_id = false);
     upstream_call(const upstream_call&) = delete;
     upstream_call& operator=(const upstream_call&) = delete;
 
@@ -65,6 +78,12 @@ private:
     void recycle(link& l);
     // Where the request went, for the client: replica, reason, request id.
     std::array<common::http::header_view, 3> route_headers() const;
+    // The upstream answer's end-to-end fields (copied: the connection may go back to the pool
+    // before the answer is sent), then the route headers.
+    void keep_relayed_headers(const common::http::response_head& head);
+    std::vector<common::http::header_view> answer_headers() const;
+    // The Authorization to send instead of the client's (empty: the client's, if any, as it is).
+    std::string_view authorization(const common::http::request& req) const;
 
     const upstream_config& cfg_;
     router_metrics& metrics_;
@@ -72,15 +91,26 @@ private:
     const decision& choice_;
     const std::string_view request_id_;
     const std::chrono::steady_clock::time_point start_;
+    const bool capture_response_id_;
     attempt_result result_;
+    common::http::header_list relayed_;
 };
+
+// A Retry-After value (delay-seconds or an HTTP-date) as a delay from `now`.
+std::optional<std::chrono::seconds>
+parse_retry_after(std::string_view value,
+                  std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+
+// The id of a responses answer in (the first part of) its body or stream; "" when none is there.
+std::string find_response_id(std::string_view text);
 
 // The upstream request's start line and fields in wire format: the client's end-to-end fields in
 // order (repeats kept), then Host, the request id and Content-Length; HTTP/1.1 keep-alive.
 // `base_path` and `authority` are the replica's (its URL's path prefix, and host:port). With
 // `with_body` the request's body follows the blank line, for one write of the whole request.
+// `authorization`, when given, is sent instead of the client's Authorization.
 std::string upstream_head(const common::http::request& req, std::string_view base_path,
                           std::string_view authority, std::string_view request_id,
-                          bool with_body = false);
+                          bool with_body = false, std::string_view authorization = {});
 
 } // namespace lanes::router

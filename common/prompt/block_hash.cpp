@@ -71,13 +71,23 @@ block_hash hash_block(block_hash parent, std::span<const token_id> tokens) {
     return XXH3_64bits(buf.data(), fill_input(buf.data(), parent, tokens, byte_form));
 }
 
-std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size) {
+std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size,
+                                    block_hash root) {
     std::vector<block_hash> hashes;
-    extend_block_hashes(hashes, tokens, block_size);
+    if (block_size == 0)
+        return hashes;
+    const std::size_t full = tokens.size() / block_size;
+    hashes.reserve(full);
+    block_hash parent = root;
+    for (std::size_t i = 0; i < full; ++i) {
+        parent = hash_block(parent, tokens.subspan(i * block_size, block_size));
+        hashes.push_back(parent);
+    }
     return hashes;
 }
 
-std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t block_size) {
+std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t block_size,
+                                           block_hash root) {
     std::vector<block_hash> hashes;
     if (block_size == 0)
         return hashes;
@@ -99,7 +109,7 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
     first[0] = bos_token;
     for (std::size_t i = 1; i < block_size; ++i)
         first[i] = static_cast<unsigned char>(text[i - 1]);
-    block_hash parent = hash_block(root_block_hash, first);
+    block_hash parent = hash_block(root, first);
     hashes.push_back(parent);
     if (block_size == default_block_size) {
         hash_text_blocks<default_block_size>(text, parent, full, hashes);

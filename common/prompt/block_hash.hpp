@@ -25,13 +25,16 @@ inline constexpr std::size_t default_block_size = 16;
 
 block_hash hash_block(block_hash parent, std::span<const token_id> tokens);
 
-// Hashes of every full block of `tokens` (tokens.size() / block_size of them).
-// block_size must be > 0.
-std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size);
+// Hashes of every full block of `tokens` (tokens.size() / block_size of them); none when
+// block_size is 0. `root` is block 0's parent: the replica's cache uses root_block_hash, and the
+// router folds into it what must keep two requests' blocks apart (the model, a tenant's salt).
+std::vector<block_hash> hash_blocks(std::span<const token_id> tokens, std::size_t block_size,
+                                    block_hash root = root_block_hash);
 
-// hash_blocks(encode_prompt(text), block_size) without building the token vector (the router's
-// hot path): the block's token ids are written straight from the prompt bytes.
-std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t block_size);
+// hash_blocks(encode_prompt(text), block_size, root) without building the token vector (the
+// router's hot path): the block's token ids are written straight from the prompt bytes.
+std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t block_size,
+                                           block_hash root = root_block_hash);
 
 // Extends `hashes` with the hashes of the full blocks of `tokens` not yet hashed (incremental:
 // used as a sequence grows during decode).

@@ -4,16 +4,21 @@
 
 namespace lanes::router {
 
-void report_health(replica& r, bool ok, router_metrics& metrics,
+void report_health(replica& r, bool ok, router_metrics& metrics, failure_origin origin,
                    std::chrono::steady_clock::time_point now) {
+    if (origin == failure_origin::probe)
+        r.probe_ok.store(ok, std::memory_order_relaxed);
     if (ok) {
-        if (r.health.on_success(now))
+        if (r.health.on_success(now, origin))
             LANES_LOG(info, "health", r.id() << " re-admitted");
         return;
     }
-    if (r.health.on_failure(now)) {
+    if (r.health.on_failure(now, origin)) {
+        r.epoch.fetch_add(1, std::memory_order_relaxed);
         metrics.ejections.with({r.id()}).inc();
-        LANES_LOG(warn, "health", r.id() << " ejected after consecutive failures");
+        LANES_LOG(warn, "health",
+                  r.id() << " ejected after consecutive failures"
+                         << (origin == failure_origin::probe ? " (a /health probe)" : ""));
     }
 }
 

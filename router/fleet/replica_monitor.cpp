@@ -10,6 +10,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace lanes::router {
 
 namespace asio = boost::asio;
@@ -37,6 +39,10 @@ void replica_monitor::start() {
         asio::make_strand(io_),
         per_replica_loop(cfg_.health_interval, &replica::probe_busy, &replica_monitor::probe),
         asio::detached);
+    asio::co_spawn(asio::make_strand(io_),
+                   per_replica_loop(cfg_.models_interval, &replica::models_busy,
+                                    &replica_monitor::read_models),
+                   asio::detached);
     if (!cfg_.dns_names.empty())
         asio::co_spawn(asio::make_strand(io_), dns_loop(), asio::detached);
 }
@@ -71,6 +77,8 @@ asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string
     options.connect_timeout = connect_timeout_;
     options.total_timeout = timeout;
     options.keep_alive = true;
+    if (!cfg_.replica_api_key.empty())
+        options.headers = {{"Authorization", "Bearer " + cfg_.replica_api_key}};
     const auto executor = co_await asio::this_coro::executor;
     auto conn = r.take_idle();
     auto res = co_await http::fetch_on(conn, executor, r.address(), boost::beast::http::verb::get,
@@ -89,12 +97,10 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     r->scrape_busy.store(false);
     if (stopping_->load() || !still_in_pool(*r))
         co_return;
-    // Only a scrape that got no answer (refused, reset, timed out) counts against the replica's
-    // health: one that answered with an error is alive, and its stats just go stale.
-    if (res.ec) {
-        report_health(*r, false, metrics_);
+    // A scrape that got no answer (refused, reset, slow) says nothing of the replica's health,
+    // which the probes judge: its load goes stale (--stale-after), that is all.
+    if (res.ec)
         co_return;
-    }
     if (res.status == 404 || res.status == 405 || res.status == 501) {
         if (r->scrape_not_before.exchange(
                 (clock_type::now() + cfg_.metrics_missing_interval).time_since_epoch().count()) ==
@@ -110,18 +116,23 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     const auto parsed = common::prom::parse(res.body);
     scraped_stats s = read_replica_metrics(parsed);
     s.at = clock_type::now();
+    const auto block_before = r->stats().block_size;
     r->set_stats(s);
     mirror_counters(*r, s);
+    if (s.block_size != block_before)
+        pool_.update_units(cfg_.default_block_size, cfg_.bytes_per_token);
 }
 
 // Mirrors a replica's cumulative prefix counters as monotonic router counters: the increase since
 // the last scrape is added; a drop (the replica restarted) adds the new value.
-void replica_monitor::mirror_counters(const replica& r, const scraped_stats& s) {
+void replica_monitor::mirror_counters(replica& r, const scraped_stats& s) {
     if (!s.prefix_cache_hits || !s.prefix_cache_queries)
         return;
     std::lock_guard lock(mirror_mutex_);
     auto [it, fresh] = last_counters_.try_emplace(r.id(), 0.0, 0.0);
     auto delta = [](double now, double before) { return now >= before ? now - before : now; };
+    if (!fresh && *s.prefix_cache_queries < it->second.second)
+        r.epoch.fetch_add(1, std::memory_order_relaxed); // it restarted: its cache is empty
     metrics_.replica_prefix_hits.with({r.id()}).inc(delta(*s.prefix_cache_hits, it->second.first));
     metrics_.replica_prefix_queries.with({r.id()}).inc(
         delta(*s.prefix_cache_queries, it->second.second));
@@ -132,7 +143,49 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     const auto res = co_await get(*r, "/health", cfg_.health_timeout);
     r->probe_busy.store(false);
     if (!stopping_->load() && still_in_pool(*r))
-        report_health(*r, !res.ec && res.status == 200, metrics_);
+        report_health(*r, !res.ec && res.status == 200, metrics_, failure_origin::probe);
+}
+
+// What a replica serves, from its /v1/models. A read that fails keeps what was known.
+asio::awaitable<void> replica_monitor::read_models(std::shared_ptr<replica> r) {
+    const auto res = co_await get(*r, "/v1/models", cfg_.models_timeout);
+    r->models_busy.store(false);
+    if (stopping_->load() || !still_in_pool(*r) || res.ec || res.status != 200)
+        co_return;
+    const auto doc = nlohmann::json::parse(res.body, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") || !doc["data"].is_array())
+        co_return;
+    model_list m;
+    m.known = true;
+    bool all_lanes = true;
+    for (const auto& entry : doc["data"]) {
+        if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string())
+            continue;
+        m.ids.push_back(entry["id"].get<std::string>());
+        m.objects.push_back(entry.dump());
+        all_lanes = all_lanes && entry.value("owned_by", "") == "lanes";
+    }
+    m.lanes = all_lanes && !m.ids.empty();
+    const auto before = r->models();
+    if (before->known && before->ids == m.ids && before->lanes == m.lanes &&
+        before->objects == m.objects)
+        co_return; // nothing new
+    if (before->known && before->ids != m.ids)
+        LANES_LOG(info, "monitor", r->id() << " serves " << nlohmann::json(m.ids).dump());
+    r->set_models(std::move(m));
+    pool_.update_units(cfg_.default_block_size, cfg_.bytes_per_token);
+}
+
+asio::awaitable<void> replica_monitor::refresh_models() {
+    const auto now = clock_type::now().time_since_epoch();
+    const auto gap = std::chrono::duration_cast<clock_type::duration>(cfg_.models_refresh_gap);
+    auto last = last_models_refresh_.load();
+    if (now.count() - last < gap.count() ||
+        !last_models_refresh_.compare_exchange_strong(last, now.count()))
+        co_return; // one refresh at a time, and not more often than that
+    for (const auto& r : pool_.all())
+        if (!r->models_busy.exchange(true))
+            co_await read_models(r);
 }
 
 std::vector<asio::ip::address> one_per_host(const std::vector<asio::ip::address>& resolved) {

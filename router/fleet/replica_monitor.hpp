@@ -3,9 +3,11 @@
 //   policies after `stale_after`) and mirrors its prefix-cache counters into the router's metrics;
 // - probes each replica's /health every `health_interval` (these probes are also what takes an
 //   ejected replica from half-open back to routable);
+// - reads each replica's /v1/models every `models_interval`: the models it serves, and whether it
+//   is a lanes replica (the fleet's hashing units follow);
 // - re-resolves --replica-dns names every `dns_interval` and adds / removes their addresses.
-// Scrape and probe failures feed the same circuit breaker as the proxy's own failures
-// (health_report.hpp).
+// Probe failures feed the same circuit breaker as the proxy's own failures (health_report.hpp); a
+// scrape that fails only leaves the replica's load stale.
 #pragma once
 
 #include "common/http/client.hpp"
@@ -39,6 +41,10 @@ public:
     void start();
     void stop(); // the loops end at their next tick; in-flight probes end by their timeouts
 
+    // Reads every replica's /v1/models now (a request named a model no replica was known to
+    // serve), at most once per `models_refresh_gap`; returns when the reads are over.
+    boost::asio::awaitable<void> refresh_models();
+
 private:
     using replica_task =
         boost::asio::awaitable<void> (replica_monitor::*)(std::shared_ptr<replica>);
@@ -52,8 +58,9 @@ private:
                                                            common::http::duration timeout);
     boost::asio::awaitable<void> scrape(std::shared_ptr<replica> r);
     boost::asio::awaitable<void> probe(std::shared_ptr<replica> r);
+    boost::asio::awaitable<void> read_models(std::shared_ptr<replica> r);
     bool still_in_pool(const replica& r) const;
-    void mirror_counters(const replica& r, const scraped_stats& s);
+    void mirror_counters(replica& r, const scraped_stats& s);
 
     boost::asio::io_context& io_;
     replica_pool& pool_;
@@ -62,6 +69,7 @@ private:
     common::http::duration connect_timeout_; // scrapes and probes connect as requests do
     std::size_t max_idle_connections_;       // and give back at most this many to the pool
     std::shared_ptr<std::atomic<bool>> stopping_;
+    std::atomic<std::int64_t> last_models_refresh_{0}; // steady ticks of refresh_models' last run
     std::mutex mirror_mutex_;
     std::map<std::string, std::pair<double, double>> last_counters_; // replica -> hits, queries
 };

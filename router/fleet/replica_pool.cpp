@@ -21,6 +21,22 @@ void replica::set_stats(const scraped_stats& s) {
     stats_version_.fetch_add(1, std::memory_order_release);
 }
 
+bool model_list::serves(std::string_view model) const {
+    return !known || ids.empty() || std::find(ids.begin(), ids.end(), model) != ids.end();
+}
+
+std::shared_ptr<const model_list> replica::models() const {
+    std::lock_guard lock(mutex_);
+    return models_ ? models_ : std::make_shared<const model_list>();
+}
+
+void replica::set_models(model_list m) {
+    auto next = std::make_shared<const model_list>(std::move(m));
+    std::lock_guard lock(mutex_);
+    models_ = std::move(next);
+    models_version_.fetch_add(1, std::memory_order_release);
+}
+
 std::unique_ptr<common::http::client_connection> replica::take_idle() {
     std::lock_guard lock(mutex_);
     while (!idle_.empty()) {
@@ -77,6 +93,55 @@ std::shared_ptr<replica> replica_pool::find(const std::string& id) const {
 std::vector<std::shared_ptr<replica>> replica_pool::all() const {
     std::shared_lock lock(mutex_);
     return replicas_;
+}
+
+std::string replica_pool::only_model() const {
+    std::string only;
+    for (const auto& r : all())
+        for (const auto& id : r->models()->ids) {
+            if (only.empty())
+                only = id;
+            else if (id != only)
+                return {};
+        }
+    return only;
+}
+
+hash_units replica_pool::units() const {
+    return {text_block_bytes_.load(std::memory_order_relaxed),
+            id_block_tokens_.load(std::memory_order_relaxed),
+            engine_units_.load(std::memory_order_relaxed)};
+}
+
+void replica_pool::update_units(std::size_t default_block_size, std::size_t bytes_per_token) {
+    // An engine's units win: a lanes replica behind the same router only loses exactness.
+    std::optional<std::size_t> engine_block, lanes_block;
+    bool any_engine = false;
+    for (const auto& r : all()) {
+        const auto m = r->models();
+        if (!m->known)
+            continue;
+        const auto block = r->stats().block_size;
+        if (m->lanes) {
+            if (block && *block > 0 && !lanes_block)
+                lanes_block = static_cast<std::size_t>(*block);
+        } else {
+            any_engine = true;
+            if (block && *block > 0 && !engine_block)
+                engine_block = static_cast<std::size_t>(*block);
+        }
+    }
+    if (any_engine) {
+        const std::size_t tokens = engine_block.value_or(default_block_size);
+        id_block_tokens_.store(tokens, std::memory_order_relaxed);
+        text_block_bytes_.store(tokens * std::max<std::size_t>(bytes_per_token, 1),
+                                std::memory_order_relaxed);
+    } else {
+        const std::size_t tokens = lanes_block.value_or(default_block_size);
+        id_block_tokens_.store(tokens, std::memory_order_relaxed);
+        text_block_bytes_.store(tokens, std::memory_order_relaxed);
+    }
+    engine_units_.store(any_engine, std::memory_order_relaxed);
 }
 
 } // namespace lanes::router

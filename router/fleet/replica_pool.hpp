@@ -15,6 +15,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lanes::router {
@@ -31,6 +32,26 @@ struct scraped_stats {
     std::chrono::steady_clock::time_point at{};
 };
 
+// What a replica's /v1/models said, as the monitor last read it.
+struct model_list {
+    bool known = false; // read at least once; until then the replica is taken to serve any model
+    bool lanes = false; // a lanes replica (models owned by "lanes"): byte tokens, lanes' hashes
+    std::vector<std::string> ids;
+    std::vector<std::string> objects; // each model's JSON object as the replica gave it
+
+    // Whether the replica serves `model`; one whose list is unknown (or empty) serves any.
+    bool serves(std::string_view model) const;
+};
+
+// The granularity the router hashes prompts in, the same for the whole fleet: a lanes replica's
+// block is `block_size` byte tokens; an engine's is `block_size` of its tokens, which for text
+// the router takes as `bytes_per_token` bytes each.
+struct hash_units {
+    std::size_t text_block_bytes = 16; // bytes of prompt text per block
+    std::size_t id_block_tokens = 16;  // token ids per block (a token-id prompt's)
+    bool engine = false;               // the fleet's units are an engine's, not lanes'
+};
+
 class replica {
 public:
     explicit replica(common::http::url u, health_config health_cfg = {});
@@ -45,6 +66,14 @@ public:
     health_tracker health;                // circuit breaker: active checks, scrapes, passive
     std::atomic<bool> scrape_busy{false}; // a scrape of this replica is in flight
     std::atomic<bool> probe_busy{false};  // a /health probe of this replica is in flight
+    std::atomic<bool> models_busy{false}; // a /v1/models read of this replica is in flight
+    std::atomic<bool> probe_ok{false};    // its last /health probe answered 200
+    // No new request before this steady-clock time (ticks): it answered 429 or 503 (backpressure,
+    // for its Retry-After or the default backoff).
+    std::atomic<std::int64_t> backoff_until{0};
+    // Moves on when the replica's cache is known to be lost: its counters went back (a restart)
+    // or the breaker ejected it. What the router remembers of its cache from before is dropped.
+    std::atomic<std::uint64_t> epoch{0};
     // No scrape before this steady-clock time (ticks): set when /metrics answered that it has
     // none, so a replica without metrics is not asked ten times a second.
     std::atomic<std::int64_t> scrape_not_before{0};
@@ -56,6 +85,10 @@ public:
     void set_stats(const scraped_stats& s);
     // Counts set_stats() calls: a reader that saw this version already holds the latest stats.
     std::uint64_t stats_version() const { return stats_version_.load(std::memory_order_acquire); }
+
+    std::shared_ptr<const model_list> models() const;
+    void set_models(model_list m);
+    std::uint64_t models_version() const { return models_version_.load(std::memory_order_acquire); }
 
     // An idle keep-alive connection, or nullptr.
     std::unique_ptr<common::http::client_connection> take_idle();
@@ -70,6 +103,8 @@ private:
     mutable std::mutex mutex_;
     scraped_stats stats_;
     std::atomic<std::uint64_t> stats_version_{0};
+    std::shared_ptr<const model_list> models_;
+    std::atomic<std::uint64_t> models_version_{0};
     std::vector<std::unique_ptr<common::http::client_connection>> idle_;
 };
 
@@ -96,6 +131,12 @@ public:
     bool remove(const std::string& id);
     std::shared_ptr<replica> find(const std::string& id) const;
     std::vector<std::shared_ptr<replica>> all() const;
+    // The fleet's hashing granularity, from what its replicas said of themselves (update_units
+    // works it out again; the monitor calls it after every /v1/models read and scrape).
+    hash_units units() const;
+    // The one model every replica with a known list serves, when there is exactly one.
+    std::string only_model() const;
+    void update_units(std::size_t default_block_size, std::size_t bytes_per_token);
     // Bumped on every add and remove, so users can notice a changed membership.
     std::uint64_t version() const { return version_.load(); }
 
@@ -104,6 +145,9 @@ private:
     mutable std::shared_mutex mutex_;
     std::vector<std::shared_ptr<replica>> replicas_;
     std::atomic<std::uint64_t> version_{0};
+    std::atomic<std::size_t> text_block_bytes_{16};
+    std::atomic<std::size_t> id_block_tokens_{16};
+    std::atomic<bool> engine_units_{false};
 };
 
 } // namespace lanes::router

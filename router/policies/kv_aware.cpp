@@ -38,7 +38,7 @@ void kv_aware_policy::on_replicas_changed(const pool_snapshot& pool) {
 
 decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& pool,
                                const tried_set& tried) {
-    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::kv_cost, 0};
     index_.update_capacities(pool);

@@ -11,9 +11,9 @@ least_loaded_policy::least_loaded_policy(const policy_options& options)
     : rng_(options.seed)
     , kv_weight_(options.load.kv_weight) {}
 
-decision least_loaded_policy::pick(const route_request&, const pool_snapshot& pool,
+decision least_loaded_policy::pick(const route_request& req, const pool_snapshot& pool,
                                    const tried_set& tried) {
-    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::least_loaded, 0};
     if (candidates.size() == 1)

@@ -30,19 +30,25 @@ std::string_view to_string(route_reason r) {
         return "prefix_hash";
     case route_reason::kv_cost:
         return "kv_cost";
+    case route_reason::response_affinity:
+        return "response_affinity";
     }
     return "unknown";
 }
 
-bool eligible(const replica_view& r, const tried_set& tried) {
-    return r.routable && std::find(tried.begin(), tried.end(), r.id) == tried.end();
+bool eligible(const pool_snapshot& pool, std::size_t i, const route_request& req,
+              const tried_set& tried) {
+    const replica_view& r = pool.replicas[i];
+    return r.routable && (req.serves.empty() || (i < req.serves.size() && req.serves[i])) &&
+           std::find(tried.begin(), tried.end(), r.id) == tried.end();
 }
 
-std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const tried_set& tried) {
+std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const route_request& req,
+                                          const tried_set& tried) {
     std::vector<std::size_t> out;
     out.reserve(pool.replicas.size());
     for (std::size_t i = 0; i < pool.replicas.size(); ++i)
-        if (eligible(pool.replicas[i], tried))
+        if (eligible(pool, i, req, tried))
             out.push_back(i);
     return out;
 }

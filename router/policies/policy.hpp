@@ -23,15 +23,16 @@ enum class route_reason {
     round_robin,
     random,
     least_loaded,
-    session_sticky,   // known session, its replica is fine
-    session_new,      // new session placed by rendezvous hashing
-    session_spill,    // the session's replica is dead, draining or over the load cap
-    prefix_match,     // longest cached prefix won
-    prefix_imbalance, // load gap too large: least-loaded instead
-    prefix_overload,  // best match over the bounded-load cap
-    prefix_miss,      // no useful match: least-loaded
-    prefix_hash,      // empty index: rendezvous hash of the first blocks
-    kv_cost,          // lowest uncached-prefill + load cost
+    session_sticky,    // known session, its replica is fine
+    session_new,       // new session placed by rendezvous hashing
+    session_spill,     // the session's replica is dead, draining or over the load cap
+    prefix_match,      // longest cached prefix won
+    prefix_imbalance,  // load gap too large: least-loaded instead
+    prefix_overload,   // best match over the bounded-load cap
+    prefix_miss,       // no useful match: least-loaded
+    prefix_hash,       // empty index: rendezvous hash of the first blocks
+    kv_cost,           // lowest uncached-prefill + load cost
+    response_affinity, // continues a /v1/responses answer on the replica that holds its state
 };
 
 std::string_view to_string(route_reason r);
@@ -42,6 +43,9 @@ struct route_request {
     std::size_t prompt_tokens = 0;
     std::optional<std::string> session_key;
     std::string_view model;
+    // Which snapshot replicas serve the request's model (serves[i] for pool.replicas[i]); empty
+    // when every replica does.
+    std::span<const char> serves;
 };
 
 // What a policy knows of one replica at decision time.
@@ -53,6 +57,9 @@ struct replica_view {
     std::optional<std::int64_t> waiting; // from the last fresh scrape
     std::optional<std::int64_t> running;
     std::optional<std::int64_t> num_blocks; // KV capacity in blocks, when known
+    // Moves on whenever the replica's cache is known to be lost (a restart, an ejection): what a
+    // policy remembers of it from before is stale.
+    std::uint64_t epoch = 0;
 };
 
 struct pool_snapshot {
@@ -80,10 +87,12 @@ public:
     virtual void on_replicas_changed(const pool_snapshot&) {}
 };
 
-// Candidates a policy may choose: routable and not yet tried.
-bool eligible(const replica_view& r, const tried_set& tried);
+// Candidates a policy may choose: routable, serving the request's model, and not yet tried.
+bool eligible(const pool_snapshot& pool, std::size_t i, const route_request& req,
+              const tried_set& tried);
 // Indices (into pool.replicas) of the eligible replicas, in snapshot order.
-std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const tried_set& tried);
+std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const route_request& req,
+                                          const tried_set& tried);
 
 using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 

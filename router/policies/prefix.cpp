@@ -78,7 +78,7 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
 
 decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
                              const tried_set& tried) {
-    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::prefix_miss, 0};
     index_.update_capacities(pool);

@@ -50,9 +50,11 @@ void prefix_index::update_capacities(const pool_snapshot& pool) {
     if (!same) {
         bound_ids_.clear();
         bound_.clear();
+        bound_epochs_.clear();
         for (const replica_view& r : pool.replicas) {
             bound_ids_.push_back(r.id);
             bound_.push_back(&replica_set(r.id));
+            bound_epochs_.push_back(&epochs_[r.id]);
         }
     }
     for (std::size_t i = 0; i < pool.replicas.size(); ++i) {
@@ -60,6 +62,10 @@ void prefix_index::update_capacities(const pool_snapshot& pool) {
         const std::size_t capacity = r.num_blocks && *r.num_blocks > 0
                                          ? static_cast<std::size_t>(*r.num_blocks)
                                          : default_capacity_;
+        if (*bound_epochs_[i] != r.epoch) { // its cache is gone: so is what we knew of it
+            *bound_[i] = block_lru(capacity);
+            *bound_epochs_[i] = r.epoch;
+        }
         if (bound_[i]->capacity() != capacity)
             bound_[i]->set_capacity(capacity);
     }
@@ -68,19 +74,23 @@ void prefix_index::update_capacities(const pool_snapshot& pool) {
 void prefix_index::unbind() {
     bound_ids_.clear();
     bound_.clear();
+    bound_epochs_.clear();
 }
 
 void prefix_index::retain(const pool_snapshot& pool) {
     unbind();
-    std::erase_if(replicas_, [&pool](const auto& kv) {
+    const auto gone = [&pool](const auto& kv) {
         return std::none_of(pool.replicas.begin(), pool.replicas.end(),
                             [&kv](const replica_view& r) { return r.id == kv.first; });
-    });
+    };
+    std::erase_if(replicas_, gone);
+    std::erase_if(epochs_, gone);
 }
 
 void prefix_index::forget(const std::string& replica) {
     unbind();
     replicas_.erase(replica);
+    epochs_.erase(replica);
 }
 
 std::size_t prefix_index::size(const std::string& replica) const {

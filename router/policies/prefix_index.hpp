@@ -41,7 +41,8 @@ public:
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
 
     // Sets every snapshot replica's capacity (num_blocks when known, else the default), evicting
-    // what no longer fits, and binds the snapshot: match_at and size_at then take indices into
+    // what no longer fits, forgets what it held of a replica whose epoch moved (its cache was
+    // lost), and binds the snapshot: match_at and size_at then take indices into
     // pool.replicas without looking replicas up by id. A policy calls this once per decision;
     // when the snapshot lists the same replicas as last time it costs a few compares.
     void update_capacities(const pool_snapshot& pool);
@@ -69,6 +70,8 @@ private:
     // The last snapshot bound by update_capacities: its replica ids and their sets.
     std::vector<std::string> bound_ids_;
     std::vector<block_lru*> bound_;
+    std::unordered_map<std::string, std::uint64_t> epochs_; // each replica's, as last seen
+    std::vector<std::uint64_t*> bound_epochs_;
 };
 
 } // namespace lanes::router

@@ -20,9 +20,9 @@ std::size_t uniform_index(std::mt19937_64& rng, std::size_t n) {
     return static_cast<std::size_t>(x % range);
 }
 
-decision random_policy::pick(const route_request&, const pool_snapshot& pool,
+decision random_policy::pick(const route_request& req, const pool_snapshot& pool,
                              const tried_set& tried) {
-    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::random, 0};
     return {candidates[uniform_index(rng_, candidates.size())], route_reason::random, 0};

@@ -2,12 +2,12 @@
 
 namespace lanes::router {
 
-decision round_robin_policy::pick(const route_request&, const pool_snapshot& pool,
+decision round_robin_policy::pick(const route_request& req, const pool_snapshot& pool,
                                   const tried_set& tried) {
     const std::size_t n = pool.replicas.size();
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t idx = (next_ + i) % n;
-        if (eligible(pool.replicas[idx], tried)) {
+        if (eligible(pool, idx, req, tried)) {
             next_ = idx + 1;
             return {idx, route_reason::round_robin, 0};
         }

@@ -49,7 +49,7 @@ decision session_policy::pick(const route_request& req, const pool_snapshot& poo
                               const tried_set& tried) {
     if (!req.session_key)
         return fallback_.pick(req, pool, tried);
-    const std::vector<std::size_t> candidates = eligible_indices(pool, tried);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::session_new, 0};
     const std::string& key = *req.session_key;

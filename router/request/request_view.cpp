@@ -1,38 +1,84 @@
 #include "router/request/request_view.hpp"
 
+#include "common/json_depth.hpp"
+#include "common/openai/chat_template.hpp"
 #include "router/request/scan.hpp"
 
-#include "common/openai/chat_template.hpp"
-#include "common/prompt/tokenizer.hpp"
-
 #include <simdjson.h>
+#include <xxhash.h>
+
+#include <array>
+#include <deque>
 
 namespace lanes::router {
 
 namespace od = simdjson::ondemand;
+using common::openai::api_error;
 
 namespace {
 
-// The second tier: simdjson's on-demand parser (the first is router/request_scan.cpp).
+// The fields whose reading must be unambiguous: each may appear once, under its plain name.
+enum field_bit : unsigned {
+    f_model = 1,
+    f_prompt = 2,
+    f_messages = 4,
+    f_stream = 8,
+    f_user = 16,
+    f_tools = 32,
+    f_input = 64,
+    f_instructions = 128,
+    f_previous = 256,
+};
 
-bool is_null(od::value& v) {
-    bool null = false;
-    return !v.is_null().get(null) && null;
+struct named_field {
+    std::string_view name;
+    unsigned bit;
+};
+
+constexpr std::array<named_field, 9> top_fields{{{"model", f_model},
+                                                 {"prompt", f_prompt},
+                                                 {"messages", f_messages},
+                                                 {"stream", f_stream},
+                                                 {"user", f_user},
+                                                 {"tools", f_tools},
+                                                 {"input", f_input},
+                                                 {"instructions", f_instructions},
+                                                 {"previous_response_id", f_previous}}};
+
+// Whether a field's raw name (as it appears in the body) holds an escape. Ask before
+// unescaped_key(), which consumes the raw name.
+bool escaped_name(od::field& f) {
+    const char* p = f.key().raw();
+    for (; *p != '"'; ++p)
+        if (*p == '\\')
+            return true;
+    return false;
 }
 
-// A string field, or nullopt when absent/null; false when it has another type.
-bool read_string(od::value v, std::optional<std::string>& out) {
-    if (is_null(v))
-        return true;
-    std::string_view s;
-    if (v.get_string().get(s))
-        return false;
-    out = std::string(s);
-    return true;
+// Checks a field against the ones read with one meaning: a repeat, or a read name spelled with
+// escapes, is the 400. `bit` is the field's, or 0 for a field not read.
+std::optional<api_error> check_name(std::string_view name, bool escaped, unsigned bit,
+                                    unsigned& seen, std::string_view where = {}) {
+    if (bit == 0)
+        return std::nullopt;
+    const std::string full =
+        where.empty() ? std::string(name) : std::string(where) + "." + std::string(name);
+    if (escaped)
+        return api_error::bad_request(
+            "the field name '" + full + "' is written with escapes; write it plainly", full);
+    if (seen & bit)
+        return api_error::bad_request("the field '" + full + "' is given more than once", full);
+    seen |= bit;
+    return std::nullopt;
 }
 
-// Where a string value lies in the body, when it has no escapes (then its JSON text is the
-// string itself); nullopt otherwise. `padded` is the copy simdjson parses, `body` the original.
+bool is_type(od::value& v, od::json_type type) {
+    od::json_type t;
+    return !v.type().get(t) && t == type;
+}
+
+// Where a string value lies in the body, when it has no escapes (then its JSON text is the string
+// itself); nullopt otherwise. `padded` is the copy simdjson parses, `body` the original.
 std::optional<std::string_view> unescaped_in_body(od::value& v, std::string_view padded,
                                                   std::string_view body) {
     std::string_view raw = v.raw_json_token(); // with its quotes and any whitespace after it
@@ -46,123 +92,402 @@ std::optional<std::string_view> unescaped_in_body(od::value& v, std::string_view
     return body.substr(offset, raw.size() - 2);
 }
 
-bool read_prompt(od::value v, request_view& view, std::string_view padded, std::string_view body) {
-    std::string_view text;
-    od::json_type type;
-    if (v.type().get(type))
-        return false;
-    if (type == od::json_type::string) {
-        if ((view.borrowed = unescaped_in_body(v, padded, body)))
-            return true;
-        if (v.get_string().get(text))
-            return false;
-        view.owned = std::string(text);
-        return true;
-    }
-    od::array items;
-    if (v.get_array().get(items))
-        return false;
-    std::size_t strings = 0;
-    for (auto item : items) {
-        od::value iv;
-        if (item.get(iv))
-            return false;
-        od::json_type item_type;
-        if (iv.type().get(item_type))
-            return false;
-        if (item_type == od::json_type::string) {
-            if (iv.get_string().get(text) || ++strings > 1)
-                return false; // batched prompts: let the full parser explain
-            view.owned = std::string(text);
-        } else {
-            std::uint64_t id = 0;
-            if (iv.get_uint64().get(id) || id >= lanes::common::vocab_size)
-                return false;
-            view.prompt_token_ids.push_back(static_cast<std::uint32_t>(id));
-        }
-    }
-    return (strings == 1) != !view.prompt_token_ids.empty();
+// A string value, or nullopt for any other type (which the router then does not read).
+std::optional<std::string> string_of(od::value& v) {
+    std::string_view s;
+    if (!is_type(v, od::json_type::string) || v.get_string().get(s))
+        return std::nullopt;
+    return std::string(s);
 }
 
-bool read_messages(od::value v, request_view& view, std::string_view padded,
-                   std::string_view body) {
-    od::array items;
-    if (v.get_array().get(items))
-        return false;
-    // Views into the body (content without escapes) or into the parser's string buffer, which
-    // both outlive the rendering below.
-    std::vector<common::chat_message_view> messages;
-    for (auto item : items) {
-        od::object msg;
-        if (item.get_object().get(msg))
-            return false;
-        common::chat_message_view m;
-        if (msg["role"].get_string().get(m.role))
-            return false;
-        od::value c;
-        if (msg["content"].get(c))
-            return false;
-        if (auto in_body = unescaped_in_body(c, padded, body))
-            m.content = *in_body;
-        else if (c.get_string().get(m.content))
-            return false; // null or content parts: the full parser handles them
-        messages.push_back(m);
+// The raw JSON text of any value: objects and arrays whole, scalars as their token.
+simdjson::error_code raw_text(od::value& v, std::string_view& out) {
+    od::json_type t;
+    if (auto e = v.type().get(t))
+        return e;
+    if (t == od::json_type::object) {
+        od::object o;
+        if (auto e = v.get_object().get(o))
+            return e;
+        return o.raw_json().get(out);
     }
-    if (messages.empty())
-        return false;
-    view.owned = common::render_chat(messages);
-    return true;
+    if (t == od::json_type::array) {
+        od::array a;
+        if (auto e = v.get_array().get(a))
+            return e;
+        return a.raw_json().get(out);
+    }
+    out = v.raw_json_token();
+    return simdjson::SUCCESS;
+}
+
+std::uint64_t hash_text(std::string_view s, std::uint64_t seed = 0) {
+    return XXH3_64bits_withSeed(s.data(), s.size(), seed);
+}
+
+// Token ids, when every element of `a` is an integer id that fits 32 bits; else none are read.
+simdjson::error_code read_ids(od::array a, std::vector<std::uint32_t>& ids) {
+    bool all = true;
+    for (auto item : a) {
+        od::value v;
+        if (auto e = item.get(v))
+            return e;
+        std::uint64_t id = 0;
+        if (!all || !is_type(v, od::json_type::number) || v.get_uint64().get(id) ||
+            id > UINT32_MAX) {
+            all = false;
+            continue;
+        }
+        ids.push_back(static_cast<std::uint32_t>(id));
+    }
+    if (!all)
+        ids.clear();
+    return simdjson::SUCCESS;
+}
+
+// One reading of a body, kept in the parser's thread-local state.
+class body_reader {
+public:
+    body_reader(std::string_view body, std::string_view padded, request_view& view)
+        : body_(body)
+        , padded_(padded)
+        , view_(view) {}
+
+    // The completions prompt: a string, or the first of a batch of strings, or token ids (one
+    // list, or the first of a batch of lists). An array is read once, front to back.
+    simdjson::error_code prompt(od::value v) {
+        od::json_type t;
+        if (auto e = v.type().get(t))
+            return e;
+        if (t == od::json_type::string)
+            return text_of(v);
+        if (t != od::json_type::array)
+            return simdjson::SUCCESS;
+        od::array items;
+        if (auto e = v.get_array().get(items))
+            return e;
+        bool first = true, all_ids = true;
+        for (auto item : items) {
+            od::value x;
+            if (auto e = item.get(x))
+                return e;
+            od::json_type xt;
+            if (auto e = x.type().get(xt))
+                return e;
+            if (first) {
+                first = false;
+                if (xt == od::json_type::string) // a batch of prompts: routed on the first
+                    return text_of(x);
+                if (xt == od::json_type::array) { // a batch of id lists: the first
+                    od::array ids;
+                    if (auto e = x.get_array().get(ids))
+                        return e;
+                    return read_ids(ids, view_.prompt_token_ids);
+                }
+            }
+            std::uint64_t id = 0;
+            if (xt != od::json_type::number || x.get_uint64().get(id) || id > UINT32_MAX)
+                all_ids = false;
+            else if (all_ids)
+                view_.prompt_token_ids.push_back(static_cast<std::uint32_t>(id));
+        }
+        if (!all_ids)
+            view_.prompt_token_ids.clear();
+        return simdjson::SUCCESS;
+    }
+
+    // Chat messages: role and content of each; content parts give their text, and for the other
+    // parts a marker with a hash of their payload (an image's URL or data), so that the same
+    // image in the same conversation keeps its affinity.
+    simdjson::error_code messages(od::value v, std::optional<api_error>& refusal) {
+        od::array items;
+        if (!is_type(v, od::json_type::array))
+            return simdjson::SUCCESS;
+        if (auto e = v.get_array().get(items))
+            return e;
+        for (auto item : items) {
+            od::value m;
+            if (auto e = item.get(m))
+                return e;
+            if (!is_type(m, od::json_type::object))
+                continue;
+            if (auto e = message(m, "messages", refusal); e || refusal)
+                return e;
+        }
+        return simdjson::SUCCESS;
+    }
+
+    // A responses request's input: a string (one user message), or items with role and content.
+    simdjson::error_code input(od::value v, std::optional<api_error>& refusal) {
+        od::json_type t;
+        if (auto e = v.type().get(t))
+            return e;
+        if (t == od::json_type::string) {
+            std::string_view s;
+            if (auto e = v.get_string().get(s))
+                return e;
+            add("user", std::string(s));
+            return simdjson::SUCCESS;
+        }
+        if (t != od::json_type::array)
+            return simdjson::SUCCESS;
+        od::array items;
+        if (auto e = v.get_array().get(items))
+            return e;
+        for (auto item : items) {
+            od::value m;
+            if (auto e = item.get(m))
+                return e;
+            if (is_type(m, od::json_type::object)) {
+                if (auto e = message(m, "input", refusal); e || refusal)
+                    return e;
+            }
+        }
+        return simdjson::SUCCESS;
+    }
+
+    void instructions(std::string text) { instructions_ = std::move(text); }
+
+    // The rendered conversation, for chat and responses bodies.
+    void render() {
+        std::vector<common::chat_message_view> views;
+        if (instructions_)
+            views.push_back({"system", *instructions_});
+        for (const auto& [role, content] : messages_)
+            views.push_back({role, content});
+        if (!views.empty())
+            view_.owned = common::render_chat(views);
+    }
+
+    bool any_messages() const { return instructions_ || !messages_.empty(); }
+
+private:
+    simdjson::error_code text_of(od::value& v) {
+        if ((view_.borrowed = unescaped_in_body(v, padded_, body_)))
+            return simdjson::SUCCESS;
+        std::string_view s;
+        if (auto e = v.get_string().get(s))
+            return e;
+        view_.owned = std::string(s);
+        return simdjson::SUCCESS;
+    }
+
+    simdjson::error_code message(od::value& m, std::string_view where,
+                                 std::optional<api_error>& refusal) {
+        od::object fields;
+        if (auto e = m.get_object().get(fields))
+            return e;
+        std::string role, content;
+        unsigned seen = 0;
+        for (auto item : fields) {
+            od::field field;
+            if (auto e = std::move(item).get(field))
+                return e;
+            const bool escaped = escaped_name(field); // (the raw name: before unescaping it)
+            std::string_view key;
+            if (auto e = field.unescaped_key().get(key))
+                return e;
+            const unsigned bit = key == "role" ? 1u : key == "content" ? 2u : 0u;
+            if ((refusal = check_name(key, escaped, bit, seen, where)))
+                return simdjson::SUCCESS;
+            od::value value = field.value();
+            if (bit == 1) {
+                role = string_of(value).value_or("");
+            } else if (bit == 2) {
+                if (auto e = content_of(value, content))
+                    return e;
+            } else if (key == "output" || key == "arguments") {
+                // A tool call or its result in a responses input: what the model saw.
+                std::string_view raw;
+                if (auto e = raw_text(value, raw))
+                    return e;
+                content += raw;
+            }
+        }
+        add(role.empty() ? "item" : role, std::move(content));
+        return simdjson::SUCCESS;
+    }
+
+    simdjson::error_code content_of(od::value& v, std::string& out) {
+        od::json_type t;
+        if (auto e = v.type().get(t))
+            return e;
+        if (t == od::json_type::string) {
+            std::string_view s;
+            if (auto e = v.get_string().get(s))
+                return e;
+            out.assign(s);
+            return simdjson::SUCCESS;
+        }
+        if (t != od::json_type::array)
+            return simdjson::SUCCESS; // null: no content (an assistant's tool call)
+        od::array parts;
+        if (auto e = v.get_array().get(parts))
+            return e;
+        for (auto item : parts) {
+            od::value part;
+            if (auto e = item.get(part))
+                return e;
+            if (auto e = part_of(part, out))
+                return e;
+        }
+        return simdjson::SUCCESS;
+    }
+
+    // One content part: the text of a text part; a marker with the payload's hash for any other.
+    simdjson::error_code part_of(od::value& part, std::string& out) {
+        if (!is_type(part, od::json_type::object)) {
+            std::string_view raw;
+            if (auto e = raw_text(part, raw))
+                return e;
+            out += "<|part:" + std::to_string(hash_text(raw)) + "|>";
+            return simdjson::SUCCESS;
+        }
+        od::object fields;
+        if (auto e = part.get_object().get(fields))
+            return e;
+        std::string type, text;
+        std::uint64_t payload = 0;
+        for (auto item : fields) {
+            od::field field;
+            if (auto e = std::move(item).get(field))
+                return e;
+            std::string_view key;
+            if (auto e = field.unescaped_key().get(key))
+                return e;
+            od::value value = field.value();
+            if (key == "type") {
+                type = string_of(value).value_or("");
+            } else if (key == "text") {
+                text = string_of(value).value_or("");
+            } else {
+                std::string_view raw;
+                if (auto e = raw_text(value, raw))
+                    return e;
+                payload = hash_text(raw, hash_text(key, payload));
+            }
+        }
+        if (type == "text" || type == "input_text" || type == "output_text")
+            out += text;
+        else
+            out += "<|" + type + ":" + std::to_string(payload) + "|>";
+        return simdjson::SUCCESS;
+    }
+
+    void add(std::string role, std::string content) {
+        messages_.emplace_back(std::move(role), std::move(content));
+    }
+
+    std::string_view body_;
+    std::string_view padded_;
+    request_view& view_;
+    std::optional<std::string> instructions_;
+    std::deque<std::pair<std::string, std::string>> messages_;
+};
+
+// The fields a body of `kind` is read for.
+unsigned read_fields(body_kind kind) {
+    const unsigned common = f_model | f_stream | f_user;
+    switch (kind) {
+    case body_kind::completions:
+        return common | f_prompt;
+    case body_kind::chat:
+        return common | f_messages | f_tools;
+    case body_kind::responses:
+        return common | f_input | f_instructions | f_tools | f_previous;
+    case body_kind::other:
+        break;
+    }
+    return f_model;
+}
+
+read_result failure(simdjson::error_code e) {
+    return {std::nullopt, api_error::bad_request(std::string("the body is not valid JSON (") +
+                                                 simdjson::error_message(e) + ")")};
 }
 
 } // namespace
 
-std::optional<request_view> extract_request(common::openai::endpoint kind, std::string_view body) {
-    if (kind == common::openai::endpoint::completions)
+read_result read_request(body_kind kind, std::string_view body, const read_limits& limits) {
+    if (kind == body_kind::completions)
         if (auto view = scan_completion_request(body))
-            return view;
-    return extract_request_on_demand(kind, body);
+            return {std::move(view), std::nullopt};
+    return read_request_on_demand(kind, body, limits);
 }
 
-std::optional<request_view> extract_request_on_demand(common::openai::endpoint kind,
-                                                      std::string_view body) {
-    thread_local od::parser parser;
+read_result read_request_on_demand(body_kind kind, std::string_view body,
+                                   const read_limits& limits) {
     // simdjson reads up to SIMDJSON_PADDING bytes past the input: parse a padded copy, kept per
     // thread so that a request costs a copy but no allocation.
+    if (common::nests_deeper_than(body, limits.max_depth))
+        return {std::nullopt, api_error::bad_request("the body nests deeper than " +
+                                                     std::to_string(limits.max_depth) + " levels")};
     thread_local std::string padded;
     padded.assign(body);
     padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
+    thread_local od::parser parser;
     od::document doc;
-    if (parser.iterate(padded.data(), body.size(), padded.size()).get(doc))
-        return std::nullopt;
+    if (auto e = parser.iterate(padded.data(), body.size(), padded.size()).get(doc))
+        return failure(e);
     od::object obj;
-    if (doc.get_object().get(obj))
-        return std::nullopt;
+    if (auto e = doc.get_object().get(obj))
+        return e == simdjson::INCORRECT_TYPE
+                   ? read_result{std::nullopt,
+                                 api_error::bad_request("the body must be a JSON object")}
+                   : failure(e);
     request_view view;
-    bool have_input = false;
-    for (auto field : obj) {
+    body_reader reader(body, padded, view);
+    unsigned seen = 0;
+    std::optional<api_error> refusal;
+    for (auto item : obj) {
+        od::field field;
+        if (auto e = std::move(item).get(field))
+            return failure(e);
+        const bool escaped = escaped_name(field); // (the raw name: before unescaping it)
         std::string_view key;
-        od::value v;
-        if (field.unescaped_key().get(key) || field.value().get(v))
-            return std::nullopt;
-        bool ok = true;
-        if (key == "model") {
-            ok = read_string(v, view.model);
-        } else if (key == "user") {
-            ok = read_string(v, view.user);
-        } else if (key == "stream") {
-            ok = is_null(v) || !v.get_bool().get(view.stream);
-        } else if (key == "prompt" && kind == common::openai::endpoint::completions) {
-            ok = have_input = read_prompt(v, view, padded, body);
-        } else if (key == "messages" && kind == common::openai::endpoint::chat_completions) {
-            ok = have_input = read_messages(v, view, padded, body);
+        if (auto e = field.unescaped_key().get(key))
+            return failure(e);
+        unsigned bit = 0;
+        for (const auto& f : top_fields)
+            if (f.name == key)
+                bit = f.bit & read_fields(kind);
+        if ((refusal = check_name(key, escaped, bit, seen)))
+            return {std::nullopt, std::move(refusal)};
+        od::value v = field.value();
+        simdjson::error_code e = simdjson::SUCCESS;
+        if (bit == f_model) {
+            view.model = string_of(v);
+        } else if (bit == f_user) {
+            view.user = string_of(v);
+        } else if (bit == f_stream) {
+            bool stream = false;
+            if (is_type(v, od::json_type::boolean) && !v.get_bool().get(stream))
+                view.stream = stream;
+        } else if (bit == f_prompt) {
+            e = reader.prompt(v);
+        } else if (bit == f_messages) {
+            e = reader.messages(v, refusal);
+        } else if (bit == f_input) {
+            e = reader.input(v, refusal);
+        } else if (bit == f_instructions) {
+            if (auto text = string_of(v))
+                reader.instructions(std::move(*text));
+        } else if (bit == f_previous) {
+            view.previous_response_id = string_of(v);
+        } else if (bit == f_tools) {
+            std::string_view raw;
+            e = raw_text(v, raw);
+            if (!e && raw != "null")
+                view.context_hash = hash_text(raw, 1);
         }
-        if (!ok)
-            return std::nullopt;
+        if (e)
+            return failure(e);
+        if (refusal)
+            return {std::nullopt, std::move(refusal)};
     }
-    // (Bytes after the object are not checked here; the replica's full parser rejects them.)
-    if (!have_input)
-        return std::nullopt;
-    return view;
+    if (kind == body_kind::chat || kind == body_kind::responses)
+        reader.render();
+    return {std::move(view), std::nullopt};
 }
 
 } // namespace lanes::router

@@ -1,7 +1,6 @@
-// extract_request's first tier (router/request_view.hpp): a strict one-pass scanner for the
-// common completions body. It needs no padded copy and no stage-one index, which for a 1 KB body
-// is most of what parsing cost (docs/performance.md).
-#include "router/request/request_view.hpp"
+// read_request's first reader (request_view.hpp): a strict one-pass scanner for the common
+// completions body; it needs no padded copy and no stage-one index.
+#include "router/request/scan.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -238,6 +237,13 @@ std::optional<request_view> scan_completion_request(std::string_view body) {
         return std::nullopt;
     request_view view;
     bool have_prompt = false;
+    // The fields read, each taken once: a repeat is declined, and the on-demand reader names it.
+    unsigned seen = 0;
+    const auto first_time = [&seen](unsigned bit) {
+        const bool first = (seen & bit) == 0;
+        seen |= bit;
+        return first;
+    };
     skip_space(p, end);
     if (p < end && *p == '}')
         return std::nullopt; // no prompt
@@ -252,11 +258,13 @@ std::optional<request_view> scan_completion_request(std::string_view body) {
         skip_space(p, end);
         bool ok = true;
         if (key == "model") {
-            ok = scan_optional_string(p, end, view.model);
+            ok = first_time(1) && scan_optional_string(p, end, view.model);
         } else if (key == "user") {
-            ok = scan_optional_string(p, end, view.user);
+            ok = first_time(2) && scan_optional_string(p, end, view.user);
         } else if (key == "stream") { // true, false, or null (which changes nothing)
-            if (scan_literal(p, end, "true"))
+            if (!first_time(4))
+                ok = false;
+            else if (scan_literal(p, end, "true"))
                 view.stream = true;
             else if (scan_literal(p, end, "false"))
                 view.stream = false;
@@ -264,7 +272,8 @@ std::optional<request_view> scan_completion_request(std::string_view body) {
                 ok = scan_literal(p, end, "null");
         } else if (key == "prompt") {
             std::string_view raw;
-            ok = p < end && *p == '"' && scan_string(p, end, raw, escaped); // arrays: declined
+            ok = first_time(8) && p < end && *p == '"' &&
+                 scan_string(p, end, raw, escaped); // arrays: declined
             if (ok) {
                 have_prompt = true;
                 if (escaped) {

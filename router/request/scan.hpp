@@ -1,4 +1,4 @@
-// extract_request's first tier (request_view.hpp): a strict one-pass scanner for the common
+// read_request's first reader (request_view.hpp): a strict one-pass scanner for the common
 // completions body, which needs no padded copy and no stage-one index.
 #pragma once
 
@@ -9,9 +9,9 @@
 
 namespace lanes::router {
 
-// extract_request's first tier, for completions: a one-pass scanner that reads ASCII bodies with
-// a string prompt and declines (nullopt) anything else, which the on-demand parser then takes.
-// What it accepts it reads exactly as that parser does.
+// For completions: reads ASCII bodies with a string prompt, each read field given once, and
+// declines (nullopt) anything else, which the on-demand reader then takes. What it accepts it
+// reads exactly as that reader does.
 std::optional<request_view> scan_completion_request(std::string_view body);
 
 } // namespace lanes::router

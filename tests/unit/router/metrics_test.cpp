@@ -84,7 +84,7 @@ TEST_CASE("expose drops the gauges of removed replicas and keeps their counters"
     pool.find(a_id)->set_stats(s);
     metrics.ejections.with({a_id}).inc();
     metrics.replica_prefix_hits.with({a_id}).inc(40);
-    metrics.requests.with({a_id, "200", "prefix_match"}).inc(3);
+    metrics.requests.with({a_id, "200", "prefix_match", "m"}).inc(3);
     const std::string before = metrics.expose(pool);
     REQUIRE(sample(before, "lanes_router_replica_up", a_id));
     REQUIRE(sample(before, "lanes_router_replica_kv_usage_ratio", a_id));
@@ -101,8 +101,8 @@ TEST_CASE("expose drops the gauges of removed replicas and keeps their counters"
     // Counters stay, as counters do.
     CHECK(sample(after, "lanes_router_ejections_total", a_id) == 1.0);
     CHECK(sample(after, "lanes_router_replica_prefix_cache_hits_total", a_id) == 40.0);
-    CHECK(has_line(after, "lanes_router_requests_total{code=\"200\",reason=\"prefix_match\","
-                          "replica=\"" +
+    CHECK(has_line(after, "lanes_router_requests_total{code=\"200\",model=\"m\","
+                          "reason=\"prefix_match\",replica=\"" +
                               a_id + "\"} 3.0"));
 
     // Back in the pool: its gauges come back, from the fresh replica.
@@ -126,6 +126,7 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
         {"lanes_router_errors_total", "counter"},
         {"lanes_router_retries_total", "counter"},
         {"lanes_router_ejections_total", "counter"},
+        {"lanes_router_backpressure_total", "counter"},
         {"lanes_router_request_duration_seconds", "histogram"},
         {"lanes_router_time_to_first_byte_seconds", "histogram"},
         {"lanes_router_routing_decision_seconds", "histogram"},

@@ -49,21 +49,21 @@ std::string capture_stderr(F f) {
 TEST_CASE("report_health ejects after failure_threshold failures and counts it once", "[health]") {
     router::router_metrics metrics;
     router::replica r(http::url{"127.0.0.1", 8001, ""}, breaker());
-    router::report_health(r, false, metrics, t0);
-    router::report_health(r, false, metrics, t0);
+    router::report_health(r, false, metrics, router::failure_origin::request, t0);
+    router::report_health(r, false, metrics, router::failure_origin::request, t0);
     CHECK(ejections(metrics, r) == 0);
     CHECK(r.health.state(t0) == router::breaker_state::closed);
-    router::report_health(r, true, metrics, t0); // a success in between starts the count over
-    router::report_health(r, false, metrics, t0);
-    router::report_health(r, false, metrics, t0);
+    router::report_health(r, true, metrics, router::failure_origin::request, t0); // a success in between starts the count over
+    router::report_health(r, false, metrics, router::failure_origin::request, t0);
+    router::report_health(r, false, metrics, router::failure_origin::request, t0);
     CHECK(ejections(metrics, r) == 0);
-    router::report_health(r, false, metrics, t0); // the third in a row
+    router::report_health(r, false, metrics, router::failure_origin::request, t0); // the third in a row
     CHECK(ejections(metrics, r) == 1);
     CHECK(r.health.state(t0) == router::breaker_state::open);
     CHECK_FALSE(r.health.routable(t0 + 1s));
     // More failures while it is out eject nothing more.
     for (int i = 0; i < 5; ++i)
-        router::report_health(r, false, metrics, t0 + 1s);
+        router::report_health(r, false, metrics, router::failure_origin::request, t0 + 1s);
     CHECK(ejections(metrics, r) == 1);
     // The exposition names the replica.
     const router::replica_pool empty;
@@ -76,26 +76,26 @@ TEST_CASE("report_health re-admits through half-open after open_time", "[health]
     router::router_metrics metrics;
     router::replica r(http::url{"127.0.0.1", 8002, ""}, breaker());
     for (int i = 0; i < 3; ++i)
-        router::report_health(r, false, metrics, t0);
+        router::report_health(r, false, metrics, router::failure_origin::request, t0);
     REQUIRE(r.health.state(t0) == router::breaker_state::open);
     // Successes before open_time passed leave it out.
-    router::report_health(r, true, metrics, t0 + 1s);
-    router::report_health(r, true, metrics, t0 + 4s);
+    router::report_health(r, true, metrics, router::failure_origin::request, t0 + 1s);
+    router::report_health(r, true, metrics, router::failure_origin::request, t0 + 4s);
     CHECK(r.health.state(t0 + 4s) == router::breaker_state::open);
     // Half-open from t0 + 5 s: one success is not enough, the second closes it.
-    router::report_health(r, true, metrics, t0 + 5s);
+    router::report_health(r, true, metrics, router::failure_origin::request, t0 + 5s);
     CHECK(r.health.state(t0 + 5s) == router::breaker_state::half_open);
-    router::report_health(r, true, metrics, t0 + 6s);
+    router::report_health(r, true, metrics, router::failure_origin::request, t0 + 6s);
     CHECK(r.health.state(t0 + 6s) == router::breaker_state::closed);
     CHECK(r.health.routable(t0 + 6s));
     CHECK(ejections(metrics, r) == 1); // re-admission counts nothing
 
     // Ejected again; a failure while half-open ejects at once, and counts.
     for (int i = 0; i < 3; ++i)
-        router::report_health(r, false, metrics, t0 + 7s);
+        router::report_health(r, false, metrics, router::failure_origin::request, t0 + 7s);
     CHECK(ejections(metrics, r) == 2);
-    router::report_health(r, true, metrics, t0 + 12s); // half-open: one success
-    router::report_health(r, false, metrics, t0 + 12s);
+    router::report_health(r, true, metrics, router::failure_origin::request, t0 + 12s); // half-open: one success
+    router::report_health(r, false, metrics, router::failure_origin::request, t0 + 12s);
     CHECK(ejections(metrics, r) == 3);
     CHECK(r.health.state(t0 + 16s) == router::breaker_state::open); // opened again at 12 s
     CHECK(r.health.state(t0 + 17s) == router::breaker_state::half_open);
@@ -105,12 +105,12 @@ TEST_CASE("report_health counts each replica under its own label", "[health]") {
     router::router_metrics metrics;
     router::replica a(http::url{"10.0.0.1", 8000, ""}, {.failure_threshold = 1});
     router::replica b(http::url{"10.0.0.2", 8000, "/v"}, {.failure_threshold = 2});
-    router::report_health(a, false, metrics, t0);
-    router::report_health(b, false, metrics, t0);
+    router::report_health(a, false, metrics, router::failure_origin::request, t0);
+    router::report_health(b, false, metrics, router::failure_origin::request, t0);
     CHECK(ejections(metrics, a) == 1);
     CHECK(ejections(metrics, b) == 0);
     CHECK(metrics.ejections.with({"http://10.0.0.2:8000/v"}).value() == 0);
-    router::report_health(b, false, metrics, t0);
+    router::report_health(b, false, metrics, router::failure_origin::request, t0);
     CHECK(metrics.ejections.with({"http://10.0.0.2:8000/v"}).value() == 1);
     CHECK(ejections(metrics, a) == 1);
 }
@@ -121,13 +121,13 @@ TEST_CASE("report_health logs an ejection and a re-admission, nothing else", "[h
     router::router_metrics metrics;
     router::replica r(http::url{"127.0.0.1", 8003, ""},
                       {.failure_threshold = 1, .success_threshold = 1, .open_time = 1s});
-    const std::string quiet = capture_stderr([&] { router::report_health(r, true, metrics, t0); });
+    const std::string quiet = capture_stderr([&] { router::report_health(r, true, metrics, router::failure_origin::request, t0); });
     const std::string ejected =
-        capture_stderr([&] { router::report_health(r, false, metrics, t0); });
+        capture_stderr([&] { router::report_health(r, false, metrics, router::failure_origin::request, t0); });
     const std::string again =
-        capture_stderr([&] { router::report_health(r, false, metrics, t0); }); // already out
+        capture_stderr([&] { router::report_health(r, false, metrics, router::failure_origin::request, t0); }); // already out
     const std::string back =
-        capture_stderr([&] { router::report_health(r, true, metrics, t0 + 1s); });
+        capture_stderr([&] { router::report_health(r, true, metrics, router::failure_origin::request, t0 + 1s); });
     common::log::set_level(saved);
     CHECK(quiet.empty());
     CHECK(ejected.ends_with(" WARN health http://127.0.0.1:8003 ejected after consecutive "

@@ -187,9 +187,10 @@ TEST_CASE("monitor: a scrape puts the replica's vLLM metrics on it", "[monitor]"
     CHECK(m.metrics.replica_prefix_queries.with({r->id()}).value() == 52311.0);
     CHECK(r->healthy());
     CHECK(m.ejections(*r) == 0);
-    // Kept connections are used again: at most one each for the scrape and the probe.
+    // Kept connections are used again: at most one each for the scrape, the probe and the
+    // models read, which may all be out at once.
     std::lock_guard lock(fake.mutex);
-    CHECK(fake.client_ports.size() <= 2);
+    CHECK(fake.client_ports.size() <= 3);
 }
 
 TEST_CASE("monitor: mirrored prefix counters add increases, and all of a restart's value",

@@ -1,0 +1,83 @@
+#include "common/json_depth.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace lanes::common {
+
+namespace {
+
+// The first byte from `p` on that matters outside a string ('"', '[', ']', '{', '}'), or `end`.
+const char* next_structural(const char* p, const char* end) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i open_a = _mm_set1_epi8('['), close_a = _mm_set1_epi8(']');
+    const __m128i open_o = _mm_set1_epi8('{'), close_o = _mm_set1_epi8('}');
+    while (end - p >= 16) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const __m128i hit = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, open_a)),
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, close_a), _mm_cmpeq_epi8(x, open_o)),
+                         _mm_cmpeq_epi8(x, close_o)));
+        if (const int mask = _mm_movemask_epi8(hit); mask != 0)
+            return p + __builtin_ctz(static_cast<unsigned>(mask));
+        p += 16;
+    }
+#endif
+    for (; p < end; ++p)
+        if (*p == '"' || *p == '[' || *p == ']' || *p == '{' || *p == '}')
+            return p;
+    return end;
+}
+
+// The first '"' or '\\' from `p` on, or `end`.
+const char* next_in_string(const char* p, const char* end) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    while (end - p >= 16) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const int mask =
+            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
+        if (mask != 0)
+            return p + __builtin_ctz(static_cast<unsigned>(mask));
+        p += 16;
+    }
+#endif
+    for (; p < end; ++p)
+        if (*p == '"' || *p == '\\')
+            return p;
+    return end;
+}
+
+} // namespace
+
+bool nests_deeper_than(std::string_view json, std::size_t max_depth) {
+    const char* p = json.data();
+    const char* const end = p + json.size();
+    std::size_t depth = 0;
+    while ((p = next_structural(p, end)) < end) {
+        const char c = *p++;
+        if (c == '"') { // a string: to its closing quote, past escapes
+            for (;;) {
+                p = next_in_string(p, end);
+                if (p >= end)
+                    return false;
+                if (*p == '"') {
+                    ++p;
+                    break;
+                }
+                p += 2; // a backslash and the byte it escapes
+            }
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                return true;
+        } else if (depth > 0) {
+            --depth;
+        }
+    }
+    return false;
+}
+
+} // namespace lanes::common
