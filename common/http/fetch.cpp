@@ -19,12 +19,12 @@ outgoing_request fetch_request(const url& target, beast_http::verb method, std::
                                const fetch_options& options) {
     outgoing_request req{method, target.base_path + std::string(path), 11};
     req.set(beast_http::field::user_agent, "lanes");
-    for (const auto& [name, value] : options.headers)
-        req.set(name, value);
     if (!options.body.empty() || method == beast_http::verb::post) {
         req.set(beast_http::field::content_type, options.content_type);
         req.body() = options.body;
     }
+    for (const auto& [name, value] : options.headers) // the caller's fields win
+        req.set(name, value);
     req.keep_alive(options.keep_alive);
     return req;
 }

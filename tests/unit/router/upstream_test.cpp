@@ -186,3 +186,80 @@ TEST_CASE("upstream_head forwards end-to-end fields and sets its own", "[upstrea
                   "Authorization: Bearer k\r\nAccept: a\r\nAccept: b\r\n"
                   "x-request-id: req-9\r\nContent-Length: 2\r\n\r\n{}");
 }
+
+TEST_CASE("upstream call: the engine's end-to-end headers are relayed, hop-by-hop ones not",
+          "[upstream]") {
+    canned_server cs("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nServer: vllm\r\n"
+                     "x-ratelimit-remaining-requests: 9\r\nConnection: x-hop\r\nx-hop: 1\r\n"
+                     "x-request-id: engine-id\r\nContent-Length: 2\r\n\r\n{}");
+    attempt a(cs.port());
+    fake_writer out;
+    const auto r = a.run(out);
+    CHECK(r.answered);
+    CHECK(out.header("x-ratelimit-remaining-requests") == "9");
+    CHECK(out.header("x-hop").empty());
+    CHECK(out.header("Server").empty()); // the router's writer names itself
+    CHECK(out.header("x-request-id") == "req-1"); // the router's id, once
+    int ids = 0;
+    for (const auto& [name, value] : out.headers)
+        ids += name == "x-request-id" ? 1 : 0;
+    CHECK(ids == 1);
+}
+
+TEST_CASE("upstream call: 429 and 503 are backpressure, kept with their headers to relay",
+          "[upstream]") {
+    for (const int status : {429, 503}) {
+        INFO(status);
+        canned_server cs("HTTP/1.1 " + std::to_string(status) +
+                         " Busy\r\nRetry-After: 7\r\nx-why: full\r\nContent-Type: "
+                         "application/json\r\nContent-Length: 2\r\n\r\n{}");
+        attempt a(cs.port(), router::health_config{1, 1, std::chrono::seconds(5)});
+        fake_writer out;
+        const auto r = a.run(out);
+        CHECK(r.backpressure);
+        CHECK_FALSE(r.sent_any);
+        CHECK(r.retry_after == std::chrono::seconds(7));
+        CHECK(r.failed_body == "{}");
+        CHECK(std::find(r.failed_headers.begin(), r.failed_headers.end(),
+                        std::pair<std::string, std::string>{"x-why", "full"}) !=
+              r.failed_headers.end());
+        CHECK(a.target->healthy()); // threshold 1, and still in: load is not failure
+    }
+    canned_server five_hundred("HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n");
+    attempt b(five_hundred.port(), router::health_config{1, 1, std::chrono::seconds(5)});
+    fake_writer out;
+    CHECK_FALSE(b.run(out).backpressure);
+    CHECK_FALSE(b.target->healthy()); // a 500 is a failure
+}
+
+TEST_CASE("Retry-After in seconds or as a date; response ids from bodies and streams",
+          "[upstream]") {
+    const auto now = std::chrono::system_clock::from_time_t(784111777); // Sun, 06 Nov 1994 08:49:37
+    CHECK(router::parse_retry_after("120", now) == std::chrono::seconds(120));
+    CHECK(router::parse_retry_after(" 3 ", now) == std::chrono::seconds(3));
+    CHECK(router::parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", now) ==
+          std::chrono::seconds(60));
+    CHECK(router::parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now) ==
+          std::chrono::seconds(0)); // in the past: at once
+    CHECK_FALSE(router::parse_retry_after("", now));
+    CHECK_FALSE(router::parse_retry_after("-5", now));
+    CHECK_FALSE(router::parse_retry_after("soon", now));
+    CHECK(router::find_response_id(R"({"id": "resp_abc","object":"response"})") == "resp_abc");
+    CHECK(router::find_response_id(
+              "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{"
+              "\"id\":\"resp_9\",\"status\":\"in_progress\"}}\n\n") == "resp_9");
+    CHECK(router::find_response_id(R"({"id":"cmpl-1"})").empty());
+}
+
+TEST_CASE("upstream_head sends the replica's credentials in place of the client's", "[upstream]") {
+    http::request req;
+    req.start(bhttp::verb::post, "POST", "/v1/completions", 11);
+    req.add("Authorization", "Bearer client");
+    req.add("Accept", "a");
+    const std::string replaced =
+        router::upstream_head(req, "", "h:1", "r", false, "Bearer replica");
+    CHECK(replaced.find("Authorization: Bearer replica\r\n") != std::string::npos);
+    CHECK(replaced.find("Bearer client") == std::string::npos);
+    const std::string kept = router::upstream_head(req, "", "h:1", "r");
+    CHECK(kept.find("Authorization: Bearer client\r\n") != std::string::npos);
+}

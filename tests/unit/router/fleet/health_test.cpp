@@ -42,3 +42,25 @@ TEST_CASE("a half-open replica takes one request at a time", "[health]") {
     CHECK(h.on_success(t0 + 6s)); // closed again: the whole load
     CHECK(h.admits(t0 + 6s, 40));
 }
+
+TEST_CASE("an ejection is active while a probe failed since the last one answered", "[health]") {
+    using namespace std::chrono_literals;
+    lanes::router::health_tracker h({1, 1, 1'000ms, 50});
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(h.ejection_state(t0).open);
+    CHECK(h.on_failure(t0)); // a failed request
+    auto e = h.ejection_state(t0);
+    CHECK(e.open);
+    CHECK_FALSE(e.by_probe);
+    CHECK(e.last_failure == t0);
+    h.on_failure(t0 + 10ms, lanes::router::failure_origin::probe);
+    e = h.ejection_state(t0 + 10ms);
+    CHECK(e.by_probe);
+    CHECK(e.last_failure == t0 + 10ms);
+    // Half-open after the open time; a request's success does not clear the probe's failure, a
+    // probe's does.
+    CHECK(h.on_success(t0 + 2s));
+    CHECK(h.ejection_state(t0 + 2s).by_probe == true);
+    h.on_success(t0 + 2s, lanes::router::failure_origin::probe);
+    CHECK_FALSE(h.ejection_state(t0 + 2s).by_probe);
+}

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
+
 using namespace lanes;
 using namespace std::chrono_literals;
 
@@ -84,4 +86,67 @@ TEST_CASE("clear lets go of the replicas until the next refresh", "[pool]") {
     CHECK(cache.view().replicas.empty());
     CHECK(cache.refresh(std::chrono::steady_clock::now(), 2'000ms)); // copied again
     CHECK(cache.view().replicas.empty());
+}
+
+TEST_CASE("a replica backing off after a 429 or 503 is not routable until its time is up",
+          "[pool]") {
+    router::replica_pool pool;
+    REQUIRE(pool.add(*common::http::parse_url("http://127.0.0.1:9001")));
+    REQUIRE(pool.add(*common::http::parse_url("http://127.0.0.1:9002")));
+    router::snapshot_cache cache(pool);
+    const auto now = std::chrono::steady_clock::now();
+    cache.refresh(now, 2'000ms);
+    cache.replica_at(0)->backoff_until.store((now + 1500ms).time_since_epoch().count());
+    cache.refresh(now, 2'000ms);
+    CHECK_FALSE(cache.view().replicas[0].routable);
+    CHECK(cache.view().replicas[1].routable);
+    CHECK(cache.longest_backoff({}, now) == 1500ms);
+    const std::array<char, 2> only_second{0, 1};
+    CHECK(cache.longest_backoff(only_second, now) == 0ms);
+    cache.refresh(now + 1500ms, 2'000ms);
+    CHECK(cache.view().replicas[0].routable);
+}
+
+TEST_CASE("which replicas serve a model, from their last models read", "[pool]") {
+    router::replica_pool pool;
+    for (const char* u : {"http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003"})
+        REQUIRE(pool.add(*common::http::parse_url(u)));
+    router::snapshot_cache cache(pool);
+    cache.refresh(std::chrono::steady_clock::now(), 2'000ms);
+    std::vector<char> serves;
+    // Nothing read yet: every replica is taken to serve anything.
+    CHECK(cache.serving("m", serves) == router::snapshot_cache::model_serving::all);
+    cache.replica_at(0)->set_models({true, false, {"a"}, {"{}"}});
+    cache.replica_at(1)->set_models({true, false, {"b"}, {"{}"}});
+    cache.refresh(std::chrono::steady_clock::now(), 2'000ms);
+    CHECK(cache.serving("a", serves) == router::snapshot_cache::model_serving::some);
+    CHECK(serves == std::vector<char>{1, 0, 1}); // the third's list is unknown: it may serve it
+    cache.replica_at(2)->set_models({true, false, {"b"}, {"{}"}});
+    cache.refresh(std::chrono::steady_clock::now(), 2'000ms);
+    CHECK(cache.serving("c", serves) == router::snapshot_cache::model_serving::none);
+    CHECK(cache.serving("", serves) == router::snapshot_cache::model_serving::all);
+}
+
+TEST_CASE("failed requests eject at most max_ejection_percent of a model's replicas", "[pool]") {
+    router::replica_pool pool(router::health_config{1, 1, 60'000ms, 50});
+    for (const char* u : {"http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003",
+                          "http://127.0.0.1:9004"})
+        REQUIRE(pool.add(*common::http::parse_url(u)));
+    router::snapshot_cache cache(pool, 50);
+    const auto t0 = std::chrono::steady_clock::now();
+    cache.refresh(t0, 2'000ms);
+    // Three of four fail requests, the first the longest ago: one of them comes back (two is the
+    // cap), the least recently failed.
+    for (std::size_t i = 0; i < 3; ++i)
+        cache.replica_at(i)->health.on_failure(t0 + std::chrono::milliseconds(10 * i));
+    cache.refresh(t0 + 50ms, 2'000ms);
+    const auto& v = cache.view().replicas;
+    CHECK(v[0].routable); // failed first: kept routable by the cap
+    CHECK_FALSE(v[1].routable);
+    CHECK_FALSE(v[2].routable);
+    CHECK(v[3].routable);
+    // A failed probe takes a replica out whatever the cap says.
+    cache.replica_at(0)->health.on_failure(t0 + 60ms, router::failure_origin::probe);
+    cache.refresh(t0 + 70ms, 2'000ms);
+    CHECK_FALSE(v[0].routable);
 }

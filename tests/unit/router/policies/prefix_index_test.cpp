@@ -127,3 +127,23 @@ TEST_CASE("prefix_index binary-search match equals a linear scan under eviction"
     }
     CHECK(partial > 100); // partial matches happened, so the search was exercised
 }
+
+TEST_CASE("prefix_index forgets a replica whose epoch moved (its cache was lost)", "[prefix_index]") {
+    using namespace lanes::router;
+    using namespace lanes::router::test;
+    prefix_index index(64);
+    auto pool = make_pool(2);
+    const auto blocks = make_blocks(1, 8);
+    index.update_capacities(pool);
+    index.insert("r0", blocks);
+    index.insert("r1", blocks);
+    index.update_capacities(pool);
+    CHECK(index.match_at(0, blocks) == 8);
+    pool.replicas[0].epoch = 1; // r0 restarted
+    index.update_capacities(pool);
+    CHECK(index.match_at(0, blocks) == 0);
+    CHECK(index.match_at(1, blocks) == 8);
+    index.insert("r0", blocks); // learned again from here on
+    index.update_capacities(pool);
+    CHECK(index.match_at(0, blocks) == 8);
+}
