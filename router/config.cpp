@@ -169,14 +169,20 @@ namespace {
 // What the config's fields imply for others: the replica key from its file, the header it is
 // sent as, the fleet's default block size.
 void derive(router_config& cfg, std::vector<std::string>& errors) {
-    if (!cfg.replica_api_key_file.empty()) {
+    if (!cfg.replica_api_key_file.empty() && !cfg.monitor.replica_api_key.empty())
+        errors.push_back("give --replica-api-key or --replica-api-key-file, not both");
+    else if (!cfg.replica_api_key_file.empty()) {
         std::ifstream in(cfg.replica_api_key_file);
         std::string key;
-        if (!in || !std::getline(in, key))
-            errors.push_back("--replica-api-key-file: cannot read '" + cfg.replica_api_key_file +
-                             "'");
+        const bool read = in && std::getline(in, key);
         while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t'))
             key.pop_back();
+        if (!read)
+            errors.push_back("--replica-api-key-file: cannot read '" + cfg.replica_api_key_file +
+                             "'");
+        else if (key.empty())
+            errors.push_back("--replica-api-key-file: '" + cfg.replica_api_key_file +
+                             "' holds no key on its first line");
         cfg.monitor.replica_api_key = key;
     }
     if (!cfg.monitor.replica_api_key.empty())

@@ -55,7 +55,17 @@ public:
 
 private:
     class done_notice;
-    struct dispatch_plan;
+    // What one proxied request is, for the dispatch loop.
+    struct dispatch_plan {
+        route_request rr;
+        std::string model; // as resolved (rr.model views it)
+        std::vector<common::block_hash> blocks;
+        bool by_policy = true;             // the routing policy, else least-loaded
+        std::optional<std::string> pinned; // the replica that must answer (a response's producer)
+        bool capture_response_id = false;
+        std::size_t block_tokens = common::default_block_size;
+        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    };
     struct pick_result;
 
     boost::asio::awaitable<void> completions(common::http::request& req,
@@ -98,8 +108,12 @@ private:
     common::http::response failure_response(const common::http::request& req,
                                             const attempt_result& last, bool tried_any,
                                             std::chrono::milliseconds backoff_left);
-    // The replica's backoff after a 429 or 503: its Retry-After, else the default, capped.
-    std::chrono::milliseconds backoff_for(const attempt_result& r) const;
+    // A 429 or 503: the replica takes no request for its Retry-After, else the default backoff,
+    // capped; returns that wait in whole seconds.
+    std::chrono::seconds hold_off(replica& r, const attempt_result& last);
+    // The metrics and access log line of a request done on the chosen replica.
+    void account(const common::http::request& req, const dispatch_plan& plan, const pick_result& p,
+                 const attempt_result& last, std::string_view request_id, std::int64_t attempts);
 
     const router_config& cfg_;
     replica_pool& pool_;

@@ -329,3 +329,44 @@ TEST_CASE("drop-in: a responses continuation goes to the replica holding its sta
     const auto fetched = get(router->port(), "/v1/responses/" + id);
     CHECK(replica_of(fetched) == holder);
 }
+
+namespace {
+
+// vLLM V1's gauges and counters as a scrape reads them; `queries` drops when the engine restarts.
+std::string vllm_metrics(double queries) {
+    return "vllm:num_requests_running{model_name=\"m\"} 0\n"
+           "vllm:num_requests_waiting{model_name=\"m\"} 0\n"
+           "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.1\n"
+           "vllm:prefix_cache_queries_total{model_name=\"m\"} " +
+           std::to_string(queries) +
+           "\n"
+           "vllm:prefix_cache_hits_total{model_name=\"m\"} " +
+           std::to_string(queries / 2) +
+           "\n"
+           "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"8192\"} 1\n";
+}
+
+} // namespace
+
+TEST_CASE("drop-in: an engine that restarted loses its index entries", "[dropin]") {
+    fake_engine a({"m"}), b({"m"});
+    a.set_metrics(vllm_metrics(1000));
+    b.set_metrics(vllm_metrics(1000));
+    auto router = router_for({&a, &b}, {"m"}, {"--policy", "prefix", "--scrape-interval", "50ms"});
+    const std::string body =
+        R"({"model":"m","prompt":")" + std::string(2000, 'p') + R"(","max_tokens":1})";
+    const auto first = post_json(router->port(), "/v1/completions", body);
+    REQUIRE(first.status == 200);
+    const auto again = post_json(router->port(), "/v1/completions", body);
+    CHECK(again.header("x-lanes-route-reason") == "prefix_match");
+    CHECK(replica_of(again) == replica_of(first));
+    // The holder's counters drop: it restarted with an empty cache, so nothing it held is matched.
+    fake_engine& holder = replica_of(first) == a.url() ? a : b;
+    const auto scrapes = holder.monitor_requests("/metrics").size();
+    holder.set_metrics(vllm_metrics(10));
+    REQUIRE(
+        eventually([&] { return holder.monitor_requests("/metrics").size() > scrapes + 1; }, 5s));
+    const auto after = post_json(router->port(), "/v1/completions", body);
+    CHECK(after.status == 200);
+    CHECK(after.header("x-lanes-route-reason") != "prefix_match");
+}

@@ -78,3 +78,75 @@ TEST_CASE("router config: file values, command line wins, all problems listed", 
     }
     std::remove(path);
 }
+
+namespace {
+
+std::vector<std::string> problems(std::vector<const char*> args, router_config& cfg) {
+    args.insert(args.begin(), "lanes-router");
+    bool help = false;
+    std::string usage;
+    auto errors = load_config(static_cast<int>(args.size()), args.data(), cfg, help, usage);
+    const auto more = validate(cfg);
+    errors.insert(errors.end(), more.begin(), more.end());
+    return errors;
+}
+
+} // namespace
+
+TEST_CASE("router config: the drop-in settings, their defaults and their bounds", "[config]") {
+    {
+        router_config cfg;
+        CHECK(problems({}, cfg).empty());
+        CHECK(cfg.default_model.empty());
+        CHECK(cfg.backpressure_backoff == std::chrono::milliseconds(1000));
+        CHECK(cfg.max_backoff == std::chrono::milliseconds(60000));
+        CHECK(cfg.json_max_depth == 64);
+        CHECK(cfg.shutdown_delay == std::chrono::milliseconds(0));
+        CHECK(cfg.monitor.models_interval == std::chrono::milliseconds(5000));
+        CHECK(cfg.monitor.bytes_per_token == 4);
+        CHECK(cfg.health.max_ejection_percent == 50);
+        CHECK(cfg.upstream.replica_authorization.empty());
+        CHECK_FALSE(cfg.upstream.replace_client_auth);
+    }
+    {
+        router_config cfg;
+        CHECK(problems({"--default-model", "llama", "--shutdown-delay", "5s", "--replica-api-key",
+                        "k1", "--replace-client-auth", "true", "--bytes-per-token", "3"},
+                       cfg)
+                  .empty());
+        CHECK(cfg.default_model == "llama");
+        CHECK(cfg.shutdown_delay == std::chrono::milliseconds(5000));
+        CHECK(cfg.upstream.replica_authorization == "Bearer k1");
+        CHECK(cfg.upstream.replace_client_auth);
+        CHECK(cfg.monitor.bytes_per_token == 3);
+    }
+    {
+        router_config cfg;
+        const auto errors = problems({"--json-max-depth", "1", "--bytes-per-token", "0",
+                                      "--max-ejection-percent", "101", "--shutdown-delay", "-1s",
+                                      "--models-interval", "0", "--replace-client-auth", "true"},
+                                     cfg);
+        CHECK(errors.size() == 6);
+    }
+    char path[] = "/tmp/lanes-key-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    {
+        std::ofstream(path) << "secret-key \r\nsecond line\n";
+        router_config cfg;
+        CHECK(problems({"--replica-api-key-file", path}, cfg).empty());
+        CHECK(cfg.monitor.replica_api_key == "secret-key"); // first line, trailing space cut
+        CHECK(cfg.upstream.replica_authorization == "Bearer secret-key");
+    }
+    {
+        std::ofstream(path) << "\n";
+        router_config cfg;
+        CHECK(problems({"--replica-api-key-file", path}, cfg).size() == 1);
+        router_config both;
+        CHECK(problems({"--replica-api-key-file", path, "--replica-api-key", "k"}, both).size() ==
+              1);
+        router_config missing;
+        CHECK(problems({"--replica-api-key-file", "/nonexistent/lanes-key"}, missing).size() == 1);
+    }
+    std::remove(path);
+}

@@ -198,7 +198,7 @@ TEST_CASE("upstream call: the engine's end-to-end headers are relayed, hop-by-ho
     CHECK(r.answered);
     CHECK(out.header("x-ratelimit-remaining-requests") == "9");
     CHECK(out.header("x-hop").empty());
-    CHECK(out.header("Server").empty()); // the router's writer names itself
+    CHECK(out.header("Server").empty());          // the router's writer names itself
     CHECK(out.header("x-request-id") == "req-1"); // the router's id, once
     int ids = 0;
     for (const auto& [name, value] : out.headers)

@@ -53,11 +53,13 @@ TEST_CASE("report_health ejects after failure_threshold failures and counts it o
     router::report_health(r, false, metrics, router::failure_origin::request, t0);
     CHECK(ejections(metrics, r) == 0);
     CHECK(r.health.state(t0) == router::breaker_state::closed);
-    router::report_health(r, true, metrics, router::failure_origin::request, t0); // a success in between starts the count over
+    router::report_health(r, true, metrics, router::failure_origin::request,
+                          t0); // a success in between starts the count over
     router::report_health(r, false, metrics, router::failure_origin::request, t0);
     router::report_health(r, false, metrics, router::failure_origin::request, t0);
     CHECK(ejections(metrics, r) == 0);
-    router::report_health(r, false, metrics, router::failure_origin::request, t0); // the third in a row
+    router::report_health(r, false, metrics, router::failure_origin::request,
+                          t0); // the third in a row
     CHECK(ejections(metrics, r) == 1);
     CHECK(r.health.state(t0) == router::breaker_state::open);
     CHECK_FALSE(r.health.routable(t0 + 1s));
@@ -94,7 +96,8 @@ TEST_CASE("report_health re-admits through half-open after open_time", "[health]
     for (int i = 0; i < 3; ++i)
         router::report_health(r, false, metrics, router::failure_origin::request, t0 + 7s);
     CHECK(ejections(metrics, r) == 2);
-    router::report_health(r, true, metrics, router::failure_origin::request, t0 + 12s); // half-open: one success
+    router::report_health(r, true, metrics, router::failure_origin::request,
+                          t0 + 12s); // half-open: one success
     router::report_health(r, false, metrics, router::failure_origin::request, t0 + 12s);
     CHECK(ejections(metrics, r) == 3);
     CHECK(r.health.state(t0 + 16s) == router::breaker_state::open); // opened again at 12 s
@@ -121,13 +124,15 @@ TEST_CASE("report_health logs an ejection and a re-admission, nothing else", "[h
     router::router_metrics metrics;
     router::replica r(http::url{"127.0.0.1", 8003, ""},
                       {.failure_threshold = 1, .success_threshold = 1, .open_time = 1s});
-    const std::string quiet = capture_stderr([&] { router::report_health(r, true, metrics, router::failure_origin::request, t0); });
-    const std::string ejected =
-        capture_stderr([&] { router::report_health(r, false, metrics, router::failure_origin::request, t0); });
-    const std::string again =
-        capture_stderr([&] { router::report_health(r, false, metrics, router::failure_origin::request, t0); }); // already out
-    const std::string back =
-        capture_stderr([&] { router::report_health(r, true, metrics, router::failure_origin::request, t0 + 1s); });
+    const std::string quiet = capture_stderr(
+        [&] { router::report_health(r, true, metrics, router::failure_origin::request, t0); });
+    const std::string ejected = capture_stderr(
+        [&] { router::report_health(r, false, metrics, router::failure_origin::request, t0); });
+    const std::string again = capture_stderr([&] {
+        router::report_health(r, false, metrics, router::failure_origin::request, t0);
+    }); // already out
+    const std::string back = capture_stderr(
+        [&] { router::report_health(r, true, metrics, router::failure_origin::request, t0 + 1s); });
     common::log::set_level(saved);
     CHECK(quiet.empty());
     CHECK(ejected.ends_with(" WARN health http://127.0.0.1:8003 ejected after consecutive "

@@ -215,3 +215,76 @@ TEST_CASE("replica drop_idle lets every idle connection go", "[pool]") {
         CHECK(peer_closed(peers[1]));
     });
 }
+
+namespace {
+
+router::model_list served(std::vector<std::string> ids, bool lanes = false) {
+    router::model_list m;
+    m.known = true;
+    m.lanes = lanes;
+    m.ids = std::move(ids);
+    return m;
+}
+
+void set_block_size(router::replica& r, std::int64_t block) {
+    router::scraped_stats s;
+    s.block_size = block;
+    r.set_stats(s);
+}
+
+} // namespace
+
+TEST_CASE("model lists: an unread or empty list serves any model, a read one its own", "[pool]") {
+    router::model_list unread;
+    CHECK(unread.serves("anything"));
+    CHECK(served({}).serves("anything"));
+    const auto two = served({"llama", "qwen"});
+    CHECK(two.serves("llama"));
+    CHECK(two.serves("qwen"));
+    CHECK_FALSE(two.serves("mistral"));
+    CHECK_FALSE(two.serves(""));
+}
+
+TEST_CASE("pool: the only model is the one every read list names, none when two", "[pool]") {
+    router::replica_pool pool;
+    CHECK(pool.only_model().empty());
+    pool.add(http::url{"10.0.0.1", 8001, ""});
+    pool.add(http::url{"10.0.0.2", 8001, ""});
+    CHECK(pool.only_model().empty()); // nothing read yet
+    auto replicas = pool.all();
+    replicas[0]->set_models(served({"llama"}));
+    CHECK(pool.only_model() == "llama"); // the unread one does not count against it
+    replicas[1]->set_models(served({"llama"}));
+    CHECK(pool.only_model() == "llama");
+    replicas[1]->set_models(served({"llama", "qwen"}));
+    CHECK(pool.only_model().empty());
+}
+
+TEST_CASE("pool: hashing units are lanes' byte tokens, or an engine's tokens when one serves",
+          "[pool]") {
+    router::replica_pool pool;
+    pool.add(http::url{"10.0.0.1", 8001, ""});
+    pool.add(http::url{"10.0.0.2", 8001, ""});
+    auto replicas = pool.all();
+    pool.update_units(16, 4);
+    CHECK(pool.units().text_block_bytes == 16); // nothing read: the default, in bytes
+    CHECK_FALSE(pool.units().engine);
+
+    replicas[0]->set_models(served({"tiny"}, true));
+    set_block_size(*replicas[0], 32);
+    pool.update_units(16, 4);
+    CHECK(pool.units().text_block_bytes == 32); // a lanes replica's block is 32 bytes
+    CHECK(pool.units().id_block_tokens == 32);
+    CHECK_FALSE(pool.units().engine);
+
+    replicas[1]->set_models(served({"llama"}));
+    pool.update_units(16, 4);
+    CHECK(pool.units().engine); // an engine without a scraped block size: the default
+    CHECK(pool.units().id_block_tokens == 16);
+    CHECK(pool.units().text_block_bytes == 64);
+
+    set_block_size(*replicas[1], 128);
+    pool.update_units(16, 3);
+    CHECK(pool.units().id_block_tokens == 128);
+    CHECK(pool.units().text_block_bytes == 384); // 128 tokens of 3 bytes
+}

@@ -109,7 +109,8 @@ TEST_CASE("a replica backing off after a 429 or 503 is not routable until its ti
 
 TEST_CASE("which replicas serve a model, from their last models read", "[pool]") {
     router::replica_pool pool;
-    for (const char* u : {"http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003"})
+    for (const char* u :
+         {"http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003"})
         REQUIRE(pool.add(*common::http::parse_url(u)));
     router::snapshot_cache cache(pool);
     cache.refresh(std::chrono::steady_clock::now(), 2'000ms);
