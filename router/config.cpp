@@ -77,7 +77,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("bytes-per-token", cfg.monitor.bytes_per_token,
           "prompt bytes per token assumed for engines that are not lanes replicas (block hashing)");
     f.add("failure-threshold", cfg.health.failure_threshold,
-          "consecutive failures (connect errors, 5xx, failed probes) that eject a replica");
+          "consecutive failures (connect errors, timeouts, 500/502/504, failed probes) that eject "
+          "a replica");
     f.add("success-threshold", cfg.health.success_threshold,
           "consecutive successes that re-admit an ejected replica");
     f.add("eject-time", cfg.health.open_time, "how long an ejected replica waits before probing");

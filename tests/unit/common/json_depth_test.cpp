@@ -16,7 +16,8 @@ TEST_CASE("nesting is counted outside strings only", "[json]") {
     CHECK_FALSE(nests_deeper_than("42", 0));
     // Long inputs cross the 16-byte steps: brackets at every offset are still seen.
     for (std::size_t pad = 0; pad < 40; ++pad) {
-        const std::string body = std::string(pad, ' ') + std::string(65, '[') + std::string(65, ']');
+        const std::string body =
+            std::string(pad, ' ') + std::string(65, '[') + std::string(65, ']');
         CHECK(nests_deeper_than(body, 64));
         CHECK_FALSE(nests_deeper_than(body, 65));
         const std::string in_string = "\"" + std::string(pad, 'x') + std::string(100, '[') + "\"";

@@ -128,7 +128,8 @@ TEST_CASE("prefix_index binary-search match equals a linear scan under eviction"
     CHECK(partial > 100); // partial matches happened, so the search was exercised
 }
 
-TEST_CASE("prefix_index forgets a replica whose epoch moved (its cache was lost)", "[prefix_index]") {
+TEST_CASE("prefix_index forgets a replica whose epoch moved (its cache was lost)",
+          "[prefix_index]") {
     using namespace lanes::router;
     using namespace lanes::router::test;
     prefix_index index(64);

@@ -31,7 +31,8 @@ common::openai::api_error read_refused(body_kind kind, const std::string& body) 
 
 } // namespace
 
-TEST_CASE("completions: a text prompt, one of a batch, or token ids of any size", "[request_view]") {
+TEST_CASE("completions: a text prompt, one of a batch, or token ids of any size",
+          "[request_view]") {
     auto v = read_ok(body_kind::completions, R"({"model":"m","prompt":"Hello","stream":true})");
     CHECK(v.prompt() == "Hello");
     CHECK(v.model == "m");
@@ -46,9 +47,9 @@ TEST_CASE("completions: a text prompt, one of a batch, or token ids of any size"
     v = read_ok(body_kind::completions, R"({"prompt":[[1,2,3],[4,5]]})");
     CHECK(v.prompt_token_ids == std::vector<std::uint32_t>{1, 2, 3});
     // Not ids (a negative, a fraction, one past 32 bits): nothing to route on, nothing refused.
-    for (const char* body : {R"({"prompt":[1,-2]})", R"({"prompt":[1,2.5]})",
-                             R"({"prompt":[4294967296]})", R"({"prompt":42})",
-                             R"({"prompt":null,"model":7,"stream":"yes"})"}) {
+    for (const char* body :
+         {R"({"prompt":[1,-2]})", R"({"prompt":[1,2.5]})", R"({"prompt":[4294967296]})",
+          R"({"prompt":42})", R"({"prompt":null,"model":7,"stream":"yes"})"}) {
         v = read_ok(body_kind::completions, body);
         CHECK(v.prompt().empty());
         CHECK(v.prompt_token_ids.empty());
@@ -101,16 +102,17 @@ TEST_CASE("responses: instructions, input and the previous response", "[request_
                      R"({"model":"m","instructions":"Be brief.","input":"Hi","stream":true})");
     CHECK(v.prompt() == "<|system|>\nBe brief.\n<|user|>\nHi\n<|assistant|>\n");
     CHECK(v.stream);
-    v = read_ok(body_kind::responses,
-                R"({"input":[{"role":"user","content":[{"type":"input_text","text":"one"}]},{"type":"function_call_output","call_id":"c","output":"7"}],"previous_response_id":"resp_1"})");
+    v = read_ok(
+        body_kind::responses,
+        R"({"input":[{"role":"user","content":[{"type":"input_text","text":"one"}]},{"type":"function_call_output","call_id":"c","output":"7"}],"previous_response_id":"resp_1"})");
     CHECK(v.prompt().find("<|user|>\none\n") == 0);
     CHECK(v.prompt().find("7") != std::string::npos);
     CHECK(v.previous_response_id == "resp_1");
 }
 
 TEST_CASE("other endpoints: only the model is read", "[request_view]") {
-    const auto v = read_ok(body_kind::other,
-                           R"({"model":"e5","input":["a","b"],"prompt":"x","messages":7})");
+    const auto v =
+        read_ok(body_kind::other, R"({"model":"e5","input":["a","b"],"prompt":"x","messages":7})");
     CHECK(v.model == "e5");
     CHECK(v.prompt().empty());
     // A field it does not read may come twice (the engine decides what that means).
@@ -134,7 +136,8 @@ TEST_CASE("the router refuses only what it cannot read one way", "[request_view]
               .message.find("nests deeper than 64") != std::string::npos);
     // The limit counts brackets outside strings only.
     read_ok(body_kind::completions, R"({"prompt":")" + std::string(200, '[') + R"("})");
-    const auto twice = read_refused(body_kind::completions, R"({"model":"a","prompt":"x","model":"b"})");
+    const auto twice =
+        read_refused(body_kind::completions, R"({"model":"a","prompt":"x","model":"b"})");
     CHECK(twice.param == "model");
     const auto escaped = read_refused(body_kind::completions, R"({"\u006dodel":"a","prompt":"x"})");
     CHECK(escaped.param == "model");

@@ -15,7 +15,8 @@ request_view text(std::string prompt) {
 
 } // namespace
 
-TEST_CASE("routing keys: lanes units hash byte tokens as the replica caches them", "[routing_key]") {
+TEST_CASE("routing keys: lanes units hash byte tokens as the replica caches them",
+          "[routing_key]") {
     const hash_units lanes_units{16, 16, false};
     auto v = text(std::string(100, 'a'));
     const auto key = make_routing_key(v, "", lanes_units, 4);

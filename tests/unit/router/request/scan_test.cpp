@@ -69,7 +69,7 @@ TEST_CASE("the one-pass scanner declines what it does not handle", "[request_vie
         R"({"prompt":"a","stream":"yes"})",
         R"({"prompt":"a","model":7})",
         R"({"pro\u006dpt":"a"})",
-        R"({"prompt":"first","prompt":"second"})", // a field given twice: the on-demand reader
+        R"({"prompt":"first","prompt":"second"})",   // a field given twice: the on-demand reader
         R"({"prompt":"a","model":"x","model":"y"})", // names it in a 400
         R"({"prompt":"a","x":)" + std::string(40, '[') + std::string(40, ']') + "}",
     };
