@@ -1,5 +1,7 @@
 #include "common/json_depth.hpp"
 
+#include <cstring>
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -31,24 +33,23 @@ const char* next_structural(const char* p, const char* end) {
     return end;
 }
 
-// The first '"' or '\\' from `p` on, or `end`.
-const char* next_in_string(const char* p, const char* end) {
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    while (end - p >= 16) {
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        const int mask =
-            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
-        if (mask != 0)
-            return p + __builtin_ctz(static_cast<unsigned>(mask));
-        p += 16;
-    }
-#endif
-    for (; p < end; ++p)
-        if (*p == '"' || *p == '\\')
+// Past the string whose opening quote was just read: the byte after its closing quote, or `end`
+// for an unterminated one. A quote is found with memchr (the C library's widest vector code, as a
+// prompt's bytes are nearly all inside one long string), and is the end unless an odd run of
+// backslashes right before it escapes it.
+const char* past_string(const char* p, const char* end) {
+    const char* const start = p;
+    for (;;) {
+        const auto* quote = static_cast<const char*>(std::memchr(p, '"', end - p));
+        if (!quote)
+            return end;
+        const char* run = quote;
+        while (run > start && run[-1] == '\\')
+            --run;
+        p = quote + 1;
+        if (((quote - run) & 1) == 0)
             return p;
-    return end;
+    }
 }
 
 } // namespace
@@ -60,16 +61,8 @@ bool nests_deeper_than(std::string_view json, std::size_t max_depth) {
     while ((p = next_structural(p, end)) < end) {
         const char c = *p++;
         if (c == '"') { // a string: to its closing quote, past escapes
-            for (;;) {
-                p = next_in_string(p, end);
-                if (p >= end)
-                    return false;
-                if (*p == '"') {
-                    ++p;
-                    break;
-                }
-                p += 2; // a backslash and the byte it escapes
-            }
+            if ((p = past_string(p, end)) >= end)
+                return false;
         } else if (c == '[' || c == '{') {
             if (++depth > max_depth)
                 return true;

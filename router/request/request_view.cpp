@@ -8,7 +8,6 @@
 #include <xxhash.h>
 
 #include <array>
-#include <deque>
 
 namespace lanes::router {
 
@@ -59,17 +58,16 @@ bool escaped_name(od::field& f) {
 // escapes, is the 400. `bit` is the field's, or 0 for a field not read.
 std::optional<api_error> check_name(std::string_view name, bool escaped, unsigned bit,
                                     unsigned& seen, std::string_view where = {}) {
-    if (bit == 0)
+    if (bit == 0 || (!escaped && !(seen & bit))) {
+        seen |= bit;
         return std::nullopt;
+    }
     const std::string full =
         where.empty() ? std::string(name) : std::string(where) + "." + std::string(name);
     if (escaped)
         return api_error::bad_request(
             "the field name '" + full + "' is written with escapes; write it plainly", full);
-    if (seen & bit)
-        return api_error::bad_request("the field '" + full + "' is given more than once", full);
-    seen |= bit;
-    return std::nullopt;
+    return api_error::bad_request("the field '" + full + "' is given more than once", full);
 }
 
 bool is_type(od::value& v, od::json_type type) {
@@ -146,6 +144,34 @@ simdjson::error_code read_ids(od::array a, std::vector<std::uint32_t>& ids) {
 }
 
 // One reading of a body, kept in the parser's thread-local state.
+// One message of a conversation as the chat template takes it. Its content is viewed in the
+// request body while it is one string without escapes, and copied once it is more (content parts,
+// a tool call's arguments) or had to be unescaped.
+struct turn {
+    std::string_view role; // in the body or the parser's buffer, both kept until the rendering
+    std::string owned;
+    std::optional<std::string_view> borrowed; // the content, in the request body
+
+    std::string_view content() const { return borrowed ? *borrowed : std::string_view(owned); }
+    // The content as a string to add to: what was viewed so far is copied first.
+    std::string& owned_text() {
+        if (borrowed) {
+            owned.assign(*borrowed);
+            borrowed.reset();
+        }
+        return owned;
+    }
+    // Adds text that lies in the request body: viewed when it is the first piece.
+    void view(std::string_view in_body) {
+        if (!borrowed && owned.empty())
+            borrowed = in_body;
+        else
+            owned_text() += in_body;
+    }
+    // Adds text from anywhere else (copied).
+    void append(std::string_view text) { owned_text() += text; }
+};
+
 class body_reader {
 public:
     body_reader(std::string_view body, std::string_view padded, request_view& view)
@@ -223,10 +249,10 @@ public:
         if (auto e = v.type().get(t))
             return e;
         if (t == od::json_type::string) {
-            std::string_view s;
-            if (auto e = v.get_string().get(s))
+            turn user{"user"};
+            if (auto e = string_content(v, user))
                 return e;
-            add("user", std::string(s));
+            messages_.push_back(std::move(user));
             return simdjson::SUCCESS;
         }
         if (t != od::json_type::array)
@@ -253,8 +279,8 @@ public:
         std::vector<common::chat_message_view> views;
         if (instructions_)
             views.push_back({"system", *instructions_});
-        for (const auto& [role, content] : messages_)
-            views.push_back({role, content});
+        for (const auto& m : messages_)
+            views.push_back({m.role, m.content()});
         if (!views.empty())
             view_.owned = common::render_chat(views);
     }
@@ -277,7 +303,7 @@ private:
         od::object fields;
         if (auto e = m.get_object().get(fields))
             return e;
-        std::string role, content;
+        turn t;
         unsigned seen = 0;
         for (auto item : fields) {
             od::field field;
@@ -292,33 +318,44 @@ private:
                 return simdjson::SUCCESS;
             od::value value = field.value();
             if (bit == 1) {
-                role = string_of(value).value_or("");
+                if (is_type(value, od::json_type::string) && value.get_string().get(t.role))
+                    t.role = {};
             } else if (bit == 2) {
-                if (auto e = content_of(value, content))
+                if (auto e = content_of(value, t))
                     return e;
             } else if (key == "output" || key == "arguments") {
                 // A tool call or its result in a responses input: what the model saw.
                 std::string_view raw;
                 if (auto e = raw_text(value, raw))
                     return e;
-                content += raw;
+                t.append(raw);
             }
         }
-        add(role.empty() ? "item" : role, std::move(content));
+        if (t.role.empty())
+            t.role = "item";
+        messages_.push_back(std::move(t));
         return simdjson::SUCCESS;
     }
 
-    simdjson::error_code content_of(od::value& v, std::string& out) {
+    // A string content: viewed in the body when it has no escapes (a long prompt is not copied).
+    simdjson::error_code string_content(od::value& v, turn& t) {
+        if (auto text = unescaped_in_body(v, padded_, body_)) {
+            t.view(*text);
+            return simdjson::SUCCESS;
+        }
+        std::string_view s;
+        if (auto e = v.get_string().get(s))
+            return e;
+        t.append(s);
+        return simdjson::SUCCESS;
+    }
+
+    simdjson::error_code content_of(od::value& v, turn& out) {
         od::json_type t;
         if (auto e = v.type().get(t))
             return e;
-        if (t == od::json_type::string) {
-            std::string_view s;
-            if (auto e = v.get_string().get(s))
-                return e;
-            out.assign(s);
-            return simdjson::SUCCESS;
-        }
+        if (t == od::json_type::string)
+            return string_content(v, out);
         if (t != od::json_type::array)
             return simdjson::SUCCESS; // null: no content (an assistant's tool call)
         od::array parts;
@@ -328,7 +365,7 @@ private:
             od::value part;
             if (auto e = item.get(part))
                 return e;
-            if (auto e = part_of(part, out))
+            if (auto e = part_of(part, out.owned_text()))
                 return e;
         }
         return simdjson::SUCCESS;
@@ -374,15 +411,11 @@ private:
         return simdjson::SUCCESS;
     }
 
-    void add(std::string role, std::string content) {
-        messages_.emplace_back(std::move(role), std::move(content));
-    }
-
     std::string_view body_;
     std::string_view padded_;
     request_view& view_;
     std::optional<std::string> instructions_;
-    std::deque<std::pair<std::string, std::string>> messages_;
+    std::vector<turn> messages_;
 };
 
 // The fields a body of `kind` is read for.

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 
 using lanes::common::nests_deeper_than;
@@ -25,4 +26,50 @@ TEST_CASE("nesting is counted outside strings only", "[json]") {
     }
     // 8 MiB of '[' stops at the limit.
     CHECK(nests_deeper_than(std::string(8 << 20, '['), 64));
+}
+
+namespace {
+
+// The obvious byte-at-a-time reading, to hold the vector one against.
+bool reference_deeper(std::string_view json, std::size_t max_depth) {
+    std::size_t depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < json.size(); ++i) {
+        const char c = json[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                return true;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("nesting agrees with a byte-at-a-time reading on random bodies", "[json]") {
+    CHECK(nests_deeper_than(R"({"a":"x\\\"]]","b":[[[1]]]})", 3)); // \\ then \" inside
+    CHECK_FALSE(nests_deeper_than(R"({"a":"x\\\\"}[[[)", 3));      // two escaped backslashes
+    std::uint64_t state = 42;
+    auto next = [&state] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<unsigned>(state >> 33);
+    };
+    const std::string alphabet = "\"\\[]{}a";
+    for (int round = 0; round < 20000; ++round) {
+        std::string body(next() % 80, 'a');
+        for (auto& c : body)
+            c = alphabet[next() % alphabet.size()];
+        const std::size_t limit = next() % 6;
+        INFO(body << " limit " << limit);
+        CHECK(nests_deeper_than(body, limit) == reference_deeper(body, limit));
+    }
 }
