@@ -47,7 +47,7 @@ struct monitor_config {
     common::http::duration models_refresh_gap{1'000};
     // Sent as "Authorization: Bearer" on scrapes, probes and models reads (a vLLM --api-key).
     std::string replica_api_key;
-    // The fleet's hashing units (replica_pool::update_units): the block size of a replica that
+    // The fleet's hashing units (replica_pool::update_fleet): the block size of a replica that
     // reports none, and the bytes a text token takes on average for engines that are not lanes'.
     std::size_t default_block_size = 16;
     std::size_t bytes_per_token = 4;

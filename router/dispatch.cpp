@@ -98,7 +98,10 @@ private:
 };
 
 asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer& out,
-                                      dispatch_plan& plan) {
+                                      dispatch_plan plan) {
+    // The request's views of the plan's own fields, made here where the plan now lives.
+    plan.rr.model = plan.model;
+    plan.rr.blocks = plan.blocks;
     std::string request_id;
     if (auto id = req.find(header_request_id); id && !id->empty())
         request_id = std::string(*id);

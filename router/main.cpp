@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
             workers.push_back(worker_owners.back().get());
         }
         cfg.http.threads = 1;
-        pool.update_units(cfg.monitor.default_block_size, cfg.monitor.bytes_per_token);
+        pool.update_fleet(cfg.monitor.default_block_size, cfg.monitor.bytes_per_token);
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
                             [&monitor] { return monitor.refresh_models(); });

@@ -129,18 +129,18 @@ std::string proxy::resolve_model(const std::optional<std::string>& named) const 
     return pool_.only_model(); // several models (or none known) and none named: any replica
 }
 
+// Not coroutines themselves (as handle): each reads what it needs, makes the plan and returns
+// the dispatch that carries it, or the refusal.
 asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out,
                                       body_kind kind) {
-    dispatch_plan plan;
+    dispatch_plan plan; // (its clock starts here)
     read_result read = read_request(kind, req.body(), {cfg_.json_max_depth});
     if (read.error) {
         metrics_.requests.with({"none", std::to_string(read.error->status), "invalid", ""}).inc();
-        co_await out.send(openai::error_response(req, *read.error));
-        co_return;
+        return answered(out.send(openai::error_response(req, *read.error)));
     }
     request_view& view = *read.view;
     plan.model = resolve_model(view.model);
-    plan.rr.model = plan.model;
     plan.capture_response_id = kind == body_kind::responses;
     if (view.previous_response_id)
         plan.pinned = responses_.find(*view.previous_response_id);
@@ -148,10 +148,9 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         make_routing_key(view, plan.model, pool_.units(), cfg_.monitor.bytes_per_token);
     plan.blocks = std::move(key.blocks);
     plan.block_tokens = key.block_tokens;
-    plan.rr.blocks = plan.blocks;
     plan.rr.prompt_tokens = key.prompt_tokens;
     plan.rr.session_key = session_key(req, view.user);
-    co_await dispatch(req, out, plan);
+    return dispatch(req, out, std::move(plan));
 }
 
 asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer& out) {
@@ -160,16 +159,13 @@ asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer
     // Only a JSON body names its model; anything else (a multipart upload) is passed on unread.
     if (req["content-type"].starts_with("application/json")) {
         read_result read = read_request(body_kind::other, req.body(), {cfg_.json_max_depth});
-        if (read.error) {
-            co_await out.send(openai::error_response(req, *read.error));
-            co_return;
-        }
+        if (read.error)
+            return answered(out.send(openai::error_response(req, *read.error)));
         plan.model = resolve_model(read.view->model);
     } else {
         plan.model = resolve_model(std::nullopt);
     }
-    plan.rr.model = plan.model;
-    co_await dispatch(req, out, plan);
+    return dispatch(req, out, std::move(plan));
 }
 
 // GET /v1/responses/{id} and its POST .../cancel go where the response was made.
@@ -181,8 +177,7 @@ asio::awaitable<void> proxy::response_by_id(http::request& req, http::response_w
     id = id.substr(0, id.find('/'));
     plan.pinned = responses_.find(id);
     plan.model = resolve_model(std::nullopt);
-    plan.rr.model = plan.model;
-    co_await dispatch(req, out, plan);
+    return dispatch(req, out, std::move(plan));
 }
 
 } // namespace lanes::router

@@ -58,7 +58,7 @@ private:
     // What one proxied request is, for the dispatch loop.
     struct dispatch_plan {
         route_request rr;
-        std::string model; // as resolved (rr.model views it)
+        std::string model; // as resolved (rr.model views it, from dispatch on)
         std::vector<common::block_hash> blocks;
         bool by_policy = true;             // the routing policy, else least-loaded
         std::optional<std::string> pinned; // the replica that must answer (a response's producer)
@@ -90,9 +90,10 @@ private:
     // A generation request: read, hashed, routed by the policy.
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, body_kind kind);
-    // The retry loop every proxied request goes through.
+    // The retry loop every proxied request goes through; it keeps the plan (its route_request's
+    // model and blocks are pointed at the plan's own fields when it starts).
     boost::asio::awaitable<void> dispatch(common::http::request& req,
-                                          common::http::response_writer& out, dispatch_plan& plan);
+                                          common::http::response_writer& out, dispatch_plan plan);
     // Refreshes the snapshot, works out which replicas serve the model, asks the policy (or takes
     // the pinned replica) and tells it of its choice. The chosen replica's in-flight count is
     // raised already (release it with an inflight_guard).

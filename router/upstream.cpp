@@ -297,7 +297,7 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
         result_.failure = "upstream status " + std::to_string(result_.status);
         result_.failed_body = std::move(body);
         result_.failed_content_type = content_type;
-        result_.failed_headers = std::move(relayed_);
+        result_.failed_headers = relayed_list();
         co_return;
     }
     if (capture_response_id_)
@@ -308,25 +308,52 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
         co_await out.send(static_cast<bhttp::status>(result_.status), content_type, headers, body);
 }
 
+namespace {
+
+// Whether a Connection field of `head` names `name` (which makes it hop-by-hop).
+bool named_by_connection(const http::response_head& head, std::string_view name) {
+    for (std::size_t i = 0; i < head.field_count(); ++i)
+        if (http::field_name_is(head.name(i), "connection") && http::list_has(head.value(i), name))
+            return true;
+    return false;
+}
+
+} // namespace
+
 void upstream_call::keep_relayed_headers(const http::response_head& head) {
+    relayed_text_.clear();
     relayed_.clear();
-    // Fields the upstream's Connection names are hop-by-hop too.
-    const std::string_view connection = head.field("connection");
+    const bool names_fields = head.connection_names_fields();
     for (std::size_t i = 0; i < head.field_count(); ++i) {
         const std::string_view name = head.name(i);
-        if (not_relayed(name) || http::list_has(connection, name))
+        if (not_relayed(name) || (names_fields && named_by_connection(head, name)))
             continue;
-        relayed_.emplace_back(std::string(name), std::string(head.value(i)));
+        const std::string_view value = head.value(i);
+        const auto at = static_cast<std::uint32_t>(relayed_text_.size());
+        relayed_text_.append(name).append(value);
+        relayed_.push_back({at, static_cast<std::uint32_t>(name.size()),
+                            at + static_cast<std::uint32_t>(name.size()),
+                            static_cast<std::uint32_t>(value.size())});
     }
 }
 
-std::vector<http::header_view> upstream_call::answer_headers() const {
-    std::vector<http::header_view> out;
-    out.reserve(relayed_.size() + 3);
-    for (const auto& [name, value] : relayed_)
-        out.emplace_back(name, value);
+upstream_call::header_views upstream_call::answer_headers() const {
+    header_views out;
+    const std::string_view text = relayed_text_;
+    for (const auto& f : relayed_)
+        out.emplace_back(text.substr(f.name_at, f.name_size),
+                         text.substr(f.value_at, f.value_size));
     for (const auto& h : route_headers())
         out.push_back(h);
+    return out;
+}
+
+http::header_list upstream_call::relayed_list() const {
+    http::header_list out;
+    const std::string_view text = relayed_text_;
+    for (const auto& f : relayed_)
+        out.emplace_back(text.substr(f.name_at, f.name_size),
+                         text.substr(f.value_at, f.value_size));
     return out;
 }
 

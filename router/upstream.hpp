@@ -14,6 +14,7 @@
 #include "router/policies/policy.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <array>
 #include <chrono>
@@ -81,7 +82,9 @@ private:
     // The upstream answer's end-to-end fields (copied: the connection may go back to the pool
     // before the answer is sent), then the route headers.
     void keep_relayed_headers(const common::http::response_head& head);
-    std::vector<common::http::header_view> answer_headers() const;
+    using header_views = boost::container::small_vector<common::http::header_view, 8>;
+    header_views answer_headers() const;
+    common::http::header_list relayed_list() const;
     // The Authorization to send instead of the client's (empty: the client's, if any, as it is).
     std::string_view authorization(const common::http::request& req) const;
 
@@ -93,7 +96,12 @@ private:
     const std::chrono::steady_clock::time_point start_;
     const bool capture_response_id_;
     attempt_result result_;
-    common::http::header_list relayed_;
+    // The relayed fields' names and values back to back in one string, and where each lies.
+    struct field_at {
+        std::uint32_t name_at, name_size, value_at, value_size;
+    };
+    std::string relayed_text_;
+    boost::container::small_vector<field_at, 4> relayed_;
 };
 
 // A Retry-After value (delay-seconds or an HTTP-date) as a delay from `now`.

@@ -240,6 +240,7 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
         return 0;
 
     framing_fields f;
+    connection_names_fields_ = false;
     const auto fields =
         for_each_field(h, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
             const auto offset = [&](std::string_view part) {
@@ -262,8 +263,11 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
                 });
             } else if (name.size() == 10 && field_name_is(name, "connection")) {
                 for_each_item(value, [&](std::string_view option) {
-                    f.close = f.close || iequals(option, "close");
-                    f.keep = f.keep || iequals(option, "keep-alive");
+                    const bool close = iequals(option, "close");
+                    const bool keep = iequals(option, "keep-alive");
+                    f.close = f.close || close;
+                    f.keep = f.keep || keep;
+                    connection_names_fields_ = connection_names_fields_ || (!close && !keep);
                 });
             }
             return true;

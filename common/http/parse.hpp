@@ -36,6 +36,9 @@ public:
     std::string_view value(std::size_t i) const { return slice(fields_[i].value); }
     // The first field called `name` (compared without case), or "" when there is none.
     std::string_view field(std::string_view name) const;
+    // Whether a Connection field names anything but its own options (close, keep-alive): the
+    // fields it names are hop-by-hop.
+    bool connection_names_fields() const { return connection_names_fields_; }
 
     // Parses the header at the front of `data`. Returns the bytes it takes (status line to the
     // blank line) when the whole header is there; 0 when it is not yet (`ec` clear) or when it is
@@ -68,6 +71,7 @@ private:
     int status_ = 0;
     unsigned version_ = 11;
     bool keep_alive_ = false;
+    bool connection_names_fields_ = false;
     body_framing framing_ = body_framing::none;
     std::uint64_t content_length_ = 0;
 };

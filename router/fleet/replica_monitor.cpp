@@ -120,7 +120,7 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     r->set_stats(s);
     mirror_counters(*r, s);
     if (s.block_size != block_before)
-        pool_.update_units(cfg_.default_block_size, cfg_.bytes_per_token);
+        pool_.update_fleet(cfg_.default_block_size, cfg_.bytes_per_token);
 }
 
 // Mirrors a replica's cumulative prefix counters as monotonic router counters: the increase since
@@ -173,7 +173,7 @@ asio::awaitable<void> replica_monitor::read_models(std::shared_ptr<replica> r) {
     if (before->known && before->ids != m.ids)
         LANES_LOG(info, "monitor", r->id() << " serves " << nlohmann::json(m.ids).dump());
     r->set_models(std::move(m));
-    pool_.update_units(cfg_.default_block_size, cfg_.bytes_per_token);
+    pool_.update_fleet(cfg_.default_block_size, cfg_.bytes_per_token);
 }
 
 asio::awaitable<void> replica_monitor::refresh_models() {

@@ -79,6 +79,8 @@ bool replica_pool::remove(const std::string& id) {
     if (replicas_.size() == before)
         return false;
     version_.fetch_add(1);
+    lock.unlock();
+    recompute_fleet(); // the one that leaves may have been the only one with another model
     return true;
 }
 
@@ -96,15 +98,8 @@ std::vector<std::shared_ptr<replica>> replica_pool::all() const {
 }
 
 std::string replica_pool::only_model() const {
-    std::string only;
-    for (const auto& r : all())
-        for (const auto& id : r->models()->ids) {
-            if (only.empty())
-                only = id;
-            else if (id != only)
-                return {};
-        }
-    return only;
+    std::lock_guard lock(fleet_mutex_);
+    return only_model_;
 }
 
 hash_units replica_pool::units() const {
@@ -113,7 +108,29 @@ hash_units replica_pool::units() const {
             engine_units_.load(std::memory_order_relaxed)};
 }
 
-void replica_pool::update_units(std::size_t default_block_size, std::size_t bytes_per_token) {
+void replica_pool::update_fleet(std::size_t default_block_size, std::size_t bytes_per_token) {
+    default_block_size_.store(default_block_size, std::memory_order_relaxed);
+    bytes_per_token_.store(bytes_per_token, std::memory_order_relaxed);
+    recompute_fleet();
+}
+
+void replica_pool::recompute_fleet() {
+    const std::size_t default_block_size = default_block_size_.load(std::memory_order_relaxed);
+    const std::size_t bytes_per_token = bytes_per_token_.load(std::memory_order_relaxed);
+    // The one model every read list names (an unread list serves any, so it does not count).
+    std::string only;
+    bool several = false;
+    for (const auto& r : all())
+        for (const auto& id : r->models()->ids) {
+            if (only.empty())
+                only = id;
+            else if (id != only)
+                several = true;
+        }
+    {
+        std::lock_guard lock(fleet_mutex_);
+        only_model_ = several ? std::string() : std::move(only);
+    }
     // An engine's units win: a lanes replica behind the same router only loses exactness.
     std::optional<std::size_t> engine_block, lanes_block;
     bool any_engine = false;

@@ -131,12 +131,14 @@ public:
     bool remove(const std::string& id);
     std::shared_ptr<replica> find(const std::string& id) const;
     std::vector<std::shared_ptr<replica>> all() const;
-    // The fleet's hashing granularity, from what its replicas said of themselves (update_units
-    // works it out again; the monitor calls it after every /v1/models read and scrape).
+    // What follows from what the replicas said of themselves (their /v1/models and scraped block
+    // size), as update_fleet last worked it out; the monitor calls it after every models read
+    // and every scrape that changed a block size, remove() too.
+    // The fleet's hashing granularity:
     hash_units units() const;
-    // The one model every replica with a known list serves, when there is exactly one.
+    // The one model every replica with a read list serves, when there is exactly one, else "".
     std::string only_model() const;
-    void update_units(std::size_t default_block_size, std::size_t bytes_per_token);
+    void update_fleet(std::size_t default_block_size, std::size_t bytes_per_token);
     // Bumped on every add and remove, so users can notice a changed membership.
     std::uint64_t version() const { return version_.load(); }
 
@@ -148,6 +150,12 @@ private:
     std::atomic<std::size_t> text_block_bytes_{16};
     std::atomic<std::size_t> id_block_tokens_{16};
     std::atomic<bool> engine_units_{false};
+    std::atomic<std::size_t> default_block_size_{16};
+    std::atomic<std::size_t> bytes_per_token_{4};
+    mutable std::mutex fleet_mutex_; // guards only_model_
+    std::string only_model_;
+
+    void recompute_fleet();
 };
 
 } // namespace lanes::router

@@ -191,6 +191,7 @@ TEST_CASE("upstream call: the engine's end-to-end headers are relayed, hop-by-ho
           "[upstream]") {
     canned_server cs("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nServer: vllm\r\n"
                      "x-ratelimit-remaining-requests: 9\r\nConnection: x-hop\r\nx-hop: 1\r\n"
+                     "Connection: keep-alive, X-Two\r\nx-two: 2\r\nx-kept: 3\r\n"
                      "x-request-id: engine-id\r\nContent-Length: 2\r\n\r\n{}");
     attempt a(cs.port());
     fake_writer out;
@@ -198,6 +199,8 @@ TEST_CASE("upstream call: the engine's end-to-end headers are relayed, hop-by-ho
     CHECK(r.answered);
     CHECK(out.header("x-ratelimit-remaining-requests") == "9");
     CHECK(out.header("x-hop").empty());
+    CHECK(out.header("x-two").empty()); // named by the second Connection field
+    CHECK(out.header("x-kept") == "3");
     CHECK(out.header("Server").empty());          // the router's writer names itself
     CHECK(out.header("x-request-id") == "req-1"); // the router's id, once
     int ids = 0;

@@ -250,14 +250,23 @@ TEST_CASE("pool: the only model is the one every read list names, none when two"
     CHECK(pool.only_model().empty());
     pool.add(http::url{"10.0.0.1", 8001, ""});
     pool.add(http::url{"10.0.0.2", 8001, ""});
+    pool.add(http::url{"10.0.0.3", 8001, ""});
+    pool.update_fleet(16, 4);
     CHECK(pool.only_model().empty()); // nothing read yet
     auto replicas = pool.all();
     replicas[0]->set_models(served({"llama"}));
-    CHECK(pool.only_model() == "llama"); // the unread one does not count against it
+    CHECK(pool.only_model().empty()); // as last worked out
+    pool.update_fleet(16, 4);
+    CHECK(pool.only_model() == "llama"); // the unread ones do not count against it
     replicas[1]->set_models(served({"llama"}));
+    pool.update_fleet(16, 4);
     CHECK(pool.only_model() == "llama");
-    replicas[1]->set_models(served({"llama", "qwen"}));
+    replicas[2]->set_models(served({"qwen"}));
+    pool.update_fleet(16, 4);
     CHECK(pool.only_model().empty());
+    // The replica with the other model leaves: one model again, at once.
+    pool.remove(replicas[2]->id());
+    CHECK(pool.only_model() == "llama");
 }
 
 TEST_CASE("pool: hashing units are lanes' byte tokens, or an engine's tokens when one serves",
@@ -266,25 +275,25 @@ TEST_CASE("pool: hashing units are lanes' byte tokens, or an engine's tokens whe
     pool.add(http::url{"10.0.0.1", 8001, ""});
     pool.add(http::url{"10.0.0.2", 8001, ""});
     auto replicas = pool.all();
-    pool.update_units(16, 4);
+    pool.update_fleet(16, 4);
     CHECK(pool.units().text_block_bytes == 16); // nothing read: the default, in bytes
     CHECK_FALSE(pool.units().engine);
 
     replicas[0]->set_models(served({"tiny"}, true));
     set_block_size(*replicas[0], 32);
-    pool.update_units(16, 4);
+    pool.update_fleet(16, 4);
     CHECK(pool.units().text_block_bytes == 32); // a lanes replica's block is 32 bytes
     CHECK(pool.units().id_block_tokens == 32);
     CHECK_FALSE(pool.units().engine);
 
     replicas[1]->set_models(served({"llama"}));
-    pool.update_units(16, 4);
+    pool.update_fleet(16, 4);
     CHECK(pool.units().engine); // an engine without a scraped block size: the default
     CHECK(pool.units().id_block_tokens == 16);
     CHECK(pool.units().text_block_bytes == 64);
 
     set_block_size(*replicas[1], 128);
-    pool.update_units(16, 3);
+    pool.update_fleet(16, 3);
     CHECK(pool.units().id_block_tokens == 128);
     CHECK(pool.units().text_block_bytes == 384); // 128 tokens of 3 bytes
 }
