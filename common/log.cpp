@@ -1,16 +1,22 @@
 #include "common/log.hpp"
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 namespace lanes::common::log {
 namespace {
 
 std::atomic<level> g_level{level::info};
+
+// Bytes of lines waiting to be written; past it new lines are dropped.
+constexpr std::size_t queue_bytes_limit = 4 * 1024 * 1024;
 
 const char* level_name(level l) {
     switch (l) {
@@ -24,6 +30,122 @@ const char* level_name(level l) {
         return "ERROR";
     }
     return "?";
+}
+
+std::string stamp_now() {
+    using namespace std::chrono;
+    const auto now = system_clock::now();
+    const std::time_t secs = system_clock::to_time_t(now);
+    const auto millis = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char stamp[64];
+    std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(millis));
+    return stamp;
+}
+
+void write_all(const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const auto n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+        if (n <= 0)
+            return; // stderr is gone: nothing else to do with the line
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+// The queue and its writer thread. Made on the first line; at exit it writes what is queued and
+// stops, and lines logged after that are written directly.
+class writer {
+public:
+    writer()
+        : thread_([this] { run(); }) {}
+    ~writer() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+
+    void push(std::string line) {
+        {
+            std::lock_guard lock(mutex_);
+            if (queued_bytes_ + line.size() > queue_bytes_limit) {
+                ++dropped_total_;
+                ++dropped_unreported_; // (the writer says so once it catches up)
+                return;
+            }
+            queued_bytes_ += line.size();
+            queue_.push_back(std::move(line));
+            ++pushed_;
+        }
+        wake_.notify_one();
+    }
+
+    void flush() {
+        std::unique_lock lock(mutex_);
+        const std::uint64_t target = pushed_;
+        wake_.notify_one();
+        done_.wait(lock, [&] { return written_seq_ >= target && dropped_unreported_ == 0; });
+    }
+
+    std::uint64_t dropped() {
+        std::lock_guard lock(mutex_);
+        return dropped_total_;
+    }
+
+private:
+    void run() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock,
+                       [&] { return stopping_ || !queue_.empty() || dropped_unreported_ > 0; });
+            if (queue_.empty() && dropped_unreported_ == 0 && stopping_)
+                return;
+            std::deque<std::string> batch;
+            batch.swap(queue_);
+            queued_bytes_ = 0;
+            const std::uint64_t dropped = dropped_unreported_;
+            dropped_unreported_ = 0;
+            lock.unlock();
+            std::string text;
+            for (const auto& line : batch)
+                text += line;
+            if (dropped > 0)
+                text += stamp_now() + " WARN log " + std::to_string(dropped) +
+                        " lines dropped: the log could not keep up\n";
+            write_all(text);
+            lock.lock();
+            written_seq_ += batch.size();
+            done_.notify_all();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    std::deque<std::string> queue_;
+    std::size_t queued_bytes_ = 0;
+    std::uint64_t pushed_ = 0, written_seq_ = 0; // lines queued and written, ever
+    std::uint64_t dropped_total_ = 0, dropped_unreported_ = 0;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+std::atomic<bool> g_writer_gone{false};
+
+struct writer_holder {
+    writer w;
+    ~writer_holder() { g_writer_gone.store(true); }
+};
+
+writer* the_writer() {
+    if (g_writer_gone.load(std::memory_order_acquire))
+        return nullptr;
+    static writer_holder holder;
+    return g_writer_gone.load(std::memory_order_acquire) ? nullptr : &holder.w;
 }
 
 } // namespace
@@ -50,21 +172,37 @@ bool parse_level(std::string_view text, level& out) {
 }
 
 void write(level l, std::string_view subsystem, std::string_view message) {
-    using namespace std::chrono;
-    const auto now = system_clock::now();
-    const std::time_t secs = system_clock::to_time_t(now);
-    const auto millis = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char stamp[64];
-    std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(millis));
-    std::string line;
-    line.reserve(48 + subsystem.size() + message.size());
-    line.append(stamp).append(" ").append(level_name(l)).append(" ");
+    std::string line = stamp_now();
+    line.reserve(line.size() + 16 + subsystem.size() + message.size());
+    line.append(" ").append(level_name(l)).append(" ");
     line.append(subsystem).append(" ").append(message).append("\n");
-    // One write(2) per line: atomic with respect to other threads' lines.
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+    if (writer* w = the_writer())
+        w->push(std::move(line));
+    else
+        write_all(line); // at exit, after the writer stopped
+}
+
+void flush() {
+    if (writer* w = the_writer())
+        w->flush();
+}
+
+std::uint64_t dropped() {
+    writer* w = the_writer();
+    return w ? w->dropped() : 0;
+}
+
+bool throttle::admit(std::uint64_t& suppressed) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    std::int64_t next = next_ns_.load(std::memory_order_relaxed);
+    if (now < next || !next_ns_.compare_exchange_strong(next, now + interval_ns_)) {
+        held_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    suppressed = held_.exchange(0, std::memory_order_relaxed);
+    return true;
 }
 
 } // namespace lanes::common::log

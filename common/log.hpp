@@ -1,7 +1,11 @@
-// Minimal structured logging: one line per event, "<time> <level> <subsystem> <message>", written
-// to stderr with a single write so lines from different threads never interleave.
+// Minimal structured logging: one line per event, "<time> <level> <subsystem> <message>". Lines
+// go to a bounded queue that a thread of the log's own writes to stderr, so an I/O thread never
+// waits on a slow log pipe: when the queue is full a line is dropped and counted, and the writer
+// says how many were dropped. A line repeated at one call site can be throttled to one a second.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <sstream>
 #include <string_view>
 
@@ -14,6 +18,24 @@ level current_level();
 // Parses "debug", "info", "warn", "error"; false when unknown.
 bool parse_level(std::string_view text, level& out);
 void write(level l, std::string_view subsystem, std::string_view message);
+// Waits until every line queued so far is written (tests; the end of main).
+void flush();
+// Lines dropped because the queue was full, since the process started.
+std::uint64_t dropped();
+
+// One line per `interval_ms` from one call site: admit() says whether this occurrence is logged,
+// and how many were not since the last one that was.
+class throttle {
+public:
+    explicit throttle(std::int64_t interval_ms = 1000)
+        : interval_ns_(interval_ms * 1'000'000) {}
+    bool admit(std::uint64_t& suppressed);
+
+private:
+    const std::int64_t interval_ns_;
+    std::atomic<std::int64_t> next_ns_{0};
+    std::atomic<std::uint64_t> held_{0};
+};
 
 } // namespace lanes::common::log
 
@@ -25,5 +47,20 @@ void write(level l, std::string_view subsystem, std::string_view message);
             lanes_log_os_ << expr;                                                                 \
             ::lanes::common::log::write(::lanes::common::log::level::lvl, subsystem,               \
                                         lanes_log_os_.str());                                      \
+        }                                                                                          \
+    } while (0)
+
+// As LANES_LOG, at most once a second from this call site; the line then says how many like it
+// were left out.
+#define LANES_LOG_THROTTLED(lvl, subsystem, expr)                                                  \
+    do {                                                                                           \
+        if (::lanes::common::log::level::lvl >= ::lanes::common::log::current_level()) {           \
+            static ::lanes::common::log::throttle lanes_log_throttle_;                             \
+            std::uint64_t lanes_log_held_ = 0;                                                     \
+            if (lanes_log_throttle_.admit(lanes_log_held_))                                        \
+                LANES_LOG(lvl, subsystem,                                                          \
+                          expr << (lanes_log_held_ ? " (and " : "")                                \
+                               << (lanes_log_held_ ? std::to_string(lanes_log_held_) : "")         \
+                               << (lanes_log_held_ ? " more like it since the last)" : ""));       \
         }                                                                                          \
     } while (0)

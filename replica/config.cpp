@@ -1,8 +1,8 @@
 #include "replica/config.hpp"
 
-#include "replica/backends/backend.hpp"
-
+#include "common/http/server_flags.hpp"
 #include "common/log.hpp"
+#include "replica/backends/backend.hpp"
 
 namespace lanes::replica {
 
@@ -45,15 +45,7 @@ common::flag_set make_flags(replica_config& cfg) {
           "the context, as vLLM (completions default to 16, as OpenAI)");
     f.add("threads", cfg.threads, "HTTP I/O threads");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
-    f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
-    f.add("body-limit", cfg.http.body_limit, "largest request body, bytes");
-    f.add("idle-timeout", cfg.http.idle_timeout, "keep-alive idle timeout");
-    f.add("header-read-timeout", cfg.http.header_read_timeout, "time to receive the headers");
-    f.add("body-read-timeout", cfg.http.body_read_timeout, "time to receive the body");
-    f.add("write-timeout", cfg.http.write_timeout, "time for each response write");
-    f.add("shutdown-grace", cfg.http.shutdown_grace, "how long SIGTERM lets requests finish");
-    f.add("client-watch-delay", cfg.http.client_watch_delay,
-          "how soon a request starts watching for its client leaving (0: at once)");
+    common::http::add_server_flags(f, cfg.http);
     return f;
 }
 
@@ -85,9 +77,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.max_waiting >= 1, "--max-waiting must be at least 1");
     need(cfg.default_max_tokens >= 0, "--default-max-tokens must be >= 0");
     need(cfg.threads >= 1 && cfg.threads <= 256, "--threads must be in 1..256");
-    need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
-    need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
-    need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
+    common::http::check_server_config(cfg.http, errors);
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");

@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
         auto io_owner = std::make_unique<boost::asio::io_context>(static_cast<int>(cfg.threads));
         boost::asio::io_context& io = *io_owner;
         cfg.http.threads = static_cast<unsigned>(cfg.threads);
+        const auto fds = common::http::raise_open_file_limit();
+        if (cfg.http.max_connections == 0)
+            cfg.http.max_connections = common::http::fitting_max_connections(fds.soft, 1);
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
         io_owner.reset();
         return code;
     } catch (const std::exception& e) {
+        common::log::flush();
         std::fprintf(stderr, "lanes-replica: %s\n", e.what());
         return 1;
     }

@@ -1,5 +1,6 @@
 #include "router/config.hpp"
 
+#include "common/http/server_flags.hpp"
 #include "common/http/url.hpp"
 #include "common/log.hpp"
 
@@ -108,15 +109,7 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("session-ttl", cfg.policy_knobs.session.ttl,
           "session: idle time before a session is forgotten");
     f.add("session-capacity", cfg.policy_knobs.session.capacity, "session: sessions remembered");
-    f.add("header-limit", cfg.http.header_limit, "largest request header, bytes");
-    f.add("body-limit", cfg.http.body_limit, "largest request body, bytes");
-    f.add("idle-timeout", cfg.http.idle_timeout, "client keep-alive idle timeout");
-    f.add("header-read-timeout", cfg.http.header_read_timeout, "time to receive the headers");
-    f.add("body-read-timeout", cfg.http.body_read_timeout, "time to receive the body");
-    f.add("write-timeout", cfg.http.write_timeout, "time for each response write");
-    f.add("shutdown-grace", cfg.http.shutdown_grace, "how long SIGTERM lets requests finish");
-    f.add("client-watch-delay", cfg.http.client_watch_delay,
-          "how soon a request starts watching for its client leaving (0: at once)");
+    common::http::add_server_flags(f, cfg.http);
     return f;
 }
 
@@ -259,15 +252,10 @@ std::vector<std::string> validate(const router_config& cfg) {
         {cfg.monitor.models_refresh_gap, "models-refresh-gap"},
         {cfg.backpressure_backoff, "backpressure-backoff"},
         {cfg.max_backoff, "max-backoff"},
-        {cfg.health.open_time, "eject-time"},
-        {cfg.http.idle_timeout, "idle-timeout"},
-        {cfg.http.header_read_timeout, "header-read-timeout"},
-        {cfg.http.body_read_timeout, "body-read-timeout"},
-        {cfg.http.write_timeout, "write-timeout"}};
+        {cfg.health.open_time, "eject-time"}};
     for (const auto& [value, name] : positive)
         need(value.count() > 0, std::string("--") + name + " must be positive");
-    need(cfg.http.header_limit >= 1024, "--header-limit must be at least 1024");
-    need(cfg.http.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
+    common::http::check_server_config(cfg.http, errors);
     need(cfg.health.failure_threshold >= 1, "--failure-threshold must be at least 1");
     need(cfg.health.success_threshold >= 1, "--success-threshold must be at least 1");
     need(cfg.health.max_ejection_percent >= 0 && cfg.health.max_ejection_percent <= 100,
@@ -298,7 +286,6 @@ std::vector<std::string> validate(const router_config& cfg) {
         need(port_ok && host_ok,
              "--replica-dns '" + name + "' must be host:port (a DNS name, port 1..65535)");
     }
-    need(cfg.http.body_limit >= 1024, "--body-limit must be at least 1024");
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");

@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
             workers.push_back(worker_owners.back().get());
         }
         cfg.http.threads = 1;
+        // A client connection may hold an upstream one: two descriptors each.
+        const auto fds = common::http::raise_open_file_limit();
+        if (cfg.http.max_connections == 0)
+            cfg.http.max_connections = common::http::fitting_max_connections(fds.soft, 2);
         pool.update_fleet(cfg.monitor.default_block_size, cfg.monitor.bytes_per_token);
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
@@ -71,7 +75,8 @@ int main(int argc, char** argv) {
         monitor.start();
         LANES_LOG(info, "router",
                   "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
-                            << " I/O thread(s)");
+                            << " I/O thread(s), at most " << cfg.http.max_connections
+                            << " client connections");
         const auto on_signal = [&] {
             server.stop();
             monitor.stop();
@@ -90,6 +95,7 @@ int main(int argc, char** argv) {
         io_owner.reset();
         return code;
     } catch (const std::exception& e) {
+        common::log::flush();
         std::fprintf(stderr, "lanes-router: %s\n", e.what());
         return 1;
     }

@@ -46,6 +46,8 @@ bool not_forwarded(std::string_view name) {
         return is(header_request_id);
     case 14:
         return is("content-length");
+    case 16:
+        return is("proxy-connection");
     case 17:
         return is("transfer-encoding");
     case 18:
@@ -55,6 +57,23 @@ bool not_forwarded(std::string_view name) {
     default:
         return false;
     }
+}
+
+// Whether a Connection field of the request names `name` (RFC 9110, 7.6.1: then it is hop-by-hop
+// too).
+bool named_by_connection(const http::request& req, std::string_view name) {
+    for (std::size_t i = 0; i < req.field_count(); ++i)
+        if (http::field_name_is(req.name(i), "connection") && http::list_has(req.value(i), name))
+            return true;
+    return false;
+}
+
+bool connection_names_fields(const http::request& req) {
+    for (std::size_t i = 0; i < req.field_count(); ++i)
+        if (http::field_name_is(req.name(i), "connection") &&
+            http::names_other_fields(req.value(i)))
+            return true;
+    return false;
 }
 
 // Response fields not relayed: hop-by-hop ones, the framing (the router frames its answer),
@@ -133,9 +152,10 @@ std::string upstream_head(const http::request& req, std::string_view base_path,
     common::head_writer out(head, bound);
     out.put(req.method_string()).put(" ").put(base_path).put(req.target());
     out.put(" HTTP/1.1\r\nHost: ").put(authority).put("\r\n");
+    const bool names_fields = connection_names_fields(req);
     for (std::size_t i = 0; i < req.field_count(); ++i) {
         const std::string_view name = req.name(i);
-        if (not_forwarded(name))
+        if (not_forwarded(name) || (names_fields && named_by_connection(req, name)))
             continue;
         if (!authorization.empty() && name.size() == 13 &&
             http::field_name_is(name, "authorization"))
@@ -208,8 +228,11 @@ asio::awaitable<attempt_result> upstream_call::run(const http::request& req,
     } unhook_on_exit{*l};
 
     if (const error_code ec = co_await exchange(req, *l)) {
-        result_.failure = (l->conn ? "upstream: " : "connect: ") + ec.message();
-        if (!l->client_gone) // a client that left is not the replica's fault
+        const bool local = http::local_resource_error(ec);
+        result_.failure = (local ? "local: " : l->conn ? "upstream: " : "connect: ") + ec.message();
+        // Neither a client that left nor this process running out of descriptors is the
+        // replica's fault.
+        if (!l->client_gone && !local)
             report_health(*target_, false, metrics_);
     } else {
         const auto& head = l->conn->head();

@@ -1,5 +1,7 @@
 #include "common/http/client.hpp"
 
+#include <cerrno>
+
 #include "common/http/chunked.hpp"
 #include "common/http/io/read_later.hpp"
 #include "common/http/io/socket_write.hpp"
@@ -14,6 +16,13 @@
 #include <charconv>
 
 namespace lanes::common::http {
+
+bool local_resource_error(const boost::system::error_code& ec) {
+    namespace err = boost::asio::error;
+    return ec == err::no_descriptors || ec == err::no_buffer_space || ec == err::no_memory ||
+           ec == boost::system::error_code(ENFILE, boost::system::system_category()) ||
+           ec == boost::system::error_code(EADDRNOTAVAIL, boost::system::system_category());
+}
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;

@@ -22,6 +22,10 @@
 
 namespace lanes::common::http {
 
+// An error of this process's own resources (out of file descriptors, buffers, memory or local
+// ports), not of the peer: never a reason to think the peer is down.
+bool local_resource_error(const boost::system::error_code& ec);
+
 class client_connection {
 public:
     explicit client_connection(boost::asio::any_io_executor ex);

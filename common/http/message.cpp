@@ -47,6 +47,15 @@ void request::add(std::string_view name, std::string_view value) {
     fields_.emplace_back(n, keep(value));
 }
 
+void request::release_large(std::size_t bytes) {
+    if (body_.capacity() > bytes)
+        std::string().swap(body_);
+    if (text_.capacity() > bytes) {
+        std::string().swap(text_);
+        source_ = nullptr;
+    }
+}
+
 std::optional<std::string_view> request::find(std::string_view name) const {
     for (const auto& [n, v] : fields_)
         if (iequals_ascii(slice(n), name))

@@ -310,9 +310,14 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
 
     bool has_length = false;
     std::uint64_t length = 0;
+    int hosts = 0;
     const auto fields =
         for_each_field(data, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
             switch (name.size()) {
+            case 4:
+                if (field_name_is(name, "host"))
+                    ++hosts;
+                break;
             case 6: // Expect: 100-continue needs an interim answer
                 if (field_name_is(name, "expect"))
                     return false;
@@ -336,6 +341,8 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
         });
     if (fields != fields_end::blank_line)
         return 0;
+    if (hosts > 1 || (hosts == 0 && version[7] == '1'))
+        return 0; // a missing or repeated Host: refused on the parser's path
     if (length > body_limit || data.size() - header_size < length)
         return 0; // over the limit (Beast answers 413), or the body is not all here yet
     out.body().assign(data.substr(header_size, static_cast<std::size_t>(length)));
@@ -374,6 +381,14 @@ bool iequals_ascii(std::string_view a, std::string_view b) {
         if (lower(a[i]) != lower(b[i]))
             return false;
     return true;
+}
+
+bool names_other_fields(std::string_view connection) {
+    bool other = false;
+    for_each_item(connection, [&](std::string_view option) {
+        other = other || !(iequals_ascii(option, "close") || iequals_ascii(option, "keep-alive"));
+    });
+    return other;
 }
 
 bool list_has(std::string_view list, std::string_view token) {

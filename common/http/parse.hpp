@@ -91,5 +91,8 @@ bool iequals_ascii(std::string_view a, std::string_view b);
 bool field_name_is(std::string_view name, std::string_view lower);
 // Whether a comma-separated field value (a Connection field's, say) holds `token`.
 bool list_has(std::string_view list, std::string_view token);
+// Whether a Connection field's value names anything but its own options, close and keep-alive
+// (the fields it names are hop-by-hop, RFC 9110, 7.6.1).
+bool names_other_fields(std::string_view connection);
 
 } // namespace lanes::common::http

@@ -2,12 +2,17 @@
 #include "common/http/server.hpp"
 
 #include "common/allocator.hpp"
+#include "common/http/client.hpp"
 #include "common/http/session.hpp"
 #include "common/log.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <mutex>
 #include <set>
 
@@ -31,6 +36,7 @@ struct server::state {
     // Per io_context (worker, or the one `io`): its sessions' delayed watches. Accept loop only.
     std::vector<std::weak_ptr<watch_delay>> watch_lists;
     std::atomic<std::size_t> connections{0};
+    std::atomic<std::uint64_t> refused{0};
     std::mutex mutex;
     std::set<std::weak_ptr<session>, std::owner_less<std::weak_ptr<session>>> sessions;
 };
@@ -47,6 +53,8 @@ asio::awaitable<void> run_session(std::shared_ptr<session> s, std::shared_ptr<se
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
+    const duration max_backoff{1000};
+    duration backoff = st->ctx->cfg.accept_backoff;
     while (!st->ctx->stopping.load()) {
         // A connection on a worker (one thread per worker) needs no strand; on the shared
         // io_context its I/O is serialised by one when several threads run it.
@@ -64,7 +72,30 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
         if (ec) {
             if (ec == asio::error::operation_aborted || st->ctx->stopping.load())
                 break;
-            LANES_LOG(warn, "http", st->ctx->name << ": accept failed: " << ec.message());
+            if (local_resource_error(ec)) {
+                // The pending connection stays in the backlog and would fail again at once:
+                // stop accepting for a while (as nginx does) rather than spin.
+                LANES_LOG_THROTTLED(warn, "http",
+                                    st->ctx->name << ": accept paused for " << backoff.count()
+                                                  << " ms: " << ec.message());
+                asio::steady_timer pause(st->accept_strand, backoff);
+                co_await pause.async_wait(use_tuple);
+                backoff = std::min(backoff * 2, max_backoff);
+            } else {
+                LANES_LOG_THROTTLED(warn, "http",
+                                    st->ctx->name << ": accept failed: " << ec.message());
+            }
+            continue;
+        }
+        backoff = st->ctx->cfg.accept_backoff;
+        const std::size_t cap = st->ctx->cfg.max_connections;
+        if (cap > 0 && st->connections.load() >= cap) {
+            st->refused.fetch_add(1);
+            LANES_LOG_THROTTLED(warn, "http",
+                                st->ctx->name << ": connection closed at once: " << cap
+                                              << " open (--max-connections)");
+            boost::system::error_code ignored;
+            socket.close(ignored);
             continue;
         }
         auto executor = socket.get_executor();
@@ -145,6 +176,38 @@ std::size_t server::active_requests() const {
 }
 std::size_t server::open_connections() const {
     return state_->connections.load();
+}
+std::uint64_t server::refused_connections() const {
+    return state_->refused.load();
+}
+
+fd_limits raise_open_file_limit() {
+    fd_limits out;
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return out;
+    out.soft_before = lim.rlim_cur;
+    out.hard = lim.rlim_max;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            lim = raised;
+    }
+    out.soft = lim.rlim_cur;
+    LANES_LOG(info, "http",
+              "open files: soft limit " << out.soft << " (was " << out.soft_before << "), hard "
+                                        << out.hard);
+    return out;
+}
+
+std::size_t fitting_max_connections(std::uint64_t soft, std::size_t per_connection,
+                                    std::size_t reserve) {
+    if (soft == RLIM_INFINITY || soft > (std::uint64_t{1} << 40))
+        soft = std::uint64_t{1} << 20;
+    if (soft <= reserve + per_connection)
+        return 1;
+    return static_cast<std::size_t>((soft - reserve) / std::max<std::size_t>(per_connection, 1));
 }
 
 } // namespace lanes::common::http

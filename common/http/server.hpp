@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,15 +19,24 @@ namespace lanes::common::http {
 
 struct server_config {
     std::size_t header_limit = 16 * 1024;     // request line + headers, bytes (over: 431)
-    std::size_t body_limit = 8 * 1024 * 1024; // request body, bytes (over: 413)
-    duration idle_timeout{60'000};            // keep-alive wait for the next request
-    duration header_read_timeout{10'000};     // first byte -> end of headers
-    duration body_read_timeout{30'000};       // end of headers -> end of body
-    duration write_timeout{30'000};           // each response write (header or chunk)
-    duration shutdown_grace{10'000};          // how long stop() lets in-flight requests run
+    std::size_t body_limit = 8 * 1024 * 1024; // request body on the wire, bytes (over: 413)
+    std::size_t chunk_extension_limit = 4096; // extensions of one request chunk (over: 400)
+    // Most bytes of a chunk-size line or trailer section held at once (over: 400).
+    std::size_t framing_buffer_limit = 64 * 1024;
+    duration idle_timeout{60'000};        // keep-alive wait for the next request
+    duration header_read_timeout{10'000}; // first byte -> end of headers
+    duration body_read_timeout{30'000};   // end of headers -> end of body
+    duration write_timeout{30'000};       // each response write (header or chunk)
+    duration shutdown_grace{10'000};      // how long stop() lets in-flight requests run
     // A handler that asked to hear of its client leaving (on_client_closed) is watched from this
     // long after (up to twice it): a request answered sooner costs no watch. 0: at once.
     duration client_watch_delay{10};
+    // Open client connections past which a new one is closed at once (0: no cap; the binaries
+    // derive theirs from the file-descriptor limit, see raise_open_file_limit).
+    std::size_t max_connections = 0;
+    // Accepting pauses this long when the process is out of file descriptors (EMFILE, ENFILE,
+    // ENOBUFS, ENOMEM), doubling to 1 s while it stays so, instead of retrying at once.
+    duration accept_backoff{100};
     // Threads running the io_context. With one, connections skip strands (nothing can run
     // concurrently), which saves a dispatch per I/O completion.
     unsigned threads = 1;
@@ -52,11 +62,23 @@ public:
     void stop();
     std::size_t active_requests() const;
     std::size_t open_connections() const;
+    // Connections closed at once because max_connections were open.
+    std::uint64_t refused_connections() const;
 
     struct state; // shared with the accept loop
 
 private:
     std::shared_ptr<state> state_;
 };
+
+// The process's open-file limit: the soft limit is raised to the hard one (logged, both).
+struct fd_limits {
+    std::uint64_t soft_before = 0, soft = 0, hard = 0;
+};
+fd_limits raise_open_file_limit();
+// A connection cap that fits `soft` descriptors when each connection may hold `per_connection`
+// of them (a proxy's client connection and its upstream one), `reserve` kept for the rest.
+std::size_t fitting_max_connections(std::uint64_t soft, std::size_t per_connection,
+                                    std::size_t reserve = 64);
 
 } // namespace lanes::common::http

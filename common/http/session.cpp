@@ -10,6 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
+
 namespace lanes::common::http {
 
 namespace asio = boost::asio;
@@ -20,6 +22,35 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t first_read_size = 4096;
+// A connection's buffers above this are released when it waits for its next request.
+constexpr std::size_t kept_buffer_bytes = 64 * 1024;
+
+// Obsolete line folding (a field line that starts with a space or tab) in a header's raw bytes.
+bool has_obs_fold(std::string_view header) {
+    for (auto at = header.find("\r\n"); at != std::string_view::npos && at + 2 < header.size();
+         at = header.find("\r\n", at + 2))
+        if (header[at + 2] == ' ' || header[at + 2] == '\t')
+            return true;
+    return false;
+}
+
+// What makes a parsed header's framing or Host ambiguous (RFC 9112, 3.2 and 6.1-6.3); "" when
+// nothing does. `chunked`: Beast's reading that chunked is the last transfer coding.
+std::string framing_problem(const beast_http::request_header<>& h, bool chunked) {
+    const bool te = h.count(beast_http::field::transfer_encoding) > 0;
+    if (te && h.version() < 11)
+        return "Transfer-Encoding in an HTTP/1.0 request";
+    if (te && !chunked)
+        return "Transfer-Encoding must end with chunked";
+    if (te && h.count(beast_http::field::content_length) > 0)
+        return "both Transfer-Encoding and Content-Length";
+    const auto hosts = h.count(beast_http::field::host);
+    if (hosts > 1)
+        return "more than one Host field";
+    if (hosts == 0 && h.version() >= 11)
+        return "no Host field";
+    return {};
+}
 
 } // namespace
 
@@ -28,6 +59,8 @@ session::session(tcp::socket socket, std::shared_ptr<session_context> ctx,
     : stream_(std::move(socket))
     , ctx_(std::move(ctx))
     , writer_(stream_, ctx_->cfg.write_timeout, ctx_->stopping)
+    , buffer_(
+          std::max(ctx_->cfg.header_limit + ctx_->cfg.framing_buffer_limit + 4, first_read_size))
     , watch_delay_(std::move(watches)) {
     boost::system::error_code ec;
     remote_ = stream_.socket().remote_endpoint(ec);
@@ -59,6 +92,10 @@ asio::awaitable<void> session::run() {
     while (!ctx_->stopping.load()) {
         idle_ = true;
         if (buffer_.size() == 0) {
+            // A big request's buffers are not kept while the connection waits for the next.
+            if (buffer_.capacity() > kept_buffer_bytes)
+                buffer_.shrink_to_fit();
+            req_.release_large(kept_buffer_bytes);
             stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
             idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
             // Right after an answer, the next request is seldom there yet: start the read later.
@@ -140,38 +177,67 @@ bool session::finish_serving(const std::string& failure) {
 }
 
 // Beast's parser for everything parse_plain_request leaves: a request still arriving, chunked,
-// with Expect, over a limit, or malformed. A coroutine of its own, so that the parser's space is
-// not part of every request's coroutine frame.
+// with Expect, over a limit, or malformed. Stricter than Beast alone (RFC 9112, as HAProxy is):
+// obsolete line folding, a Transfer-Encoding that does not end in chunked, one next to a
+// Content-Length or in an HTTP/1.0 request, and a missing or repeated Host are refused; the
+// body limit counts the bytes on the wire (chunk framing included); chunk extensions and the
+// bytes buffered at once are bounded; trailers are read and dropped, never taken as fields. A
+// coroutine of its own, so that the parser's space is not part of every request's frame.
 asio::awaitable<bool> session::read_with_parser() {
     const auto& cfg = ctx_->cfg;
-    beast_http::request_parser<beast_http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
-    parser.body_limit(cfg.body_limit);
     stream_.expires_after(cfg.header_read_timeout);
-    boost::system::error_code hec;
-    if (!parse_buffered(parser, hec)) {
-        auto [ec, n] = co_await beast_http::async_read_header(stream_, buffer_, parser, use_tuple);
-        hec = ec;
-    }
-    if (hec == beast_http::error::header_limit) {
+    const header_read got = co_await read_header_bytes();
+    if (got == header_read::too_large) {
         co_await refuse(431, "request header fields too large");
         co_return false;
     }
+    if (got != header_read::complete)
+        co_return false; // timed out or closed before the header was all there
+    const std::string_view raw(static_cast<const char*>(buffer_.data().data()), header_bytes_);
+    if (has_obs_fold(raw)) {
+        co_await refuse(400, "malformed HTTP request: obsolete line folding");
+        co_return false;
+    }
+    beast_http::request_parser<beast_http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
+    parser.body_limit(cfg.body_limit);
+    parser.eager(true);
+    bool long_extension = false;
+    auto on_chunk = [&long_extension, limit = cfg.chunk_extension_limit](
+                        std::uint64_t, std::string_view extensions, boost::system::error_code& ec) {
+        if (extensions.size() > limit) {
+            long_extension = true;
+            ec = beast_http::error::bad_chunk_extension;
+        }
+    };
+    parser.on_chunk_header(on_chunk);
+    boost::system::error_code hec;
+    const std::size_t used = parser.put(asio::buffer(raw.data(), raw.size()), hec);
+    if (!hec && (used != raw.size() || !parser.is_header_done()))
+        hec = beast_http::error::bad_version;   // (the header is all there: Beast takes it whole)
     if (hec == beast_http::error::body_limit) { // a Content-Length over the limit
         co_await refuse(413,
                         "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
-        co_return false;
-    }
-    if (hec == beast::error::timeout || hec == beast_http::error::end_of_stream) {
-        LANES_LOG(debug, "http", "header from " << remote_ << " not read: " << hec.message());
         co_return false;
     }
     if (hec) {
         co_await refuse(400, "malformed HTTP request: " + hec.message());
         co_return false;
     }
-    version_ = parser.get().version();
-    if (beast::iequals(parser.get()[beast_http::field::expect], "100-continue")) {
+    buffer_.consume(used);
+    const auto& msg = parser.get();
+    version_ = msg.version();
+    if (const auto problem = framing_problem(msg, parser.chunked()); !problem.empty()) {
+        co_await refuse(400, "malformed HTTP request: " + problem);
+        co_return false;
+    }
+    // The header's fields, taken now: fields that come later (trailers) are never merged in.
+    const auto sv = [](auto s) { return std::string_view(s.data(), s.size()); };
+    req_.start(msg.method(), sv(msg.method_string()), sv(msg.target()), msg.version(), 256);
+    for (const auto& f : msg)
+        req_.add(sv(f.name_string()), sv(f.value()));
+    if (version_ >= 11 && beast::iequals(msg[beast_http::field::expect], "100-continue") &&
+        !parser.is_done()) {
         beast_http::response<beast_http::empty_body> cont{beast_http::status::continue_, 11};
         stream_.expires_after(cfg.write_timeout);
         auto [cec, cn] = co_await beast_http::async_write(stream_, cont, use_tuple);
@@ -179,51 +245,80 @@ asio::awaitable<bool> session::read_with_parser() {
             co_return false;
     }
     stream_.expires_after(cfg.body_read_timeout);
-    boost::system::error_code bec;
-    if (!parser.is_done() && !parse_buffered(parser, bec)) {
-        auto [ec, n] = co_await beast_http::async_read(stream_, buffer_, parser, use_tuple);
-        bec = ec;
+    std::size_t wire = 0; // body bytes read, framing included
+    while (!parser.is_done()) {
+        boost::system::error_code bec;
+        if (buffer_.size() > 0) {
+            const std::size_t n = parser.put(buffer_.data(), bec);
+            buffer_.consume(n);
+            wire += n;
+            if (bec == beast_http::error::need_more)
+                bec = {};
+        }
+        if (!bec && wire > cfg.body_limit)
+            bec = beast_http::error::body_limit;
+        if (bec == beast_http::error::body_limit) {
+            co_await refuse(413, "request body larger than " + std::to_string(cfg.body_limit) +
+                                     " bytes");
+            co_return false;
+        }
+        if (bec) {
+            co_await refuse(400, long_extension
+                                     ? "chunk extensions longer than " +
+                                           std::to_string(cfg.chunk_extension_limit) + " bytes"
+                                     : "malformed HTTP request body: " + bec.message());
+            co_return false;
+        }
+        if (parser.is_done())
+            break;
+        if (buffer_.size() >= buffer_.max_size()) { // a chunk line or trailers past the bound
+            co_await refuse(400, "chunk header or trailer section longer than " +
+                                     std::to_string(buffer_.max_size()) + " bytes");
+            co_return false;
+        }
+        const std::size_t room = std::min<std::size_t>(buffer_.max_size() - buffer_.size(), 65536);
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(room), use_tuple);
+        if (ec) {
+            LANES_LOG(debug, "http", "body from " << remote_ << " not read: " << ec.message());
+            co_return false; // timed out, or the client went away mid-body
+        }
+        buffer_.commit(n);
     }
-    if (bec == beast_http::error::body_limit) {
-        co_await refuse(413,
-                        "request body larger than " + std::to_string(cfg.body_limit) + " bytes");
-        co_return false;
-    }
-    if (bec) {
-        if (bec != beast::error::timeout && bec != beast_http::error::end_of_stream &&
-            bec != beast_http::error::partial_message)
-            co_await refuse(400, "malformed HTTP request body: " + bec.message());
-        co_return false;
-    }
-    // Into the server's own request type, as the plain path makes it.
-    auto msg = parser.release();
-    const auto sv = [](auto s) { return std::string_view(s.data(), s.size()); };
-    req_.start(msg.method(), sv(msg.method_string()), sv(msg.target()), msg.version(), 256);
-    for (const auto& f : msg)
-        req_.add(sv(f.name_string()), sv(f.value()));
-    req_.body() = std::move(msg.body());
+    req_.body() = std::move(parser.get().body());
     co_return true;
 }
 
-// Feeds what is already buffered to the parser, with no I/O and no asynchronous operation: a
-// small request usually arrives whole in the first read. True when that settled the step (its
-// header, or its whole body) or failed it (`ec`); false when more bytes must be read.
-bool session::parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
-                             boost::system::error_code& ec) {
-    const bool header = !parser.is_header_done();
-    while (buffer_.size() > 0) {
-        const std::size_t used = parser.put(buffer_.data(), ec);
-        buffer_.consume(used);
-        if (ec == beast_http::error::need_more) {
-            ec = {};
-            return false;
+// Reads until buffer_ holds the whole header (its end found within the header limit), leading
+// empty lines dropped; header_bytes_ is then its length.
+asio::awaitable<session::header_read> session::read_header_bytes() {
+    const std::size_t limit = ctx_->cfg.header_limit;
+    std::size_t searched = 0;
+    for (;;) {
+        std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        std::size_t skip = 0; // empty lines before the request line (RFC 9112, 2.2)
+        while (data.substr(skip).starts_with("\r\n"))
+            skip += 2;
+        if (skip > 0) {
+            buffer_.consume(skip);
+            data.remove_prefix(skip);
+            searched = 0;
         }
-        if (ec || parser.is_done() || (header && parser.is_header_done()))
-            return true;
-        if (used == 0)
-            return false;
+        const auto end = data.find("\r\n\r\n", searched);
+        if (end != std::string_view::npos) {
+            header_bytes_ = end + 4;
+            co_return header_bytes_ > limit ? header_read::too_large : header_read::complete;
+        }
+        if (data.size() > limit)
+            co_return header_read::too_large;
+        searched = data.size() > 3 ? data.size() - 3 : 0;
+        const std::size_t room = std::min<std::size_t>(limit + 4 - data.size(), 16384);
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(room), use_tuple);
+        if (ec) {
+            LANES_LOG(debug, "http", "header from " << remote_ << " not read: " << ec.message());
+            co_return header_read::closed;
+        }
+        buffer_.commit(n);
     }
-    return false;
 }
 
 asio::awaitable<void> session::refuse(int status, const std::string& message) {

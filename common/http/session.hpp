@@ -82,12 +82,12 @@ private:
     // Reads the request that begins in buffer_ into req_ with Beast's parser; false when the
     // connection should close (after answering any error).
     boost::asio::awaitable<bool> read_with_parser();
+    enum class header_read { complete, too_large, closed };
+    boost::asio::awaitable<header_read> read_header_bytes();
     bool take_plain_request();
     void start_serving();
     bool finish_serving(const std::string& failure);
     boost::asio::awaitable<void> refuse(int status, const std::string& message);
-    bool parse_buffered(beast_http::request_parser<beast_http::string_body>& parser,
-                        boost::system::error_code& ec);
     void stop_watching();
     void arm_watch();
 
@@ -95,7 +95,10 @@ private:
     std::shared_ptr<session_context> ctx_;
     session_writer writer_;
     read_deadline idle_deadline_; // the keep-alive wait for the next request
+    // Bytes read and not yet taken: at most a header and framing_buffer_limit more (a chunk
+    // line or trailer section cannot grow it past that).
     boost::beast::flat_buffer buffer_;
+    std::size_t header_bytes_ = 0; // the header's length, once read_header_bytes found its end
     request req_; // the request being served; reused, so its buffers are allocated once
     boost::asio::ip::tcp::endpoint remote_;
     bool idle_ = true;

@@ -1,5 +1,6 @@
 #include "router/fleet/replica_monitor.hpp"
 
+#include "common/json_depth.hpp"
 #include "common/log.hpp"
 #include "common/metrics/prom_parser.hpp"
 #include "router/fleet/health_report.hpp"
@@ -56,6 +57,31 @@ bool replica_monitor::still_in_pool(const replica& r) const {
     return pool_.find(r.id()).get() == &r;
 }
 
+namespace {
+
+// Deepest /v1/models answer read: a list of model objects needs a handful of levels.
+constexpr std::size_t models_max_depth = 32;
+
+// Clears a replica's busy flag however the task holding it ends (an exception included).
+struct busy_release {
+    std::atomic<bool>& flag;
+    ~busy_release() { flag.store(false); }
+};
+
+// The end of a detached monitor task: an exception is logged (and the task's busy flag was
+// released by its busy_release), never silently lost.
+void task_done(std::exception_ptr e) {
+    if (!e)
+        return;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        LANES_LOG_THROTTLED(error, "monitor", "a monitor task failed: " << x.what());
+    }
+}
+
+} // namespace
+
 // Every `interval`, starts `task` for each replica that is not still busy with the last one.
 asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration interval,
                                                         std::atomic<bool> replica::*busy,
@@ -65,7 +91,7 @@ asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration i
     while (!stopping->load()) {
         for (const auto& r : pool_.all())
             if (!((*r).*busy).exchange(true))
-                asio::co_spawn(asio::make_strand(io_), (this->*task)(r), asio::detached);
+                asio::co_spawn(asio::make_strand(io_), (this->*task)(r), task_done);
         timer.expires_after(interval);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
@@ -89,12 +115,10 @@ asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string
 }
 
 asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
-    if (clock_type::now().time_since_epoch().count() < r->scrape_not_before.load()) {
-        r->scrape_busy.store(false);
+    const busy_release release{r->scrape_busy};
+    if (clock_type::now().time_since_epoch().count() < r->scrape_not_before.load())
         co_return;
-    }
     const auto res = co_await get(*r, "/metrics", cfg_.scrape_timeout);
-    r->scrape_busy.store(false);
     if (stopping_->load() || !still_in_pool(*r))
         co_return;
     // A scrape that got no answer (refused, reset, slow) says nothing of the replica's health,
@@ -140,17 +164,21 @@ void replica_monitor::mirror_counters(replica& r, const scraped_stats& s) {
 }
 
 asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
+    const busy_release release{r->probe_busy};
     const auto res = co_await get(*r, "/health", cfg_.health_timeout);
-    r->probe_busy.store(false);
-    if (!stopping_->load() && still_in_pool(*r))
+    // A probe this process could not make (out of descriptors) says nothing of the replica.
+    if (!stopping_->load() && still_in_pool(*r) && !common::http::local_resource_error(res.ec))
         report_health(*r, !res.ec && res.status == 200, metrics_, failure_origin::probe);
 }
 
 // What a replica serves, from its /v1/models. A read that fails keeps what was known.
 asio::awaitable<void> replica_monitor::read_models(std::shared_ptr<replica> r) {
+    const busy_release release{r->models_busy};
     const auto res = co_await get(*r, "/v1/models", cfg_.models_timeout);
-    r->models_busy.store(false);
     if (stopping_->load() || !still_in_pool(*r) || res.ec || res.status != 200)
+        co_return;
+    // A list nested past any model's object is not read (copying and dumping it would recurse).
+    if (common::nests_deeper_than(res.body, models_max_depth))
         co_return;
     const auto doc = nlohmann::json::parse(res.body, nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") || !doc["data"].is_array())

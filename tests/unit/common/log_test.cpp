@@ -1,15 +1,20 @@
 // Logging: level names, the threshold LANES_LOG checks before it builds a message, and the line
-// format "<UTC time> <LEVEL> <subsystem> <message>" written to stderr in one piece.
+// format "<UTC time> <LEVEL> <subsystem> <message>" written to stderr in one piece, throttled
+// lines, and a log that cannot keep up dropping lines instead of blocking its callers.
 #include "common/log.hpp"
+#include "tests/unit/common/capture_stderr.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <regex>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
 using namespace lanes::common;
+using lanes::test::capture_stderr;
 
 namespace {
 
@@ -19,26 +24,6 @@ struct level_guard {
     explicit level_guard(log::level l) { log::set_level(l); }
     ~level_guard() { log::set_level(saved); }
 };
-
-// Everything written to stderr while `f` runs (stderr goes to a pipe meanwhile).
-template <class F>
-std::string capture_stderr(F f) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const int saved = ::dup(STDERR_FILENO);
-    REQUIRE(saved >= 0);
-    ::dup2(fds[1], STDERR_FILENO);
-    ::close(fds[1]);
-    f();
-    ::dup2(saved, STDERR_FILENO); // the pipe's last writer is gone: reads end at its end
-    ::close(saved);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-        out.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    return out;
-}
 
 } // namespace
 
@@ -109,4 +94,51 @@ TEST_CASE("write writes one line whatever the threshold, with its level's name",
                         R"(8000\n\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z DEBUG  \n$)");
     INFO(out);
     CHECK(std::regex_match(out, re));
+}
+
+TEST_CASE("a throttled call site logs once a second and counts what it left out", "[log]") {
+    const level_guard guard(log::level::info);
+    const std::string out = capture_stderr([] {
+        for (int i = 0; i < 1000; ++i)
+            LANES_LOG_THROTTLED(warn, "http", "accept failed");
+    });
+    CHECK(out.find("accept failed") != std::string::npos);
+    CHECK(out.find('\n') == out.size() - 1); // one line for the thousand
+    log::throttle t(50);
+    std::uint64_t held = 99;
+    CHECK(t.admit(held));
+    CHECK(held == 0);
+    CHECK_FALSE(t.admit(held));
+    CHECK_FALSE(t.admit(held));
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    CHECK(t.admit(held));
+    CHECK(held == 2); // the two left out in between
+}
+
+TEST_CASE("a log that cannot keep up drops lines instead of blocking the caller", "[log]") {
+    const level_guard guard(log::level::info);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const int saved = ::dup(STDERR_FILENO);
+    ::dup2(fds[1], STDERR_FILENO); // a pipe nobody reads: the writer stalls once it is full
+    ::close(fds[1]);
+    const std::uint64_t before = log::dropped();
+    const std::string line(1000, 'x');
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 8000; ++i) // 8 MB: twice what the queue holds
+        log::write(log::level::info, "test", line);
+    const auto took = std::chrono::steady_clock::now() - start;
+    const std::uint64_t dropped = log::dropped() - before;
+    std::thread reader([fd = fds[0]] {
+        char buf[65536];
+        while (::read(fd, buf, sizeof buf) > 0) {
+        }
+    });
+    log::flush();
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    reader.join();
+    ::close(fds[0]);
+    CHECK(dropped > 0);
+    CHECK(took < std::chrono::seconds(2)); // (blocked, it would never have finished)
 }

@@ -3,6 +3,7 @@
 #include "router/fleet/health_report.hpp"
 
 #include "common/log.hpp"
+#include "tests/unit/common/capture_stderr.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 using namespace lanes;
+using lanes::test::capture_stderr;
 using namespace std::chrono_literals;
 namespace http = lanes::common::http;
 
@@ -23,25 +25,6 @@ router::health_config breaker() {
 
 double ejections(router::router_metrics& m, const router::replica& r) {
     return m.ejections.with({r.id()}).value();
-}
-
-// Everything written to stderr while `f` runs.
-template <class F>
-std::string capture_stderr(F f) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const int saved = ::dup(STDERR_FILENO);
-    ::dup2(fds[1], STDERR_FILENO);
-    ::close(fds[1]);
-    f();
-    ::dup2(saved, STDERR_FILENO);
-    ::close(saved);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-        out.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    return out;
 }
 
 } // namespace

@@ -1,0 +1,44 @@
+#include "common/http/server_flags.hpp"
+
+namespace lanes::common::http {
+
+void add_server_flags(flag_set& f, server_config& cfg) {
+    f.add("header-limit", cfg.header_limit, "largest request header, bytes");
+    f.add("body-limit", cfg.body_limit, "largest request body on the wire, bytes");
+    f.add("chunk-extension-limit", cfg.chunk_extension_limit,
+          "longest extensions of one chunk of a chunked request body, bytes");
+    f.add("framing-buffer-limit", cfg.framing_buffer_limit,
+          "most bytes of a chunk-size line or trailer section held at once");
+    f.add("max-connections", cfg.max_connections,
+          "open client connections past which new ones are closed at once (0: fit the "
+          "open-file limit, raised to its hard limit at start)");
+    f.add("accept-backoff", cfg.accept_backoff,
+          "pause in accepting when out of file descriptors (doubles to 1s while it lasts)");
+    f.add("idle-timeout", cfg.idle_timeout, "client keep-alive idle timeout");
+    f.add("header-read-timeout", cfg.header_read_timeout, "time to receive the headers");
+    f.add("body-read-timeout", cfg.body_read_timeout, "time to receive the body");
+    f.add("write-timeout", cfg.write_timeout, "time for each response write");
+    f.add("shutdown-grace", cfg.shutdown_grace, "how long SIGTERM lets requests finish");
+    f.add("client-watch-delay", cfg.client_watch_delay,
+          "how soon a request starts watching for its client leaving (0: at once)");
+}
+
+void check_server_config(const server_config& cfg, std::vector<std::string>& errors) {
+    auto need = [&](bool ok, const char* message) {
+        if (!ok)
+            errors.emplace_back(message);
+    };
+    need(cfg.header_limit >= 1024, "--header-limit must be at least 1024");
+    need(cfg.body_limit >= 1024, "--body-limit must be at least 1024");
+    need(cfg.chunk_extension_limit >= 16, "--chunk-extension-limit must be at least 16");
+    need(cfg.framing_buffer_limit >= 1024 && cfg.framing_buffer_limit <= (64u << 20),
+         "--framing-buffer-limit must be in 1024..67108864");
+    need(cfg.accept_backoff.count() > 0, "--accept-backoff must be positive");
+    need(cfg.idle_timeout.count() > 0, "--idle-timeout must be positive");
+    need(cfg.header_read_timeout.count() > 0, "--header-read-timeout must be positive");
+    need(cfg.body_read_timeout.count() > 0, "--body-read-timeout must be positive");
+    need(cfg.write_timeout.count() > 0, "--write-timeout must be positive");
+    need(cfg.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
+}
+
+} // namespace lanes::common::http
