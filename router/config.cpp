@@ -38,6 +38,10 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("upstream-write-timeout", cfg.upstream.write_timeout, "time to send a request upstream");
     f.add("max-retries", cfg.max_retries,
           "extra attempts on other replicas for a request that failed before its first byte");
+    f.add("retry-on", cfg.retry_on,
+          "which failed attempts go to another replica: connect-failure, reset (closed before "
+          "any byte), backpressure (429/503), 5xx, timeout (no first byte in time), "
+          "broken-answer (cut, malformed, too big), or none");
     f.add("backpressure-backoff", cfg.backpressure_backoff,
           "how long a replica that answered 429 or 503 without Retry-After takes no request");
     f.add("max-backoff", cfg.max_backoff, "the longest backoff a replica's Retry-After can ask");
@@ -181,6 +185,8 @@ void derive(router_config& cfg, std::vector<std::string>& errors) {
     }
     if (!cfg.monitor.replica_api_key.empty())
         cfg.upstream.replica_authorization = "Bearer " + cfg.monitor.replica_api_key;
+    if (auto policy = retry_policy::parse(cfg.retry_on))
+        cfg.retry = *policy;
     cfg.monitor.default_block_size =
         static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.block_size));
 }
@@ -232,6 +238,8 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.threads >= 0 && cfg.threads <= 256, "--threads must be in 0..256");
     need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
     need(cfg.max_retries >= 0 && cfg.max_retries <= 16, "--max-retries must be in 0..16");
+    std::string retry_why;
+    need(retry_policy::parse(cfg.retry_on, &retry_why).has_value(), "--retry-on: " + retry_why);
     need(cfg.upstream.max_idle_connections >= 0, "--max-idle-connections must be >= 0");
     // Every timeout and interval: zero would mean "at once" or "all the time".
     const std::pair<common::http::duration, const char*> positive[] = {

@@ -6,6 +6,7 @@
 #include "common/http/server.hpp"
 #include "router/fleet/health.hpp"
 #include "router/policies/factory.hpp"
+#include "router/retry_policy.hpp"
 
 #include <cstdint>
 #include <string>
@@ -68,7 +69,10 @@ struct router_config {
     bool access_log = true;
 
     upstream_config upstream;
-    std::int64_t max_retries = 2;              // extra attempts on other replicas before any byte
+    std::int64_t max_retries = 2; // extra attempts on other replicas before any byte
+    // Which failures are retried (retry_policy.hpp); `retry` is what retry_on names.
+    std::string retry_on = std::string(retry_policy::default_names);
+    retry_policy retry;
     common::http::duration retry_after{1'000}; // Retry-After of a 503 when no replica is routable
     // A replica that answered 429 or 503 takes no request for its Retry-After, or this long when
     // it gave none; never longer than max_backoff.

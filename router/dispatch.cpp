@@ -32,6 +32,8 @@ double seconds_since(clock_type::time_point t) {
 struct proxy::pick_result {
     decision d;
     std::shared_ptr<replica> chosen;
+    policy* chooser = nullptr; // the policy that picked (or recorded the pinned choice)
+    std::size_t recorded = 0;  // what it noted in on_routed, for on_outcome
     bool unknown_model = false;
     std::chrono::milliseconds backoff_left{0}; // with no pick: the longest backoff in the way
 };
@@ -72,29 +74,34 @@ proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried) {
     // half-open replica's single trial, and least-loaded choices made at the same moment on
     // other threads, depend on it. The caller releases it with an inflight_guard.
     out.chosen->inflight.fetch_add(1);
-    chooser.on_routed(plan.rr, out.chosen->id());
+    out.chooser = &chooser;
+    out.recorded = chooser.on_routed(plan.rr, out.chosen->id());
     return out;
 }
 
 // Tells the policy an attempt ended when it goes out of scope, however the attempt ended: by its
-// answer, a failure, an exception, or the coroutine's frame being destroyed at shutdown.
+// answer, a failure, an exception, or the coroutine's frame being destroyed at shutdown. Unless
+// taken() said the replica took the request, what the policy recorded as pending is dropped.
 class proxy::done_notice {
 public:
-    done_notice(proxy& p, policy& pol, const std::string& replica_id)
+    done_notice(proxy& p, const pick_result& pick, const route_request& rr)
         : p_(p)
-        , pol_(pol)
-        , replica_id_(replica_id) {}
+        , pick_(pick)
+        , rr_(rr) {}
     ~done_notice() {
         std::lock_guard lock(p_.policy_mutex_);
-        pol_.on_request_done(replica_id_);
+        pick_.chooser->on_outcome(rr_, pick_.chosen->id(), pick_.recorded, taken_);
+        pick_.chooser->on_request_done(pick_.chosen->id());
     }
     done_notice(const done_notice&) = delete;
     done_notice& operator=(const done_notice&) = delete;
+    void taken(bool yes) { taken_ = yes; }
 
 private:
     proxy& p_;
-    policy& pol_;
-    const std::string& replica_id_;
+    const pick_result& pick_;
+    const route_request& rr_;
+    bool taken_ = false;
 };
 
 asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer& out,
@@ -138,13 +145,12 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             metrics_.retries.inc();
         note_routed(plan.rr, p.d, plan.block_tokens);
         {
-            policy& chooser = plan.by_policy && p.d.reason != route_reason::response_affinity
-                                  ? *policy_
-                                  : *forward_policy_;
-            const done_notice done(*this, chooser, p.chosen->id());
+            done_notice done(*this, p, plan.rr);
             upstream_call call(cfg_.upstream, metrics_, p.chosen, p.d, request_id, plan.start,
                                plan.capture_response_id);
             last = co_await call.run(req, out);
+            // The replica took it when it answered below 400 (a stream it began counts).
+            done.taken(last.status > 0 && last.status < 400);
         }
         if (!last.response_id.empty())
             responses_.remember(last.response_id, p.chosen->id());
@@ -156,10 +162,14 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
         }
         if (last.backpressure)
             largest_retry_after = std::max(largest_retry_after, hold_off(*p.chosen, last));
+        const bool again = cfg_.retry.allows(last.failed);
         LANES_LOG(warn, "proxy",
                   request_id << " attempt " << attempt + 1 << " on " << p.chosen->id()
-                             << " failed: " << last.failure);
+                             << " failed: " << last.failure
+                             << (again ? "" : " (not retried: --retry-on)"));
         tried.push_back(p.chosen->id()); // a retry goes elsewhere
+        if (!again)
+            break; // it may have run (or still run) there: not run again elsewhere
         ++attempt;
     }
     // Nothing reached the client: answer with the last upstream error, or our own.
@@ -261,9 +271,17 @@ http::response proxy::failure_response(const http::request& req, const attempt_r
         res.set(bhttp::field::retry_after, std::to_string(seconds));
         return res;
     }
+    if (last.failed == failure_class::timeout) {
+        metrics_.errors.with({"upstream_timeout"}).inc();
+        return openai::error_response(
+            req, openai::api_error::of(504, "the replica did not answer within "
+                                            "--first-byte-timeout"));
+    }
     metrics_.errors.with({"upstream_failed"}).inc();
-    return openai::error_response(
-        req, openai::api_error::of(502, "every replica tried failed: " + last.failure));
+    const std::string what = cfg_.retry.allows(last.failed)
+                                 ? "every replica tried failed: "
+                                 : "the replica failed (not retried, see --retry-on): ";
+    return openai::error_response(req, openai::api_error::of(502, what + last.failure));
 }
 
 } // namespace lanes::router

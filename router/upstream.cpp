@@ -230,6 +230,10 @@ asio::awaitable<attempt_result> upstream_call::run(const http::request& req,
     if (const error_code ec = co_await exchange(req, *l)) {
         const bool local = http::local_resource_error(ec);
         result_.failure = (local ? "local: " : l->conn ? "upstream: " : "connect: ") + ec.message();
+        result_.failed = !l->conn || local                    ? failure_class::connect
+                         : ec == boost::beast::error::timeout ? failure_class::timeout
+                         : http::closed_while_idle(ec)        ? failure_class::reset
+                                                              : failure_class::broken;
         // Neither a client that left nor this process running out of descriptors is the
         // replica's fault.
         if (!l->client_gone && !local)
@@ -302,10 +306,12 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
     while (!l.conn->done()) {
         if (const error_code ec = co_await l.conn->read_chunk(piece, cfg_.stream_idle_timeout)) {
             result_.failure = "upstream body: " + ec.message();
+            result_.failed = failure_class::broken;
             co_return;
         }
         if (body.size() + piece.size() > cfg_.body_limit) {
             result_.failure = "upstream body over --upstream-body-limit";
+            result_.failed = failure_class::broken;
             co_return;
         }
         if (body.empty())
@@ -318,6 +324,8 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
     if (result_.status >= 500 || result_.backpressure) {
         // Kept to relay, headers and all, should no other replica answer.
         result_.failure = "upstream status " + std::to_string(result_.status);
+        result_.failed =
+            result_.backpressure ? failure_class::backpressure : failure_class::status_5xx;
         result_.failed_body = std::move(body);
         result_.failed_content_type = content_type;
         result_.failed_headers = relayed_list();

@@ -12,6 +12,7 @@
 #include "router/fleet/replica_pool.hpp"
 #include "router/metrics.hpp"
 #include "router/policies/policy.hpp"
+#include "router/retry_policy.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/container/small_vector.hpp>
@@ -37,6 +38,7 @@ struct attempt_result {
     bool client_gone = false; // the client went away meanwhile: nobody to retry for
     int status = 0;           // status relayed (or the upstream's failing status)
     std::string failure;      // why the attempt failed
+    failure_class failed = failure_class::none; // which kind of failure (whether to retry)
     // The replica pushed back (429, 503): load, not failure; try another, and this one only
     // after its Retry-After.
     bool backpressure = false;

@@ -79,10 +79,13 @@ scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
     for (const auto& sample : p.samples) {
         if (sample.name != "vllm:cache_config_info")
             continue;
+        // Bounded, and summed without overflow: a replica's word is not trusted past reason.
         if (const auto blocks = label_int(sample, "num_gpu_blocks"); blocks && *blocks > 0)
-            s.num_blocks = s.num_blocks.value_or(0) + *blocks;
-        if (!s.block_size)
-            s.block_size = label_int(sample, "block_size");
+            s.num_blocks = std::min(s.num_blocks.value_or(0) + std::min(*blocks, max_num_blocks),
+                                    max_num_blocks);
+        if (const auto size = label_int(sample, "block_size");
+            !s.block_size && size && *size > 0 && *size <= max_block_size)
+            s.block_size = size;
     }
     return s;
 }

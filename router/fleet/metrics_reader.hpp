@@ -11,6 +11,11 @@
 
 namespace lanes::router {
 
+// The most a replica is believed to hold, whatever it says: 2^26 KV blocks (a billion tokens in
+// blocks of 16), blocks of at most 4096 tokens.
+inline constexpr std::int64_t max_num_blocks = std::int64_t{1} << 26;
+inline constexpr std::int64_t max_block_size = 4096;
+
 scraped_stats read_replica_metrics(const common::prom::parse_result& parsed);
 
 } // namespace lanes::router

@@ -155,6 +155,26 @@ void block_lru::touch_in_order(std::span<const common::block_hash> blocks) {
     }
 }
 
+bool block_lru::erase(common::block_hash h) {
+    const std::size_t s = find(h);
+    if (s == npos)
+        return false;
+    const std::uint32_t e = table_[s].entry;
+    erase_slot(s);
+    unlink_run(e, e);
+    // The last entry moves into the hole, so entries stay dense.
+    const auto last = static_cast<std::uint32_t>(entries_.size() - 1);
+    if (e != last) {
+        entries_[e] = entries_[last];
+        table_[find(entries_[e].hash)].entry = e;
+        const entry& moved = entries_[e];
+        (moved.prev == none ? head_ : entries_[moved.prev].next) = e;
+        (moved.next == none ? tail_ : entries_[moved.next].prev) = e;
+    }
+    entries_.pop_back();
+    return true;
+}
+
 void block_lru::set_capacity(std::size_t capacity) {
     if (capacity >= entries_.size()) {
         capacity_ = capacity;

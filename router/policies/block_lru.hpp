@@ -29,6 +29,8 @@ public:
     // prefix seen before) moves as one piece, found by following the list instead of the table.
     // Takes at most capacity() blocks; they should be distinct (chained hashes are).
     void touch_in_order(std::span<const common::block_hash> blocks);
+    // Removes `h` if present; true when it was.
+    bool erase(common::block_hash h);
     // Changes the capacity; a smaller one drops the least recently used entries.
     void set_capacity(std::size_t capacity);
 

@@ -27,8 +27,13 @@ double decode_load(const replica_view& r, std::size_t request_blocks) {
 
 } // namespace
 
-void kv_aware_policy::on_routed(const route_request& req, const std::string& replica_id) {
-    index_.insert(replica_id, req.blocks);
+std::size_t kv_aware_policy::on_routed(const route_request& req, const std::string& replica_id) {
+    return index_.insert(replica_id, req.blocks); // pending until on_outcome
+}
+
+void kv_aware_policy::on_outcome(const route_request& req, const std::string& replica_id,
+                                 std::size_t recorded, bool ok) {
+    index_.settle(replica_id, req.blocks, recorded, ok);
 }
 
 void kv_aware_policy::on_replicas_changed(const pool_snapshot& pool) {

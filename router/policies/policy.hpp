@@ -82,7 +82,15 @@ public:
     virtual decision pick(const route_request& req, const pool_snapshot& pool,
                           const tried_set& tried) = 0;
     // The request was sent to `replica_id` (after pick, possibly on a retry).
-    virtual void on_routed(const route_request&, const std::string& /*replica_id*/) {}
+    // The request goes to `replica_id`. A policy that learns from it (a prefix index) records it
+    // as pending and returns a note on what it recorded, given back to on_outcome.
+    virtual std::size_t on_routed(const route_request&, const std::string& /*replica_id*/) {
+        return 0;
+    }
+    // How the attempt ended: `ok` when the replica took the request (answered with a status
+    // below 400); otherwise what on_routed recorded as pending is dropped.
+    virtual void on_outcome(const route_request&, const std::string& /*replica_id*/,
+                            std::size_t /*recorded*/, bool /*ok*/) {}
     virtual void on_request_done(const std::string& /*replica_id*/) {}
     virtual void on_replicas_changed(const pool_snapshot&) {}
 };

@@ -21,8 +21,13 @@ prefix_policy::prefix_policy(const policy_options& options)
     , min_match_ratio_(options.prefix.min_match_ratio)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
-void prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
-    index_.insert(replica_id, req.blocks);
+std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
+    return index_.insert(replica_id, req.blocks); // pending until on_outcome
+}
+
+void prefix_policy::on_outcome(const route_request& req, const std::string& replica_id,
+                               std::size_t recorded, bool ok) {
+    index_.settle(replica_id, req.blocks, recorded, ok);
 }
 
 void prefix_policy::on_replicas_changed(const pool_snapshot& pool) {

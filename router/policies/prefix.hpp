@@ -44,7 +44,9 @@ public:
     std::string_view name() const override { return "prefix"; }
     decision pick(const route_request& req, const pool_snapshot& pool,
                   const tried_set& tried) override;
-    void on_routed(const route_request& req, const std::string& replica_id) override;
+    std::size_t on_routed(const route_request& req, const std::string& replica_id) override;
+    void on_outcome(const route_request& req, const std::string& replica_id, std::size_t recorded,
+                    bool ok) override;
     void on_replicas_changed(const pool_snapshot& pool) override;
 
     const prefix_index& index() const { return index_; }

@@ -8,10 +8,22 @@ block_lru& prefix_index::replica_set(const std::string& replica) {
     return replicas_.try_emplace(replica, default_capacity_).first->second;
 }
 
-void prefix_index::insert(const std::string& replica, std::span<const common::block_hash> blocks) {
+std::size_t prefix_index::insert(const std::string& replica,
+                                 std::span<const common::block_hash> blocks) {
     // Only the leading `capacity` blocks can be kept; the head of the prefix ends up the most
     // recently used.
-    replica_set(replica).touch_in_order(blocks);
+    block_lru& set = replica_set(replica);
+    const std::size_t held = longest_run(set, blocks);
+    set.touch_in_order(blocks);
+    return held;
+}
+
+void prefix_index::erase(const std::string& replica, std::span<const common::block_hash> blocks) {
+    const auto it = replicas_.find(replica);
+    if (it == replicas_.end())
+        return;
+    for (const auto h : blocks.first(std::min(blocks.size(), it->second.capacity())))
+        it->second.erase(h);
 }
 
 std::size_t prefix_index::match(const std::string& replica,

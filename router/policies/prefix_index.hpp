@@ -35,8 +35,18 @@ public:
     explicit prefix_index(std::size_t default_capacity)
         : default_capacity_(default_capacity) {}
 
-    // Records that `replica` now holds `blocks` (most recently used).
-    void insert(const std::string& replica, std::span<const common::block_hash> blocks);
+    // Records that `replica` now holds `blocks` (most recently used). Returns how many of them it
+    // held already (the leading run; the rest were added).
+    std::size_t insert(const std::string& replica, std::span<const common::block_hash> blocks);
+    // Forgets that `replica` holds `blocks`.
+    void erase(const std::string& replica, std::span<const common::block_hash> blocks);
+    // The end of a request insert() recorded (`held`: what insert returned): when the replica
+    // did not take it (`ok` false), the blocks it added are forgotten again.
+    void settle(const std::string& replica, std::span<const common::block_hash> blocks,
+                std::size_t held, bool ok) {
+        if (!ok && held < blocks.size())
+            erase(replica, blocks.subspan(held));
+    }
     // The number of leading `blocks` held by `replica`.
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
 

@@ -30,6 +30,31 @@ TEST_CASE("block_lru keeps the most recently used entries", "[policy][block_lru]
 
 // The table's deletion shifts probe runs back; a reference LRU (list) under random touches, with
 // hashes drawn so that many share home slots, checks that nothing is lost or left behind.
+TEST_CASE("block_lru erases entries anywhere in the recency order", "[policy][block_lru]") {
+    block_lru lru(4);
+    for (block_hash h : {1, 2, 3, 4})
+        lru.touch(h);
+    CHECK_FALSE(lru.erase(9));
+    CHECK(lru.erase(3)); // the middle
+    CHECK(lru.recency_order() == std::vector<block_hash>{4, 2, 1});
+    CHECK(lru.erase(4)); // the head
+    CHECK(lru.erase(1)); // the tail
+    CHECK(lru.recency_order() == std::vector<block_hash>{2});
+    lru.touch(5);
+    lru.touch(6);
+    lru.touch(7);
+    lru.touch(8); // full again: evicts 2
+    CHECK(lru.recency_order() == std::vector<block_hash>{8, 7, 6, 5});
+    CHECK(lru.erase(8));
+    CHECK(lru.erase(7));
+    CHECK(lru.erase(6));
+    CHECK(lru.erase(5));
+    CHECK(lru.size() == 0);
+    CHECK(lru.recency_order().empty());
+    lru.touch(10);
+    CHECK(lru.recency_order() == std::vector<block_hash>{10});
+}
+
 TEST_CASE("block_lru agrees with a list LRU under random use", "[policy][block_lru]") {
     std::mt19937_64 rng(11);
     for (std::size_t capacity : {1, 7, 64, 500}) {
@@ -59,6 +84,11 @@ TEST_CASE("block_lru agrees with a list LRU under random use", "[policy][block_l
                     reference.remove(*it);
                     reference.push_front(*it);
                 }
+            } else if (rng() % 5 == 0) { // a failed request's blocks forgotten again
+                const bool held =
+                    std::find(reference.begin(), reference.end(), h) != reference.end();
+                REQUIRE(lru.erase(h) == held);
+                reference.remove(h);
             } else {
                 lru.touch(h);
                 reference.remove(h);

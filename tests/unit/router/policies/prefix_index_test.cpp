@@ -148,3 +148,27 @@ TEST_CASE("prefix_index forgets a replica whose epoch moved (its cache was lost)
     index.update_capacities(pool);
     CHECK(index.match_at(0, blocks) == 8);
 }
+
+TEST_CASE("prefix_index: a request's blocks are pending until its replica takes it",
+          "[policy][prefix_index]") {
+    prefix_index index(100);
+    const auto system = make_blocks(1, 4); // a shared system prompt
+    CHECK(index.insert("r0", system) == 0);
+    index.settle("r0", system, 0, true); // taken: kept
+    auto longer = system;
+    for (block_hash h : make_blocks(2, 4))
+        longer.push_back(h);
+    const std::size_t held = index.insert("r0", longer);
+    CHECK(held == 4);
+    CHECK(index.match("r0", longer) == 8);   // pending blocks count, so a burst lands together
+    index.settle("r0", longer, held, false); // refused (a 400, a failure): its own blocks go
+    CHECK(index.match("r0", longer) == 4);   // what was there before stays
+    CHECK(index.size("r0") == 4);
+    // One request adds at most the capacity, however long its prompt.
+    prefix_index small(10);
+    const auto huge = make_blocks(3, 10'000);
+    CHECK(small.insert("r0", huge) == 0);
+    CHECK(small.size("r0") == 10);
+    small.settle("r0", huge, 0, false);
+    CHECK(small.size("r0") == 0);
+}

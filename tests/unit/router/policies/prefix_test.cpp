@@ -280,3 +280,21 @@ TEST_CASE("prefix: a replica that left is forgotten", "[policy][prefix]") {
     CHECK(d.reason == route_reason::prefix_miss);
     CHECK(d.matched_blocks == 0);
 }
+
+TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[policy][prefix]") {
+    prefix_policy p({});
+    const auto pool = make_pool(3);
+    const auto blocks = make_blocks(4, 8);
+    const route_request req = request_for(blocks);
+    const decision first = p.pick(req, pool, {});
+    REQUIRE(first.replica);
+    const std::string& id = pool.replicas[*first.replica].id;
+    const std::size_t noted = p.on_routed(req, id);
+    const decision burst = p.pick(req, pool, {}); // while pending, the prefix is its replica's
+    CHECK(burst.reason == route_reason::prefix_match);
+    CHECK(*burst.replica == *first.replica);
+    p.on_outcome(req, id, noted, false); // the replica answered 400 (too long, say)
+    const decision after = p.pick(req, pool, {});
+    CHECK(after.reason != route_reason::prefix_match);
+    CHECK(after.matched_blocks == 0);
+}
