@@ -113,6 +113,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("session-ttl", cfg.policy_knobs.session.ttl,
           "session: idle time before a session is forgotten");
     f.add("session-capacity", cfg.policy_knobs.session.capacity, "session: sessions remembered");
+    f.add("session-key-limit", cfg.session_key_limit,
+          "session: longest session key (x-session-id, user, cookie) taken; longer names none");
     common::http::add_server_flags(f, cfg.http);
     return f;
 }

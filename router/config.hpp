@@ -79,6 +79,8 @@ struct router_config {
     common::http::duration backpressure_backoff{1'000};
     common::http::duration max_backoff{60'000};
     std::size_t json_max_depth = 64; // nesting of a request body the router reads
+    // A session key longer than this (x-session-id, user, cookie) names no session.
+    std::size_t session_key_limit = 1024;
     // Response ids remembered for /v1/responses continuations (the least recently used go first).
     std::size_t response_affinity_capacity = 100'000;
     // After SIGTERM: /readiness answers 503 at once, requests are still taken this long (so load

@@ -229,6 +229,7 @@ common::metrics::counter& proxy::requests_counter(const std::string& replica_id,
     // its address), so a child of a proxy's metrics that are gone is never handed out.
     struct last_used {
         std::uint64_t proxy = 0;
+        std::uint64_t generation = 0; // of the family: a retired child is not handed out
         std::string replica;
         int status = 0;
         route_reason reason{};
@@ -236,8 +237,9 @@ common::metrics::counter& proxy::requests_counter(const std::string& replica_id,
         common::metrics::counter* counter = nullptr;
     };
     thread_local last_used last;
-    if (last.proxy == instance_ && last.status == status && last.reason == reason &&
-        last.replica == replica_id && last.model == model)
+    const std::uint64_t generation = metrics_.requests.generation();
+    if (last.proxy == instance_ && last.generation == generation && last.status == status &&
+        last.reason == reason && last.replica == replica_id && last.model == model)
         return *last.counter;
     std::array<char, 12> code{};
     const auto code_end = std::to_chars(code.data(), code.data() + code.size(), status).ptr;
@@ -245,7 +247,7 @@ common::metrics::counter& proxy::requests_counter(const std::string& replica_id,
         {replica_id,
          std::string_view(code.data(), static_cast<std::size_t>(code_end - code.data())),
          to_string(reason), model});
-    last = {instance_, replica_id, status, reason, model, &counter};
+    last = {instance_, generation, replica_id, status, reason, model, &counter};
     return counter;
 }
 

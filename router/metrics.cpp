@@ -90,8 +90,7 @@ router_metrics::router_metrics()
 std::string router_metrics::expose(const replica_pool& pool) {
     std::lock_guard lock(expose_mutex_);
     const auto replicas = pool.all();
-    // The per-replica gauges of replicas no longer in the pool go (their counters stay, as
-    // counters do).
+    // The per-replica gauges of replicas no longer in the pool go.
     const auto present = [&replicas](const common::metrics::label_values& v) {
         return std::any_of(replicas.begin(), replicas.end(),
                            [&v](const auto& r) { return r->id() == v.front(); });
@@ -99,6 +98,14 @@ std::string router_metrics::expose(const replica_pool& pool) {
     for (auto* g : {&replica_up, &replica_draining, &replica_inflight, &replica_kv_usage,
                     &replica_waiting, &replica_running})
         g->retain(present);
+    // Their counters go too (the router would otherwise keep every replica it ever saw, as
+    // DNS names churn): the request counter's "none" (answered by the router) stays.
+    const auto present_or_none = [&present](const common::metrics::label_values& v) {
+        return v.front() == "none" || present(v);
+    };
+    for (auto* c :
+         {&requests, &ejections, &backpressure, &replica_prefix_hits, &replica_prefix_queries})
+        c->retire(present_or_none);
     for (const auto& r : replicas) {
         const std::vector<std::string> label{r->id()};
         replica_up.with(label).set(r->healthy() ? 1.0 : 0.0);

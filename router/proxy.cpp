@@ -149,7 +149,7 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     plan.blocks = std::move(key.blocks);
     plan.block_tokens = key.block_tokens;
     plan.rr.prompt_tokens = key.prompt_tokens;
-    plan.rr.session_key = session_key(req, view.user);
+    plan.rr.session = request_session(req, view.user, cfg_.session_key_limit);
     return dispatch(req, out, std::move(plan));
 }
 

@@ -199,8 +199,9 @@ T& family<T>::add_child(label_values values, std::uint64_t hash) {
 }
 
 template <class T>
-void family<T>::retain(const std::function<bool(const label_values&)>& keep) {
-    std::lock_guard lock(mutex_);
+bool family<T>::drop_children(const std::function<bool(const label_values&)>& keep,
+                              std::vector<std::unique_ptr<T>>* parked) {
+    bool any = false;
     for (auto it = children_.begin(); it != children_.end();) {
         if (keep(it->first)) {
             ++it;
@@ -208,8 +209,27 @@ void family<T>::retain(const std::function<bool(const label_values&)>& keep) {
         }
         const T* child = it->second.get();
         std::erase_if(index_, [child](const auto& entry) { return entry.second.second == child; });
+        if (parked != nullptr)
+            parked->push_back(std::move(it->second));
         it = children_.erase(it);
+        any = true;
     }
+    return any;
+}
+
+template <class T>
+void family<T>::retain(const std::function<bool(const label_values&)>& keep) {
+    std::lock_guard lock(mutex_);
+    drop_children(keep, nullptr);
+}
+
+template <class T>
+void family<T>::retire(const std::function<bool(const label_values&)>& keep) {
+    std::lock_guard lock(mutex_);
+    retired_.clear(); // dropped two calls ago: nobody can still be between with() and an update
+    retired_.swap(retiring_);
+    if (drop_children(keep, &retiring_))
+        generation_.fetch_add(1, std::memory_order_release);
 }
 
 template class family<counter>;

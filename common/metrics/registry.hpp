@@ -1,6 +1,7 @@
 // Prometheus text exposition format 0.0.4: a small registry of counters, gauges and histograms
 // with labels. Values are updated lock-free; label children are created under a family mutex and
-// live as long as the registry, so references returned by `with()` stay valid.
+// live as long as the registry (or until retain/retire drops them), so references returned by
+// `with()` stay valid.
 #pragma once
 
 #include <atomic>
@@ -75,6 +76,12 @@ public:
     // exposed with its last value for ever). References to them dangle afterwards: only for
     // families whose children nobody holds on to.
     void retain(const std::function<bool(const label_values&)>& keep);
+    // The same for children updated on the request path (a counter of a replica that left):
+    // they leave the exposition at once, and their storage goes two calls later, so a thread
+    // between with() and its update never touches freed memory. generation() moves on with each
+    // call that dropped any, for callers that cache a child.
+    void retire(const std::function<bool(const label_values&)>& keep);
+    std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
     const std::string& name() const { return name_; }
     const std::string& help() const { return help_; }
     const std::vector<std::string>& label_names() const { return label_names_; }
@@ -99,6 +106,11 @@ private:
     // Lookups by a hash of the values (a handful of string compares on a hit) rather than through
     // the ordered map, which compares whole strings at every level: one lookup per request.
     std::unordered_multimap<std::uint64_t, std::pair<const label_values*, T*>> index_;
+    // Removes the children `keep` rejects (their storage moved to `parked` when given).
+    bool drop_children(const std::function<bool(const label_values&)>& keep,
+                       std::vector<std::unique_ptr<T>>* parked);
+    std::vector<std::unique_ptr<T>> retiring_, retired_; // dropped by the last two retire()s
+    std::atomic<std::uint64_t> generation_{0};
 };
 
 // Owns families and writes them in registration order. Names are validated at registration

@@ -152,15 +152,14 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
 void replica_monitor::mirror_counters(replica& r, const scraped_stats& s) {
     if (!s.prefix_cache_hits || !s.prefix_cache_queries)
         return;
-    std::lock_guard lock(mirror_mutex_);
-    auto [it, fresh] = last_counters_.try_emplace(r.id(), 0.0, 0.0);
+    replica::mirrored_counters& last = r.mirrored; // (one scrape of a replica at a time)
     auto delta = [](double now, double before) { return now >= before ? now - before : now; };
-    if (!fresh && *s.prefix_cache_queries < it->second.second)
+    if (last.seen && *s.prefix_cache_queries < last.queries)
         r.epoch.fetch_add(1, std::memory_order_relaxed); // it restarted: its cache is empty
-    metrics_.replica_prefix_hits.with({r.id()}).inc(delta(*s.prefix_cache_hits, it->second.first));
+    metrics_.replica_prefix_hits.with({r.id()}).inc(delta(*s.prefix_cache_hits, last.hits));
     metrics_.replica_prefix_queries.with({r.id()}).inc(
-        delta(*s.prefix_cache_queries, it->second.second));
-    it->second = {*s.prefix_cache_hits, *s.prefix_cache_queries};
+        delta(*s.prefix_cache_queries, last.queries));
+    last = {true, *s.prefix_cache_hits, *s.prefix_cache_queries};
 }
 
 asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {

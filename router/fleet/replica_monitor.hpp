@@ -20,7 +20,6 @@
 #include <boost/asio/ip/address.hpp>
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -70,8 +69,6 @@ private:
     std::size_t max_idle_connections_;       // and give back at most this many to the pool
     std::shared_ptr<std::atomic<bool>> stopping_;
     std::atomic<std::int64_t> last_models_refresh_{0}; // steady ticks of refresh_models' last run
-    std::mutex mirror_mutex_;
-    std::map<std::string, std::pair<double, double>> last_counters_; // replica -> hits, queries
 };
 
 } // namespace lanes::router

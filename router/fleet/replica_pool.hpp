@@ -78,6 +78,13 @@ public:
     // none, so a replica without metrics is not asked ten times a second.
     std::atomic<std::int64_t> scrape_not_before{0};
     std::string source; // "flag", "admin", or the --replica-dns name
+    // The prefix counters of its last scrape, which the monitor mirrors as increases (only the
+    // monitor's scrape of this replica touches them, one at a time). They go with the replica.
+    struct mirrored_counters {
+        bool seen = false;
+        double hits = 0, queries = 0;
+    };
+    mirrored_counters mirrored;
 
     bool healthy() { return health.routable(std::chrono::steady_clock::now()); }
 

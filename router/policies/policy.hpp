@@ -38,10 +38,19 @@ enum class route_reason {
 std::string_view to_string(route_reason r);
 
 // What a policy knows of a request.
+// A request's session as two hashes of its key (the key itself is not kept): `key`, keyed with
+// a secret of this process, is what the session table holds (nobody can choose keys that collide
+// in it); `place`, the same in every router, is what rendezvous hashing places a new session by
+// (so independent routers agree).
+struct session_ref {
+    std::uint64_t key = 0;
+    std::uint64_t place = 0;
+};
+
 struct route_request {
     std::span<const common::block_hash> blocks; // full-block hashes of the rendered prompt
     std::size_t prompt_tokens = 0;
-    std::optional<std::string> session_key;
+    std::optional<session_ref> session;
     std::string_view model;
     // Which snapshot replicas serve the request's model (serves[i] for pool.replicas[i]); empty
     // when every replica does.

@@ -20,7 +20,7 @@ session_policy::session_policy(const policy_options& options)
 void session_policy::expire(time_point now) {
     // The list is in order of last use, so the expired sessions are at its back.
     while (!lru_.empty()) {
-        const auto it = sessions_.find(*lru_.back());
+        const auto it = sessions_.find(lru_.back());
         if (now - it->second.last_used <= ttl_)
             break;
         lru_.pop_back();
@@ -28,8 +28,7 @@ void session_policy::expire(time_point now) {
     }
 }
 
-void session_policy::remember(const std::string& key, const std::string& replica_id,
-                              time_point now) {
+void session_policy::remember(std::uint64_t key, const std::string& replica_id, time_point now) {
     if (auto it = sessions_.find(key); it != sessions_.end()) {
         it->second.replica_id = replica_id;
         it->second.last_used = now;
@@ -37,22 +36,25 @@ void session_policy::remember(const std::string& key, const std::string& replica
         return;
     }
     while (sessions_.size() >= capacity_) {
-        sessions_.erase(*lru_.back());
+        sessions_.erase(lru_.back());
         lru_.pop_back();
     }
     auto [it, inserted] = sessions_.emplace(key, entry{replica_id, now, {}});
-    lru_.push_front(&it->first); // unordered_map keeps element addresses stable
+    lru_.push_front(key);
     it->second.lru_pos = lru_.begin();
 }
 
 decision session_policy::pick(const route_request& req, const pool_snapshot& pool,
                               const tried_set& tried) {
-    if (!req.session_key)
+    if (!req.session)
         return fallback_.pick(req, pool, tried);
     const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::session_new, 0};
-    const std::string& key = *req.session_key;
+    const std::uint64_t key = req.session->key;
+    // Placed by the hash every router computes alike, as 8 bytes.
+    const std::uint64_t place = req.session->place;
+    const std::string_view place_key(reinterpret_cast<const char*>(&place), sizeof place);
     const time_point now = clock_();
     expire(now);
     const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
@@ -68,7 +70,7 @@ decision session_policy::pick(const route_request& req, const pool_snapshot& poo
         }
         reason = route_reason::session_spill;
     }
-    const std::size_t chosen = *rendezvous_bounded(key, pool, candidates, cap);
+    const std::size_t chosen = *rendezvous_bounded(place_key, pool, candidates, cap);
     remember(key, pool.replicas[chosen].id, now);
     return {chosen, reason, 0};
 }

@@ -1,4 +1,4 @@
-// session: sticky sessions by route_request::session_key. A new session is placed by rendezvous
+// session: sticky sessions by route_request::session. A new session is placed by rendezvous
 // hashing of (key, replica id) over the eligible replicas, taking the highest-ranked replica
 // within the bounded-load cap (load.hpp; the top-ranked one when all are over it), and remembered.
 // A known session stays on its replica while that replica is eligible and within the cap;
@@ -43,11 +43,11 @@ private:
     struct entry {
         std::string replica_id;
         time_point last_used;
-        std::list<const std::string*>::iterator lru_pos; // points at this entry's key
+        std::list<std::uint64_t>::iterator lru_pos; // this entry's key in lru_
     };
 
     void expire(time_point now);
-    void remember(const std::string& key, const std::string& replica_id, time_point now);
+    void remember(std::uint64_t key, const std::string& replica_id, time_point now);
 
     least_loaded_policy fallback_;
     clock_fn clock_;
@@ -55,8 +55,8 @@ private:
     std::size_t capacity_;
     double load_factor_;
     std::int64_t cap_floor_;
-    std::unordered_map<std::string, entry> sessions_;
-    std::list<const std::string*> lru_; // keys, most recently used first
+    std::unordered_map<std::uint64_t, entry> sessions_; // by session_ref::key
+    std::list<std::uint64_t> lru_;                      // keys, most recently used first
 };
 
 } // namespace lanes::router

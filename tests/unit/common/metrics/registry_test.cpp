@@ -305,3 +305,25 @@ TEST_CASE("retain drops the children of things gone, and they can come back", "[
     CHECK(up.with({"b"}).value() == 3.0);
     CHECK(reg.expose().find("t_up{replica=\"b\"} 3") != std::string::npos);
 }
+
+TEST_CASE("retire drops counters at once, keeps their storage two calls, and moves the generation",
+          "[metrics]") {
+    m::registry reg;
+    auto& req = reg.add_counter("t_requests_total", "Requests.", {"replica"});
+    req.with({"a"}).inc();
+    m::counter& held = req.with({"b"});
+    held.inc(2);
+    const auto g0 = req.generation();
+    req.retire([](const m::label_values& v) { return v.front() != "b"; });
+    CHECK(req.generation() == g0 + 1);
+    CHECK(reg.expose().find("replica=\"b\"") == std::string::npos);
+    CHECK(reg.expose().find("t_requests_total{replica=\"a\"} 1") != std::string::npos);
+    // A thread that looked the child up before the first retire may still update it.
+    held.inc();
+    CHECK(held.value() == 3.0);
+    // Nothing dropped: the generation stays.
+    req.retire([](const m::label_values&) { return true; });
+    CHECK(req.generation() == g0 + 1);
+    // The child made again starts afresh.
+    CHECK(req.with({"b"}).value() == 0.0);
+}

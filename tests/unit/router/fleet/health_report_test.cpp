@@ -51,8 +51,9 @@ TEST_CASE("report_health ejects after failure_threshold failures and counts it o
         router::report_health(r, false, metrics, router::failure_origin::request, t0 + 1s);
     CHECK(ejections(metrics, r) == 1);
     // The exposition names the replica.
-    const router::replica_pool empty;
-    CHECK(metrics.expose(empty).find(
+    router::replica_pool pool;
+    REQUIRE(pool.add(http::url{"127.0.0.1", 8001, ""}));
+    CHECK(metrics.expose(pool).find(
               "lanes_router_ejections_total{replica=\"http://127.0.0.1:8001\"} 1.0\n") !=
           std::string::npos);
 }

@@ -1,6 +1,7 @@
 #include "router/policies/session.hpp"
 
 #include "router/policies/rendezvous.hpp"
+#include "router/request/session_key.hpp"
 #include "tests/unit/router/policies/fake_pool.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,15 +14,17 @@ namespace {
 
 route_request with_key(const std::string& key) {
     route_request r;
-    r.session_key = key;
+    r.session = session_of(key);
     return r;
 }
 
-// The replica rendezvous hashing ranks first for `key`.
+// The replica rendezvous hashing ranks first for `key` (placed by its router-independent hash).
 std::size_t rendezvous_top(const std::string& key, const pool_snapshot& pool) {
+    const std::uint64_t place = session_of(key).place;
+    const std::string_view bytes(reinterpret_cast<const char*>(&place), sizeof place);
     std::size_t top = 0;
     for (std::size_t i = 1; i < pool.replicas.size(); ++i)
-        if (rendezvous_before(key, pool.replicas[i], pool.replicas[top]))
+        if (rendezvous_before(bytes, pool.replicas[i], pool.replicas[top]))
             top = i;
     return top;
 }
