@@ -291,10 +291,10 @@ std::vector<std::string> validate(const router_config& cfg) {
             std::from_chars(name.data() + colon + 1, port_end, port).ptr == port_end && port >= 1 &&
             port <= 65535;
         // A name for the resolver: no brackets (the resolver takes a bare IPv6 address), no path.
-        const bool host_ok =
-            colon != std::string::npos && colon > 0 && name.find_first_of("[]/") >= colon;
-        need(port_ok && host_ok,
-             "--replica-dns '" + name + "' must be host:port (a DNS name, port 1..65535)");
+        const bool host_ok = colon != std::string::npos &&
+                             common::http::valid_host(std::string_view(name).substr(0, colon));
+        need(port_ok && host_ok, "--replica-dns '" + common::http::printable(name) +
+                                     "' must be host:port (a DNS name, port 1..65535)");
     }
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),

@@ -1,6 +1,7 @@
 // A replica's base URL: host, port and path prefix, as flags, the admin API and DNS give them.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,7 +17,20 @@ struct url {
     std::string str() const;       // http://authority + base_path
 };
 
-// Accepts "http://host[:port][/path]" and "host:port"; https is refused with a message.
+// Accepts "http://host[:port][/path]" and "host:port"; https is refused with a message. Whatever
+// the source (a flag, the config file, the admin API), the text is held to RFC 3986: no user
+// info, query or fragment; the host a DNS name (letters, digits, '-', '.', '_'), an IPv4 address
+// or a bracketed IPv6 one; the path made of unreserved characters, sub-delims, ':', '@', '/' and
+// well-formed %-escapes (so no space, CR, LF or other control, and no raw non-ASCII byte: UTF-8
+// goes %-encoded); at most max_url_length bytes. The error quotes the text with every byte that
+// is not printable ASCII written as \xHH, so it cannot forge log lines.
+inline constexpr std::size_t max_url_length = 2048;
 std::optional<url> parse_url(std::string_view text, std::string* error = nullptr);
+
+// A host name or address as a URL's authority holds it (IPv6 without its brackets).
+bool valid_host(std::string_view host);
+
+// `text` with each byte that is not printable ASCII (and each backslash) written as \xHH.
+std::string printable(std::string_view text);
 
 } // namespace lanes::common::http

@@ -150,3 +150,14 @@ TEST_CASE("router config: the drop-in settings, their defaults and their bounds"
     }
     std::remove(path);
 }
+
+TEST_CASE("replica URLs and DNS names from flags are held to what a URL may contain", "[config]") {
+    router_config cfg;
+    const auto errors = problems({"--replica", "http://127.0.0.1:8001/v1\r\nHost: evil",
+                                  "--replica-dns", "bad name.svc:8000", "--replica-dns",
+                                  "ok-name.svc:8000", "--replica", "http://10.0.0.1:8000/a%2F"},
+                                 cfg);
+    REQUIRE(errors.size() == 2);
+    CHECK(errors[0].find("\\x0d\\x0a") != std::string::npos);
+    CHECK(errors[1].find("bad name.svc") != std::string::npos);
+}
