@@ -73,4 +73,53 @@ bool nests_deeper_than(std::string_view json, std::size_t max_depth) {
     return false;
 }
 
+json_shape measure_json(std::string_view json, std::size_t max_depth, std::size_t max_values) {
+    json_shape shape;
+    const char* p = json.data();
+    const char* const end = p + json.size();
+    std::size_t depth = 0;
+    bool scalar_pending = false; // a value began at this level since the last ',' or bracket
+    const auto count = [&]() {
+        if (++shape.values > max_values)
+            shape.within = false;
+    };
+    for (; p < end && shape.within; ++p) {
+        switch (*p) {
+        case '"':
+            if ((p = past_string(p + 1, end)) >= end)
+                return shape;
+            --p; // the loop's ++p steps past the closing quote
+            scalar_pending = true;
+            break;
+        case '[':
+        case '{':
+            count();
+            if (++depth > shape.depth)
+                shape.depth = depth;
+            if (depth > max_depth)
+                shape.within = false;
+            scalar_pending = false;
+            break;
+        case ']':
+        case '}':
+        case ',':
+            if (scalar_pending)
+                count();
+            scalar_pending = false;
+            if (*p != ',' && depth > 0)
+                --depth;
+            break;
+        case ' ':
+        case '\t':
+        case '\n':
+        case '\r':
+        case ':':
+            break;
+        default:
+            scalar_pending = true;
+        }
+    }
+    return shape;
+}
+
 } // namespace lanes::common

@@ -193,7 +193,8 @@ std::optional<openai::api_error> api::make_engine_request(const openai::generati
 
 asio::awaitable<void> api::generate(http::request& req, http::response_writer& out, bool chat) {
     const auto kind = chat ? openai::endpoint::chat_completions : openai::endpoint::completions;
-    openai::parse_outcome parsed = openai::parse_generation_request(kind, req.body());
+    openai::parse_outcome parsed =
+        openai::parse_generation_request(kind, req.body(), cfg_.request_limits);
     if (parsed.error) {
         co_await send_error(req, out, *parsed.error);
         co_return;

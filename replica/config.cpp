@@ -43,6 +43,13 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("default-max-tokens", cfg.default_max_tokens,
           "max_tokens of chat requests that do not set it, within the context; 0: the rest of "
           "the context, as vLLM (completions default to 16, as OpenAI)");
+    f.add("json-max-depth", cfg.request_limits.max_depth,
+          "deepest nesting of arrays and objects in a request body");
+    f.add("json-max-values", cfg.request_limits.max_values,
+          "most JSON values (arrays, objects, their elements) in a request body");
+    f.add("max-stop-strings", cfg.request_limits.max_stop_strings,
+          "most stop strings in one request (0: no cap; OpenAI allows 4)");
+    f.add("max-stop-bytes", cfg.request_limits.max_stop_bytes, "longest stop string, bytes");
     f.add("threads", cfg.threads, "HTTP I/O threads");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
     common::http::add_server_flags(f, cfg.http);
@@ -77,6 +84,10 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.max_waiting >= 1, "--max-waiting must be at least 1");
     need(cfg.default_max_tokens >= 0, "--default-max-tokens must be >= 0");
     need(cfg.threads >= 1 && cfg.threads <= 256, "--threads must be in 1..256");
+    need(cfg.request_limits.max_depth >= 2 && cfg.request_limits.max_depth <= 1024,
+         "--json-max-depth must be in 2..1024");
+    need(cfg.request_limits.max_values >= 16, "--json-max-values must be at least 16");
+    need(cfg.request_limits.max_stop_bytes >= 1, "--max-stop-bytes must be at least 1");
     common::http::check_server_config(cfg.http, errors);
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),

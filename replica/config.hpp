@@ -4,6 +4,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
+#include "common/openai/request.hpp"
 #include "replica/backends/sim_cost_model.hpp"
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct replica_config {
     std::int64_t default_max_tokens = 0; // chat without max_tokens; 0: the rest of the context
     std::string log_level = "info";
     common::http::server_config http;
+    common::openai::request_limits request_limits; // what one request body may ask
     std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)
     std::int64_t cpu_threads = 1; // OpenBLAS threads of the cpu backend
     sim_cost_model sim;

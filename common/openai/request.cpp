@@ -1,5 +1,7 @@
 #include "common/openai/request.hpp"
 
+#include "common/json_depth.hpp"
+#include "common/openai/field_check.hpp"
 #include "common/prompt/tokenizer.hpp"
 
 #include <cmath>
@@ -277,23 +279,38 @@ maybe_error parse_stream(const json& body, generation_request& req) {
     return std::nullopt;
 }
 
-maybe_error parse_stop(const json& body, generation_request& req) {
+maybe_error parse_stop(const json& body, generation_request& req, const request_limits& limits) {
     const json* s = find_field(body, "stop");
     if (s == nullptr) {
         return std::nullopt;
     }
-    if (s->is_string()) {
-        req.stop.push_back(s->get<std::string>());
+    const auto take = [&](const json& el) -> maybe_error {
+        const auto& text = el.get_ref<const std::string&>();
+        if (text.size() > limits.max_stop_bytes) {
+            return must_be("stop", "strings of at most " + std::to_string(limits.max_stop_bytes) +
+                                       " bytes (--max-stop-bytes)");
+        }
+        req.stop.push_back(text);
         return std::nullopt;
+    };
+    if (s->is_string()) {
+        return take(*s);
     }
-    if (!s->is_array()) { // any number of strings, as vLLM (OpenAI's limit is 4)
+    if (!s->is_array()) {
         return must_be("stop", "a string or an array of strings");
+    }
+    // vLLM takes any number; OpenAI 4. Each one is matched against every generated token.
+    if (limits.max_stop_strings != 0 && s->size() > limits.max_stop_strings) {
+        return must_be("stop", "an array of at most " + std::to_string(limits.max_stop_strings) +
+                                   " strings (--max-stop-strings)");
     }
     for (const auto& el : *s) {
         if (!el.is_string()) {
             return must_be("stop", "a string or an array of strings");
         }
-        req.stop.push_back(el.get<std::string>());
+        if (auto e = take(el)) {
+            return e;
+        }
     }
     return std::nullopt;
 }
@@ -308,16 +325,19 @@ maybe_error parse_max_tokens(const json& body, generation_request& req) {
     return std::nullopt;
 }
 
-maybe_error parse_object(const json& body, generation_request& req) {
+maybe_error parse_object(const json& body, generation_request& req, const request_limits& limits) {
     auto prompt_error =
         req.kind == endpoint::completions ? parse_prompt(body, req) : parse_messages(body, req);
     if (prompt_error) {
         return prompt_error;
     }
-    for (auto* step : {parse_max_tokens, parse_sampling, parse_stream, parse_stop}) {
+    for (auto* step : {parse_max_tokens, parse_sampling, parse_stream}) {
         if (auto e = step(body, req)) {
             return e;
         }
+    }
+    if (auto e = parse_stop(body, req, limits)) {
+        return e;
     }
     if (auto e = read_string(body, "model", req.model)) {
         return e;
@@ -328,8 +348,24 @@ maybe_error parse_object(const json& body, generation_request& req) {
 
 } // namespace
 
-parse_outcome parse_generation_request(endpoint kind, std::string_view body) {
+parse_outcome parse_generation_request(endpoint kind, std::string_view body,
+                                       const request_limits& limits) {
     parse_outcome outcome;
+    // Bounded before a DOM is built: 8 MiB of '[' would otherwise nest 8 million levels deep, and
+    // 8 MiB of "[]," build 2.8 million containers.
+    const json_shape shape = measure_json(body, limits.max_depth, limits.max_values);
+    if (!shape.within) {
+        outcome.error = api_error::bad_request(
+            shape.depth > limits.max_depth
+                ? "the body nests deeper than " + std::to_string(limits.max_depth) +
+                      " levels (--json-max-depth)"
+                : "the body holds more than " + std::to_string(limits.max_values) +
+                      " JSON values (--json-max-values)");
+        return outcome;
+    }
+    if ((outcome.error = check_read_fields(kind, body))) {
+        return outcome;
+    }
     json parsed = json::parse(body.begin(), body.end(), nullptr, false);
     if (parsed.is_discarded()) {
         outcome.error =
@@ -343,7 +379,7 @@ parse_outcome parse_generation_request(endpoint kind, std::string_view body) {
     generation_request req;
     req.kind = kind;
     try {
-        outcome.error = parse_object(parsed, req);
+        outcome.error = parse_object(parsed, req, limits);
     } catch (const json::exception& e) {
         // Unreachable by design (types are checked before access); kept as a safety net.
         outcome.error = api_error::bad_request(std::string("invalid request: ") + e.what());

@@ -6,6 +6,7 @@
 #include "common/openai/chat_template.hpp"
 #include "common/openai/error.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,17 +43,29 @@ struct generation_request {
     std::optional<std::string> unsupported;
 };
 
+// What one body may ask of the parser and the engine; every field is a replica flag.
+struct request_limits {
+    std::size_t max_depth = 64;         // --json-max-depth: arrays/objects within each other
+    std::size_t max_values = 1'000'000; // --json-max-values: DOM nodes one body may build
+    std::size_t max_stop_strings = 16;  // --max-stop-strings (0: no cap; OpenAI allows 4)
+    std::size_t max_stop_bytes = 512;   // --max-stop-bytes: the longest stop string
+};
+
 struct parse_outcome {
     std::optional<generation_request> request;
     std::optional<api_error> error;
 };
 
-// Parses and validates a request body. Never throws on any input: malformed JSON, a non-object
-// body, wrong types, or out-of-range values give a 400 api_error naming the offending `param`.
-// Checks: prompt/messages present and well typed; max_tokens >= 1 when given (16.0 counts as
-// 16); n == 1 is NOT enforced here (the replica decides); temperature >= 0; top_p in (0, 1];
-// stop is a string or an array of strings; stream_options requires stream == true, and its
+// Parses and validates a request body. Before any DOM is built the body's nesting and value count
+// are held to `limits`, and the fields read with one meaning checked (check_read_fields: a
+// duplicate or escaped name is a 400 naming it). Never throws on any input: malformed JSON, a
+// non-object body, wrong types, or out-of-range values give a 400 api_error naming the offending
+// `param`. Checks: prompt/messages present and well typed; max_tokens >= 1 when given (16.0 counts
+// as 16); n == 1 is NOT enforced here (the replica decides); temperature >= 0; top_p in (0, 1];
+// stop is a string or an array of at most max_stop_strings strings of at most max_stop_bytes
+// bytes; stream_options requires stream == true, and its
 // include_usage defaults to true once it is given. Bounds are vLLM's, not OpenAI's stricter ones.
-parse_outcome parse_generation_request(endpoint kind, std::string_view body);
+parse_outcome parse_generation_request(endpoint kind, std::string_view body,
+                                       const request_limits& limits = {});
 
 } // namespace lanes::common::openai

@@ -57,13 +57,15 @@ bool escaped_name(od::field& f) {
 // Checks a field against the ones read with one meaning: a repeat, or a read name spelled with
 // escapes, is the 400. `bit` is the field's, or 0 for a field not read.
 std::optional<api_error> check_name(std::string_view name, bool escaped, unsigned bit,
-                                    unsigned& seen, std::string_view where = {}) {
+                                    unsigned& seen, std::string_view where = {},
+                                    std::size_t index = 0) {
     if (bit == 0 || (!escaped && !(seen & bit))) {
         seen |= bit;
         return std::nullopt;
     }
     const std::string full =
-        where.empty() ? std::string(name) : std::string(where) + "." + std::string(name);
+        where.empty() ? std::string(name)
+                      : std::string(where) + "[" + std::to_string(index) + "]." + std::string(name);
     if (escaped)
         return api_error::bad_request(
             "the field name '" + full + "' is written with escapes; write it plainly", full);
@@ -231,13 +233,16 @@ public:
             return simdjson::SUCCESS;
         if (auto e = v.get_array().get(items))
             return e;
+        std::size_t index = 0;
         for (auto item : items) {
             od::value m;
             if (auto e = item.get(m))
                 return e;
-            if (!is_type(m, od::json_type::object))
+            if (!is_type(m, od::json_type::object)) {
+                ++index;
                 continue;
-            if (auto e = message(m, "messages", refusal); e || refusal)
+            }
+            if (auto e = message(m, "messages", index++, refusal); e || refusal)
                 return e;
         }
         return simdjson::SUCCESS;
@@ -260,14 +265,16 @@ public:
         od::array items;
         if (auto e = v.get_array().get(items))
             return e;
+        std::size_t index = 0;
         for (auto item : items) {
             od::value m;
             if (auto e = item.get(m))
                 return e;
             if (is_type(m, od::json_type::object)) {
-                if (auto e = message(m, "input", refusal); e || refusal)
+                if (auto e = message(m, "input", index, refusal); e || refusal)
                     return e;
             }
+            ++index;
         }
         return simdjson::SUCCESS;
     }
@@ -298,7 +305,8 @@ private:
         return simdjson::SUCCESS;
     }
 
-    simdjson::error_code message(od::value& m, std::string_view where,
+    // `where`[`index`]: the message's place, named in a refusal.
+    simdjson::error_code message(od::value& m, std::string_view where, std::size_t index,
                                  std::optional<api_error>& refusal) {
         od::object fields;
         if (auto e = m.get_object().get(fields))
@@ -314,7 +322,7 @@ private:
             if (auto e = field.unescaped_key().get(key))
                 return e;
             const unsigned bit = key == "role" ? 1u : key == "content" ? 2u : 0u;
-            if ((refusal = check_name(key, escaped, bit, seen, where)))
+            if ((refusal = check_name(key, escaped, bit, seen, where, index)))
                 return simdjson::SUCCESS;
             od::value value = field.value();
             if (bit == 1) {
@@ -456,9 +464,19 @@ read_result read_request_on_demand(body_kind kind, std::string_view body,
         return {std::nullopt, api_error::bad_request("the body nests deeper than " +
                                                      std::to_string(limits.max_depth) + " levels")};
     thread_local std::string padded;
+    thread_local od::parser parser;
+    // A big body grows both; they are given back once it is read, so an I/O thread does not keep
+    // the largest body it ever saw (the reading holds views of `body`, never of the copy).
+    struct shrink_after {
+        ~shrink_after() {
+            if (padded.capacity() > kept_read_buffer_bytes)
+                std::string().swap(padded);
+            if (parser.capacity() > kept_read_buffer_bytes)
+                parser = od::parser{};
+        }
+    } shrink;
     padded.assign(body);
     padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
-    thread_local od::parser parser;
     od::document doc;
     if (auto e = parser.iterate(padded.data(), body.size(), padded.size()).get(doc))
         return failure(e);

@@ -45,6 +45,9 @@ struct request_view {
     std::optional<std::string> previous_response_id;
 };
 
+// The per-thread buffers of the on-demand reader keep at most this much between bodies.
+inline constexpr std::size_t kept_read_buffer_bytes = 1 << 20;
+
 struct read_limits {
     std::size_t max_depth = 64; // nesting of arrays and objects
 };

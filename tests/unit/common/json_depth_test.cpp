@@ -73,3 +73,31 @@ TEST_CASE("nesting agrees with a byte-at-a-time reading on random bodies", "[jso
         CHECK(nests_deeper_than(body, limit) == reference_deeper(body, limit));
     }
 }
+
+TEST_CASE("measure_json bounds depth and values before any DOM is built", "[json]") {
+    using lanes::common::measure_json;
+    auto s = measure_json(R"({"a":[1,2,{"b":"x,y[]"}],"c":null})", 64, 100);
+    CHECK(s.within);
+    CHECK(s.depth == 3);
+    // object, a (counted with its array), 1, 2, inner object with b, c: an upper bound of the
+    // nodes a DOM makes, never fewer than the containers.
+    CHECK(s.values >= 4);
+    CHECK(s.values <= 10);
+    CHECK(measure_json("[[[[]]]]", 3, 100).within == false);
+    CHECK(measure_json("[[[[]]]]", 4, 100).within);
+    std::string many = "[";
+    for (int i = 0; i < 1000; ++i)
+        many += "[],";
+    many += "1]";
+    CHECK(measure_json(many, 64, 2000).within);
+    CHECK_FALSE(measure_json(many, 64, 500).within);
+    std::string numbers = "[";
+    for (int i = 0; i < 1000; ++i)
+        numbers += "7,";
+    numbers += "7]";
+    const auto n = measure_json(numbers, 64, 5000);
+    CHECK(n.values >= 1001);
+    CHECK(n.values <= 1002);
+    // Brackets and commas inside strings count for nothing; an escaped quote does not end one.
+    CHECK(measure_json(R"(["[,[,\"[,[", 1])", 2, 3).within);
+}

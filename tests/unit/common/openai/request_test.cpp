@@ -92,10 +92,10 @@ TEST_CASE("null optional fields count as absent", "[openai]") {
     auto r = parse_ok(endpoint::completions,
                       cmpl(R"(,"max_tokens":null,"temperature":null,"top_p":null,"n":null,
                               "stream":null,"stream_options":null,"stop":null,"seed":null,
-                              "ignore_eos":null,"user":null,"model":null)"));
+                              "ignore_eos":null,"user":null)"));
     CHECK_FALSE(r.max_tokens);
     CHECK(r.temperature == 1.0);
-    CHECK_FALSE(r.model);
+    CHECK_FALSE(parse_ok(endpoint::completions, R"({"prompt":"hi","model":null})").model);
 }
 
 TEST_CASE("invalid JSON and non-object bodies are rejected", "[openai]") {
@@ -305,4 +305,54 @@ TEST_CASE("parse_generation_request never throws on malformed input", "[openai]"
     REQUIRE(runs > 1000);
     REQUIRE_NOTHROW(parse_generation_request(endpoint::completions,
                                              std::string(100000, '[') + std::string(100000, ']')));
+}
+
+TEST_CASE("a body is bounded before its DOM is built: nesting, values, stop strings", "[openai]") {
+    // 100,000 '[' would nest far past 64; 20,000 empty arrays pass a depth check but not the
+    // value budget given here.
+    const std::string deep = R"({"prompt":"x","extra":)" + std::string(100000, '[') + "}";
+    CHECK(parse_err(endpoint::completions, deep).message.find("--json-max-depth") !=
+          std::string::npos);
+    std::string wide = R"({"prompt":"x","extra":[)";
+    for (int i = 0; i < 20000; ++i)
+        wide += "[],";
+    wide += "[]]}";
+    request_limits small;
+    small.max_values = 10000;
+    auto out = parse_generation_request(endpoint::completions, wide, small);
+    REQUIRE(out.error);
+    CHECK(out.error->message.find("--json-max-values") != std::string::npos);
+    CHECK_FALSE(parse_generation_request(endpoint::completions, wide).error); // default: 1M
+
+    // Stop strings: 16 by default, 512 bytes each; 0 lifts the count.
+    std::string stops = "[";
+    for (int i = 0; i < 17; ++i)
+        stops += (i ? ",\"s" : "\"s") + std::to_string(i) + "\"";
+    stops += "]";
+    const auto many = R"({"prompt":"x","stop":)" + stops + "}";
+    const auto e = parse_err(endpoint::completions, many);
+    CHECK(e.param == "stop");
+    CHECK(e.message.find("16") != std::string::npos);
+    request_limits uncapped;
+    uncapped.max_stop_strings = 0;
+    CHECK(parse_generation_request(endpoint::completions, many, uncapped).request->stop.size() ==
+          17);
+    const auto long_stop = R"({"prompt":"x","stop":")" + std::string(513, 'a') + "\"}";
+    CHECK(parse_err(endpoint::completions, long_stop).message.find("512") != std::string::npos);
+    CHECK(
+        parse_ok(endpoint::completions, R"({"prompt":"x","stop":")" + std::string(512, 'a') + "\"}")
+            .stop.front()
+            .size() == 512);
+}
+
+TEST_CASE("a read field given twice or with escapes is refused by name, as at the router",
+          "[openai]") {
+    CHECK(parse_err(endpoint::completions, R"({"prompt":"a","prompt":"b"})").param == "prompt");
+    CHECK(parse_err(endpoint::completions, R"({"prompt":"a","mod\u0065l":"m"})").param == "model");
+    CHECK(parse_err(endpoint::chat_completions,
+                    R"({"messages":[{"role":"user","content":"a","content":"b"}]})")
+              .param == "messages[0].content");
+    // Others keep vLLM's reading: the last one counts.
+    CHECK(parse_ok(endpoint::completions, R"({"prompt":"a","temperature":2,"temperature":0})")
+              .temperature == 0.0);
 }

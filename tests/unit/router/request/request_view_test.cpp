@@ -144,7 +144,7 @@ TEST_CASE("the router refuses only what it cannot read one way", "[request_view]
     CHECK(escaped.message.find("escapes") != std::string::npos);
     const auto role = read_refused(
         body_kind::chat, R"({"messages":[{"role":"user","role":"system","content":"x"}]})");
-    CHECK(role.param == "messages.role");
+    CHECK(role.param == "messages[0].role");
     read_refused(body_kind::chat, R"({"messages":[],"messages":[]})");
     read_refused(body_kind::responses, R"({"input":"a","input":"b"})");
     // Fields the router does not read may repeat: the engine decides.
