@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
             io, static_cast<unsigned>(cfg.threads), cfg.http.shutdown_grace, [&] { server.stop(); },
             [&] { return server.active_requests() == 0; });
         eng.stop();
+        server.release_listener();
         io_owner.reset();
         return code;
     } catch (const std::exception& e) {

@@ -91,8 +91,11 @@ int main(int argc, char** argv) {
         front.release_snapshot();
         for (const auto& r : pool.all())
             r->drop_idle();
-        worker_owners.clear();
+        // The listener's context goes first: an accept still queued there holds a socket that
+        // belongs to a worker's context, which must outlive it.
+        server.release_listener();
         io_owner.reset();
+        worker_owners.clear();
         return code;
     } catch (const std::exception& e) {
         common::log::flush();

@@ -29,7 +29,8 @@ struct server::state {
 
     asio::io_context& io;
     std::shared_ptr<session_context> ctx;
-    asio::strand<asio::io_context::executor_type> accept_strand;
+    // Optional only so that release_listener() can drop it while its io_context exists.
+    std::optional<asio::strand<asio::io_context::executor_type>> accept_strand;
     std::optional<tcp::acceptor> acceptor;
     std::vector<asio::io_context*> workers; // connections go round-robin here when set
     std::size_t next_worker = 0;            // used by the accept loop only
@@ -46,7 +47,12 @@ namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 asio::awaitable<void> run_session(std::shared_ptr<session> s, std::shared_ptr<server::state> st) {
-    co_await s->run();
+    try {
+        co_await s->run();
+    } catch (const std::exception& e) {
+        // A session ends here whatever happened in it: its connection slot is given back.
+        LANES_LOG_THROTTLED(error, "http", st->ctx->name << ": connection failed: " << e.what());
+    }
     std::lock_guard lock(st->mutex);
     st->sessions.erase(s);
     st->connections.fetch_sub(1);
@@ -78,7 +84,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
                 LANES_LOG_THROTTLED(warn, "http",
                                     st->ctx->name << ": accept paused for " << backoff.count()
                                                   << " ms: " << ec.message());
-                asio::steady_timer pause(st->accept_strand, backoff);
+                asio::steady_timer pause(*st->accept_strand, backoff);
                 co_await pause.async_wait(use_tuple);
                 backoff = std::min(backoff * 2, max_backoff);
             } else {
@@ -142,7 +148,7 @@ void server::spread_over(std::vector<asio::io_context*> workers) {
 unsigned short server::listen(const std::string& host, unsigned short port) {
     auto& st = *state_;
     tcp::endpoint ep{asio::ip::make_address(host), port};
-    st.acceptor.emplace(st.accept_strand);
+    st.acceptor.emplace(*st.accept_strand);
     st.acceptor->open(ep.protocol());
     st.acceptor->set_option(asio::socket_base::reuse_address(true));
     st.acceptor->bind(ep);
@@ -152,7 +158,7 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
     LANES_LOG(info, "http",
               st.ctx->name << " listening on http://" << shown << ":" << bound << " ("
                            << allocator_name() << ")");
-    asio::co_spawn(st.accept_strand, accept_loop(state_), asio::detached);
+    asio::co_spawn(*st.accept_strand, accept_loop(state_), asio::detached);
     return bound;
 }
 
@@ -160,7 +166,9 @@ void server::stop() {
     auto st = state_;
     if (st->ctx->stopping.exchange(true))
         return;
-    asio::post(st->accept_strand, [st] {
+    if (!st->accept_strand)
+        return; // released: nothing listens any more
+    asio::post(*st->accept_strand, [st] {
         boost::system::error_code ec;
         if (st->acceptor)
             st->acceptor->close(ec);
@@ -169,6 +177,11 @@ void server::stop() {
     for (const auto& weak : st->sessions)
         if (auto s = weak.lock())
             s->close_if_idle();
+}
+
+void server::release_listener() {
+    state_->acceptor.reset();
+    state_->accept_strand.reset();
 }
 
 std::size_t server::active_requests() const {

@@ -27,6 +27,11 @@ struct server_config {
     duration header_read_timeout{10'000}; // first byte -> end of headers
     duration body_read_timeout{30'000};   // end of headers -> end of body
     duration write_timeout{30'000};       // each response write (header or chunk)
+    // After refusing a request whose bytes are still coming (a body or trailer past a limit),
+    // the connection reads and drops them this long (and at most lingering_bytes) before it
+    // closes, so the refusal is not lost to a TCP reset (nginx's lingering close).
+    duration lingering_timeout{2'000};
+    std::size_t lingering_bytes = 1 << 20;
     duration shutdown_grace{10'000};      // how long stop() lets in-flight requests run
     // A handler that asked to hear of its client leaving (on_client_closed) is watched from this
     // long after (up to twice it): a request answered sooner costs no watch. 0: at once.
@@ -60,6 +65,10 @@ public:
     // Stops accepting, closes idle keep-alive connections and lets requests in progress finish
     // (their connections close afterwards). Thread-safe; idempotent.
     void stop();
+    // Destroys the listening socket once the io_contexts no longer run, before any of them is
+    // destroyed (its io_context first, then the workers: a pending accept holds a socket of a
+    // worker's). Not thread-safe: from main, after the run.
+    void release_listener();
     std::size_t active_requests() const;
     std::size_t open_connections() const;
     // Connections closed at once because max_connections were open.

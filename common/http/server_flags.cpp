@@ -18,6 +18,10 @@ void add_server_flags(flag_set& f, server_config& cfg) {
     f.add("header-read-timeout", cfg.header_read_timeout, "time to receive the headers");
     f.add("body-read-timeout", cfg.body_read_timeout, "time to receive the body");
     f.add("write-timeout", cfg.write_timeout, "time for each response write");
+    f.add("lingering-timeout", cfg.lingering_timeout,
+          "after a refusal, how long the rest of the client's bytes are read and dropped before "
+          "closing, so the refusal arrives");
+    f.add("lingering-bytes", cfg.lingering_bytes, "most bytes dropped that way");
     f.add("shutdown-grace", cfg.shutdown_grace, "how long SIGTERM lets requests finish");
     f.add("client-watch-delay", cfg.client_watch_delay,
           "how soon a request starts watching for its client leaving (0: at once)");
@@ -38,6 +42,7 @@ void check_server_config(const server_config& cfg, std::vector<std::string>& err
     need(cfg.header_read_timeout.count() > 0, "--header-read-timeout must be positive");
     need(cfg.body_read_timeout.count() > 0, "--body-read-timeout must be positive");
     need(cfg.write_timeout.count() > 0, "--write-timeout must be positive");
+    need(cfg.lingering_timeout.count() >= 0, "--lingering-timeout must be >= 0");
     need(cfg.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
 }
 

@@ -11,6 +11,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace lanes::common::http {
 
@@ -44,6 +45,12 @@ std::string framing_problem(const beast_http::request_header<>& h, bool chunked)
         return "Transfer-Encoding must end with chunked";
     if (te && h.count(beast_http::field::content_length) > 0)
         return "both Transfer-Encoding and Content-Length";
+    const std::string_view target(h.target().data(), h.target().size());
+    const bool origin_form = target.starts_with('/');
+    const bool absolute_form = target.starts_with("http://") || target.starts_with("https://");
+    const bool asterisk_form = target == "*" && h.method() == beast_http::verb::options;
+    if (!origin_form && !absolute_form && !asterisk_form)
+        return "the request target is neither a path nor an absolute URL";
     const auto hosts = h.count(beast_http::field::host);
     if (hosts > 1)
         return "more than one Host field";
@@ -139,7 +146,26 @@ asio::awaitable<void> session::run() {
     idle_deadline_.release();
     boost::system::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (refused_ && !ec && !writer_.broken())
+        co_await linger();
     stream_.socket().close(ec);
+}
+
+asio::awaitable<void> session::linger() {
+    const auto& cfg = ctx_->cfg;
+    if (cfg.lingering_timeout.count() == 0)
+        co_return;
+    buffer_.consume(buffer_.size());
+    stream_.expires_after(cfg.lingering_timeout);
+    std::size_t dropped = 0;
+    while (dropped < cfg.lingering_bytes && !ctx_->stopping.load()) {
+        auto [ec, n] = co_await stream_.async_read_some(
+            buffer_.prepare(std::min<std::size_t>(buffer_.max_size(), 16384)), use_tuple);
+        if (ec)
+            break; // the client closed, or the time is up
+        dropped += n;
+    }
+    buffer_.consume(buffer_.size());
 }
 
 // The common case, a plain request that arrived whole: read into req_ without Beast's parser.
@@ -191,6 +217,10 @@ asio::awaitable<bool> session::read_with_parser() {
         co_await refuse(431, "request header fields too large");
         co_return false;
     }
+    if (got == header_read::bare_lf) {
+        co_await refuse(400, "malformed HTTP request: a line ends in LF without CR");
+        co_return false;
+    }
     if (got != header_read::complete)
         co_return false; // timed out or closed before the header was all there
     const std::string_view raw(static_cast<const char*>(buffer_.data().data()), header_bytes_);
@@ -211,8 +241,18 @@ asio::awaitable<bool> session::read_with_parser() {
         }
     };
     parser.on_chunk_header(on_chunk);
+    // Beast throws (std::length_error) for a field over 65535 bytes, which a trailer can be:
+    // that is a malformed request like any other, not the end of the session.
+    const auto put = [&parser](asio::const_buffer bytes, boost::system::error_code& ec) {
+        try {
+            return parser.put(bytes, ec);
+        } catch (const std::length_error&) {
+            ec = beast_http::error::header_limit;
+            return std::size_t{0};
+        }
+    };
     boost::system::error_code hec;
-    const std::size_t used = parser.put(asio::buffer(raw.data(), raw.size()), hec);
+    const std::size_t used = put(asio::buffer(raw.data(), raw.size()), hec);
     if (!hec && (used != raw.size() || !parser.is_header_done()))
         hec = beast_http::error::bad_version;   // (the header is all there: Beast takes it whole)
     if (hec == beast_http::error::body_limit) { // a Content-Length over the limit
@@ -249,7 +289,7 @@ asio::awaitable<bool> session::read_with_parser() {
     while (!parser.is_done()) {
         boost::system::error_code bec;
         if (buffer_.size() > 0) {
-            const std::size_t n = parser.put(buffer_.data(), bec);
+            const std::size_t n = put(buffer_.data(), bec);
             buffer_.consume(n);
             wire += n;
             if (bec == beast_http::error::need_more)
@@ -293,6 +333,7 @@ asio::awaitable<bool> session::read_with_parser() {
 asio::awaitable<session::header_read> session::read_header_bytes() {
     const std::size_t limit = ctx_->cfg.header_limit;
     std::size_t searched = 0;
+    std::size_t checked = 0; // bytes looked at for a bare LF
     for (;;) {
         std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
         std::size_t skip = 0; // empty lines before the request line (RFC 9112, 2.2)
@@ -301,9 +342,16 @@ asio::awaitable<session::header_read> session::read_header_bytes() {
         if (skip > 0) {
             buffer_.consume(skip);
             data.remove_prefix(skip);
-            searched = 0;
+            searched = checked = 0;
         }
         const auto end = data.find("\r\n\r\n", searched);
+        // A bare LF ends no line here (RFC 9112 lets a server refuse it): a peer that took it
+        // for one would read a different header from the same bytes.
+        const std::size_t scanned = end == std::string_view::npos ? data.size() : end + 4;
+        for (auto lf = data.find('\n', checked); lf < scanned; lf = data.find('\n', lf + 1))
+            if (lf == 0 || data[lf - 1] != '\r')
+                co_return header_read::bare_lf;
+        checked = scanned;
         if (end != std::string_view::npos) {
             header_bytes_ = end + 4;
             co_return header_bytes_ > limit ? header_read::too_large : header_read::complete;
@@ -323,6 +371,7 @@ asio::awaitable<session::header_read> session::read_header_bytes() {
 
 asio::awaitable<void> session::refuse(int status, const std::string& message) {
     // Refused before any request was taken up: not a HEAD, and the connection closes after.
+    refused_ = true;
     writer_.start(version_, false, false);
     const error_page page = ctx_->errors(status, message);
     co_await writer_.send(static_cast<beast_http::status>(status), page.content_type, {},

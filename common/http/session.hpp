@@ -82,12 +82,14 @@ private:
     // Reads the request that begins in buffer_ into req_ with Beast's parser; false when the
     // connection should close (after answering any error).
     boost::asio::awaitable<bool> read_with_parser();
-    enum class header_read { complete, too_large, closed };
+    enum class header_read { complete, too_large, bare_lf, closed };
     boost::asio::awaitable<header_read> read_header_bytes();
     bool take_plain_request();
     void start_serving();
     bool finish_serving(const std::string& failure);
     boost::asio::awaitable<void> refuse(int status, const std::string& message);
+    // After a refusal: drops what the client still sends, within the lingering bounds.
+    boost::asio::awaitable<void> linger();
     void stop_watching();
     void arm_watch();
 
@@ -102,6 +104,7 @@ private:
     request req_; // the request being served; reused, so its buffers are allocated once
     boost::asio::ip::tcp::endpoint remote_;
     bool idle_ = true;
+    bool refused_ = false; // the connection ends on a refusal: linger before closing
     unsigned version_ = 11; // of the request being read or served
     std::shared_ptr<watch_delay> watch_delay_;
     std::function<void()> on_closed_;

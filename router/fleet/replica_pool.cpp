@@ -120,13 +120,17 @@ void replica_pool::recompute_fleet() {
     // The one model every read list names (an unread list serves any, so it does not count).
     std::string only;
     bool several = false;
-    for (const auto& r : all())
-        for (const auto& id : r->models()->ids) {
+    for (const auto& r : all()) {
+        // Held for the loop: a range over r->models()->ids would outlive the list (a model
+        // refresh replaces it on another thread).
+        const auto models = r->models();
+        for (const auto& id : models->ids) {
             if (only.empty())
                 only = id;
             else if (id != only)
                 several = true;
         }
+    }
     {
         std::lock_guard lock(fleet_mutex_);
         only_model_ = several ? std::string() : std::move(only);

@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -21,8 +22,8 @@ namespace lanes::test {
 
 namespace {
 
-constexpr auto port_deadline = std::chrono::seconds(20);
-constexpr auto stop_deadline = std::chrono::seconds(10);
+constexpr auto port_deadline = scaled(std::chrono::seconds(20));
+constexpr auto stop_deadline = scaled(std::chrono::seconds(10));
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path);
@@ -41,6 +42,13 @@ process::process(std::string binary, std::vector<std::string> args) {
     log_path_ = tmpl;
     std::vector<std::string> argv_store{binary};
     argv_store.insert(argv_store.end(), args.begin(), args.end());
+    // The ThreadSanitizer tier runs every router with more I/O threads than the default.
+    const char* threads = std::getenv("LANES_TEST_ROUTER_THREADS");
+    if (threads != nullptr && binary.ends_with("lanes-router") &&
+        std::find(args.begin(), args.end(), "--threads") == args.end()) {
+        argv_store.push_back("--threads");
+        argv_store.push_back(threads);
+    }
     std::vector<char*> argv;
     for (auto& a : argv_store)
         argv.push_back(a.data());
@@ -144,7 +152,7 @@ reply post_json(unsigned short port, const std::string& path, const std::string&
 }
 
 bool wait_healthy(unsigned short port, std::chrono::milliseconds deadline) {
-    const auto until = std::chrono::steady_clock::now() + deadline;
+    const auto until = std::chrono::steady_clock::now() + scaled(deadline);
     while (std::chrono::steady_clock::now() < until) {
         if (request(port, boost::beast::http::verb::get, "/health", "", {},
                     std::chrono::milliseconds(1000))

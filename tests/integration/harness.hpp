@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/http/message.hpp"
+#include "tests/time_scale.hpp"
 
 #include <chrono>
 #include <memory>
@@ -49,7 +50,7 @@ reply get(unsigned short port, const std::string& path);
 reply post_json(unsigned short port, const std::string& path, const std::string& body,
                 const common::http::header_list& headers = {});
 
-// Polls GET /health until 200 or the deadline; false on timeout.
+// Polls GET /health until 200 or the deadline (scaled under a sanitizer); false on timeout.
 bool wait_healthy(unsigned short port, std::chrono::milliseconds deadline);
 
 // N replicas (each `--port 0 --seed i` plus `replica_args`) and a router in front of them on

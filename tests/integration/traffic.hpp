@@ -100,9 +100,10 @@ inline double imbalance(const run_stats& s, int replicas) {
     return max / (total / replicas);
 }
 
+// Polls `pred` until it holds or `limit` (scaled under a sanitizer) passes.
 template <class Pred>
 inline bool eventually(Pred pred, std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
+    const auto deadline = std::chrono::steady_clock::now() + scaled(limit);
     while (std::chrono::steady_clock::now() < deadline) {
         if (pred())
             return true;
