@@ -127,12 +127,14 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
         rec.error = std::move(what);
         rec.e2e = seconds(clock_type::now() - start);
     };
+    // One co_await per statement: GCC 12 mishandles co_await inside ||, && and ?: expressions.
     boost::system::error_code ec;
-    if (!conn.is_open() && (ec = co_await conn.connect(st.target, timeout))) {
+    if (!conn.is_open())
+        ec = co_await conn.connect(st.target, timeout);
+    if (ec) {
         fail("connect: " + ec.message());
         co_return;
     }
-    // One co_await per statement: GCC 12 mishandles co_await inside || and ?: expressions.
     ec = co_await conn.write(req, timeout);
     if (!ec)
         ec = co_await conn.read_header(timeout);

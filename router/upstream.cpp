@@ -432,9 +432,11 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
         // replica sends a stream's header as soon as it takes the request, and the request may
         // then queue for a while before its prefill (as the first-byte timeout allows for).
         const auto wait = first ? cfg_.first_byte_timeout : cfg_.stream_idle_timeout;
-        const error_code ec =
-            framed ? co_await l.conn->read_framed_chunks(piece, wait, cfg_.body_limit)
-                   : co_await l.conn->read_chunk(piece, wait);
+        error_code ec; // (one co_await per statement: GCC 12 mishandles them inside ?:)
+        if (framed)
+            ec = co_await l.conn->read_framed_chunks(piece, wait, cfg_.body_limit);
+        else
+            ec = co_await l.conn->read_chunk(piece, wait);
         if (ec) {
             if (l.client_gone) { // the hook closed the upstream: nobody to tell
                 result_.failure = "client closed";

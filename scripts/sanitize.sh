@@ -25,4 +25,4 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 [ "$tier" = thread ] && export LANES_TEST_ROUTER_THREADS=4
 # Not here: the format and docs checks (the plain tier runs them) and GPU cases.
-ctest --output-on-failure --timeout 900 -E '^(format|docs|gpu):' "${@:2}"
+ctest --output-on-failure --timeout 900 -E '^(format|docs|gpu|lint):' "${@:2}"

@@ -304,8 +304,8 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
     const std::string_view version = line.substr(sp2 + 1);
     const beast_http::verb verb = beast_http::string_to_verb(method);
     if (verb == beast_http::verb::unknown || !target.starts_with('/') || !plain_target(target) ||
-        version.size() != 8 ||
-        !version.starts_with("HTTP/1.") || (version[7] != '0' && version[7] != '1'))
+        version.size() != 8 || !version.starts_with("HTTP/1.") ||
+        (version[7] != '0' && version[7] != '1'))
         return 0;
     out.start_in(data.substr(0, header_size), verb, method, target, version[7] == '1' ? 11 : 10);
 

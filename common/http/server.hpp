@@ -32,7 +32,7 @@ struct server_config {
     // closes, so the refusal is not lost to a TCP reset (nginx's lingering close).
     duration lingering_timeout{2'000};
     std::size_t lingering_bytes = 1 << 20;
-    duration shutdown_grace{10'000};      // how long stop() lets in-flight requests run
+    duration shutdown_grace{10'000}; // how long stop() lets in-flight requests run
     // A handler that asked to hear of its client leaving (on_client_closed) is watched from this
     // long after (up to twice it): a request answered sooner costs no watch. 0: at once.
     duration client_watch_delay{10};

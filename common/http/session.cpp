@@ -303,10 +303,13 @@ asio::awaitable<bool> session::read_with_parser() {
             co_return false;
         }
         if (bec) {
-            co_await refuse(400, long_extension
-                                     ? "chunk extensions longer than " +
-                                           std::to_string(cfg.chunk_extension_limit) + " bytes"
-                                     : "malformed HTTP request body: " + bec.message());
+            // Worded before the co_await: GCC 12 destroys the temporaries of a ?: inside a
+            // co_await expression twice.
+            const std::string why = long_extension
+                                        ? "chunk extensions longer than " +
+                                              std::to_string(cfg.chunk_extension_limit) + " bytes"
+                                        : "malformed HTTP request body: " + bec.message();
+            co_await refuse(400, why);
             co_return false;
         }
         if (parser.is_done())

@@ -104,7 +104,7 @@ private:
     request req_; // the request being served; reused, so its buffers are allocated once
     boost::asio::ip::tcp::endpoint remote_;
     bool idle_ = true;
-    bool refused_ = false; // the connection ends on a refusal: linger before closing
+    bool refused_ = false;  // the connection ends on a refusal: linger before closing
     unsigned version_ = 11; // of the request being read or served
     std::shared_ptr<watch_delay> watch_delay_;
     std::function<void()> on_closed_;

@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool chat = data[0] & 1;
     const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
     using lanes::router::body_kind;
-    const auto routed = lanes::router::read_request(chat ? body_kind::chat : body_kind::completions,
-                                                    body);
+    const auto routed =
+        lanes::router::read_request(chat ? body_kind::chat : body_kind::completions, body);
     namespace oa = lanes::common::openai;
     const auto parsed = oa::parse_generation_request(
         chat ? oa::endpoint::chat_completions : oa::endpoint::completions, body);
@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::abort();
     if (routed.view && parsed.request &&
         (routed.view->model != parsed.request->model ||
-         routed.view->stream != parsed.request->stream || routed.view->user != parsed.request->user))
+         routed.view->stream != parsed.request->stream ||
+         routed.view->user != parsed.request->user))
         std::abort();
     return 0;
 }

@@ -6,7 +6,8 @@
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const auto r = lanes::common::prom::parse(std::string_view(reinterpret_cast<const char*>(data), size));
+    const auto r =
+        lanes::common::prom::parse(std::string_view(reinterpret_cast<const char*>(data), size));
     (void)r.ok();
     return 0;
 }
