@@ -125,6 +125,14 @@ void for_each_item(std::string_view list, F&& f) {
     }
 }
 
+// A comma-separated list of tokens (RFC 9110 #token, empty items allowed), as Beast's parser
+// requires of Connection: anything else is a malformed field, read the same way on both paths.
+bool token_list(std::string_view list) {
+    bool ok = true;
+    for_each_item(list, [&ok](std::string_view item) { ok = ok && all_tchar(item); });
+    return ok;
+}
+
 // Walks the field lines from `pos` (the start of the first) to the blank line that ends the
 // header, calling on_field(name, value) with the value trimmed; on_field returns false to stop.
 enum class fields_end { blank_line, bad_name, bad_value, stopped };
@@ -241,6 +249,7 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
 
     framing_fields f;
     connection_names_fields_ = false;
+    bool bad_connection = false; // a Connection field that is not a token list
     const auto fields =
         for_each_field(h, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
             const auto offset = [&](std::string_view part) {
@@ -262,6 +271,10 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
                     f.chunked_last = iequals(coding, "chunked");
                 });
             } else if (name.size() == 10 && field_name_is(name, "connection")) {
+                if (!token_list(value)) {
+                    bad_connection = true;
+                    return false;
+                }
                 for_each_item(value, [&](std::string_view option) {
                     const bool close = iequals(option, "close");
                     const bool keep = iequals(option, "keep-alive");
@@ -273,9 +286,9 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
             return true;
         });
     if (fields != fields_end::blank_line) {
-        ec = fields == fields_end::bad_name    ? errc::error::bad_field
-             : fields == fields_end::bad_value ? errc::error::bad_value
-                                               : errc::error::bad_content_length;
+        ec = fields == fields_end::bad_name                      ? errc::error::bad_field
+             : fields == fields_end::bad_value || bad_connection ? errc::error::bad_value
+                                                                 : errc::error::bad_content_length;
         return 0;
     }
 
@@ -321,6 +334,10 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
                 break;
             case 6: // Expect: 100-continue needs an interim answer
                 if (field_name_is(name, "expect"))
+                    return false;
+                break;
+            case 10: // Connection: a token list, else Beast's parser judges it
+                if (field_name_is(name, "connection") && !token_list(value))
                     return false;
                 break;
             case 14:

@@ -127,7 +127,7 @@ std::optional<url> parse_url(std::string_view text, std::string* error) {
             std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
         if (ec != std::errc{} || p != port_text.data() + port_text.size() || value == 0 ||
             value > 65535)
-            return fail("bad port '" + std::string(port_text) + "'");
+            return fail("bad port '" + printable(port_text.substr(0, 16)) + "'");
         u.port = static_cast<unsigned short>(value);
     }
     return u;

@@ -21,19 +21,26 @@ bool written_with_escapes(od::field& f) {
 }
 
 // One object's fields against `names` (each read once, under its plain name). `where` prefixes
-// the field in the message ("messages[2]"). A field named in `descend` is handed to it.
+// the field in the message ("messages[2]"). A field named in `descend` is handed to it. Malformed
+// JSON sets `malformed` and ends the check (the parser that follows says what is wrong), as the
+// router's reader stops at it: nothing after it is judged.
 template <class Descend>
 std::optional<api_error> check_object(od::object& obj, std::span<const std::string_view> names,
-                                      const std::string& where, Descend&& descend) {
+                                      const std::string& where, bool& malformed,
+                                      Descend&& descend) {
     unsigned seen = 0;
     for (auto item : obj) {
         od::field field;
-        if (std::move(item).get(field))
-            return std::nullopt; // malformed: the parser that follows says so
+        if (std::move(item).get(field)) {
+            malformed = true;
+            return std::nullopt;
+        }
         const bool escaped = written_with_escapes(field);
         std::string_view key;
-        if (field.unescaped_key().get(key))
+        if (field.unescaped_key().get(key)) {
+            malformed = true;
             return std::nullopt;
+        }
         unsigned bit = 0, i = 0;
         for (const auto name : names) {
             if (name == key)
@@ -50,30 +57,46 @@ std::optional<api_error> check_object(od::object& obj, std::span<const std::stri
         }
         seen |= bit;
         od::value value = field.value();
-        if (auto e = descend(key, value))
+        if (auto e = descend(key, value); e || malformed)
             return e;
     }
     return std::nullopt;
 }
 
-std::optional<api_error> check_messages(od::value& value) {
+std::optional<api_error> check_messages(od::value& value, bool& malformed) {
+    od::json_type type;
+    if (value.type().get(type)) {
+        malformed = true;
+        return std::nullopt;
+    }
+    if (type != od::json_type::array)
+        return std::nullopt; // the parser that follows says what it must be
     od::array messages;
-    if (value.get_array().get(messages))
-        return std::nullopt; // not an array: the parser that follows says what it must be
+    if (value.get_array().get(messages)) {
+        malformed = true;
+        return std::nullopt;
+    }
     std::size_t index = 0;
     for (auto element : messages) {
         od::value message;
-        if (element.get(message))
+        if (element.get(message) || message.type().get(type)) {
+            malformed = true;
             return std::nullopt;
-        od::object obj;
+        }
         const std::string where = "messages[" + std::to_string(index++) + "]";
-        if (message.get_object().get(obj))
+        if (type != od::json_type::object)
             continue;
+        od::object obj;
+        if (message.get_object().get(obj)) {
+            malformed = true;
+            return std::nullopt;
+        }
         static constexpr std::array<std::string_view, 2> fields{"role", "content"};
-        if (auto e = check_object(obj, fields, where,
+        if (auto e = check_object(obj, fields, where, malformed,
                                   [](std::string_view, od::value&) -> std::optional<api_error> {
                                       return std::nullopt;
-                                  }))
+                                  });
+            e || malformed)
             return e;
     }
     return std::nullopt;
@@ -97,12 +120,14 @@ std::optional<api_error> check_read_fields(endpoint kind, std::string_view body)
                                                                        "user"};
     const std::span<const std::string_view> names =
         chat ? std::span<const std::string_view>(chat_fields) : completion_fields;
-    return check_object(obj, names, "",
-                        [chat](std::string_view key, od::value& v) -> std::optional<api_error> {
-                            if (chat && key == "messages")
-                                return check_messages(v);
-                            return std::nullopt;
-                        });
+    bool malformed = false;
+    return check_object(
+        obj, names, "", malformed,
+        [chat, &malformed](std::string_view key, od::value& v) -> std::optional<api_error> {
+            if (chat && key == "messages")
+                return check_messages(v, malformed);
+            return std::nullopt;
+        });
 }
 
 } // namespace lanes::common::openai

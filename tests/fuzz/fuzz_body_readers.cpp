@@ -1,9 +1,12 @@
 // Differential: the router's body readers (the completions scanner, the on-demand reader) and the
 // replica's parser give a body one meaning: the same refusal by the same field for a read field
-// given twice or with escapes, and the same model, stream and user otherwise. The first byte
-// picks the endpoint.
+// given twice or with escapes, and the same model, stream and user otherwise, for every body that
+// is JSON (of one that is not, each may refuse for what it meets first). The first byte picks the
+// endpoint.
 #include "common/openai/request.hpp"
 #include "router/request/request_view.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     namespace oa = lanes::common::openai;
     const auto parsed = oa::parse_generation_request(
         chat ? oa::endpoint::chat_completions : oa::endpoint::completions, body);
+    if (!nlohmann::json::accept(body))
+        return 0;
     if (ambiguity(routed.error) != ambiguity(parsed.error))
         std::abort();
     if (routed.view && parsed.request &&

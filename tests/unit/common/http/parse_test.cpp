@@ -8,6 +8,7 @@
 using lanes::common::http::body_framing;
 using lanes::common::http::response_head;
 namespace bhttp = boost::beast::http;
+namespace http = lanes::common::http;
 
 namespace {
 
@@ -242,4 +243,24 @@ TEST_CASE("framing field names match in any case and only those names", "[http]"
               .ec == bhttp::error::bad_value);
     CHECK_FALSE(
         parse("HTTP/1.1 200 OK\r\nX: tab\tand obs-text \xe9\r\nContent-Length: 0\r\n\r\n").ec);
+}
+
+TEST_CASE(
+    "a Connection field that is not a token list is malformed on both paths, as Beast reads it",
+    "[http]") {
+    // Found by the response and request_head fuzz targets: Beast refuses these.
+    http::response_head head;
+    boost::system::error_code ec;
+    CHECK(head.parse("HTTP/1.1 204 No Content\r\nConnection: -pek laeivd\r\n\r\n", false, 16384,
+                     ec) == 0);
+    CHECK(ec);
+    ec = {};
+    CHECK(head.parse("HTTP/1.1 204 No Content\r\nConnection: close, x-a\r\n\r\n", false, 16384,
+                     ec) > 0);
+    CHECK_FALSE(ec);
+    http::request req;
+    CHECK(http::parse_plain_request("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, x-?a\r\n\r\n",
+                                    16384, 1 << 20, req) == 0);
+    CHECK(http::parse_plain_request("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, x-a\r\n\r\n",
+                                    16384, 1 << 20, req) > 0);
 }

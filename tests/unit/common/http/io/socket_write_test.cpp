@@ -139,7 +139,9 @@ TEST_CASE("write_rest starts at any offset into the buffers", "[http]") {
         {4, "efgh"},
         {7, "h"},
     }};
-    for (const auto& [written, expected] : table) {
+    for (const auto& row : table) {
+        const std::size_t written = row.first; // (a lambda cannot capture a binding in clang 14)
+        const auto& expected = row.second;
         INFO("written " << written);
         asio::io_context io(1);
         stream_pair s(io);
