@@ -36,7 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (beast.get().result_int() != static_cast<unsigned>(head.status()) ||
         beast.get().version() != head.version())
         std::abort();
-    if ((head.framing() == lh::body_framing::chunked) != beast.chunked())
+    // (1xx, 204 and 304 have no body whatever their fields say: Beast still notes the coding.)
+    if (head.framing() != lh::body_framing::none &&
+        (head.framing() == lh::body_framing::chunked) != beast.chunked())
         std::abort();
     if (head.framing() != lh::body_framing::chunked)
         return 0;

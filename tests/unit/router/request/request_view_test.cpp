@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,11 @@ using router::body_kind;
 
 namespace {
 
-router::request_view read_ok(body_kind kind, const std::string& body) {
+// The view borrows from the body (a prompt without escapes is not copied): the bodies are kept
+// for the whole run, so that a test may pass a temporary.
+router::request_view read_ok(body_kind kind, std::string text) {
+    static std::deque<std::string> kept;
+    const std::string& body = kept.emplace_back(std::move(text));
     INFO(body);
     auto r = router::read_request(kind, body);
     INFO((r.error ? r.error->message : std::string()));
