@@ -41,6 +41,73 @@ bool has_control_bytes(std::string_view text) {
     return false;
 }
 
+bool is_tchar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// Chunk extensions (RFC 9112 7.1.1): *( BWS ";" BWS name [ BWS "=" BWS ( token /
+// quoted-string ) ] ), as Beast's parser reads them; anything else is broken framing.
+bool valid_extensions(std::string_view ext) {
+    std::size_t i = 0;
+    const auto skip_ws = [&] {
+        while (i < ext.size() && (ext[i] == ' ' || ext[i] == '\t'))
+            ++i;
+    };
+    const auto token = [&] {
+        const std::size_t start = i;
+        while (i < ext.size() && is_tchar(ext[i]))
+            ++i;
+        return i > start;
+    };
+    for (;;) {
+        skip_ws();
+        if (i == ext.size())
+            return true;
+        if (ext[i++] != ';')
+            return false;
+        skip_ws();
+        if (!token())
+            return false;
+        skip_ws();
+        if (i == ext.size() || ext[i] != '=')
+            continue;
+        ++i;
+        skip_ws();
+        if (i < ext.size() && ext[i] == '"') { // quoted-string: qdtext and quoted-pairs
+            for (++i;; ++i) {
+                if (i >= ext.size())
+                    return false;
+                const auto u = static_cast<unsigned char>(ext[i]);
+                if (ext[i] == '"')
+                    break;
+                if (ext[i] == '\\') {
+                    if (++i >= ext.size())
+                        return false;
+                    continue;
+                }
+                if ((u < 0x20 && u != '\t') || u == 0x7f)
+                    return false;
+            }
+            ++i;
+        } else if (!token()) {
+            return false;
+        }
+    }
+}
+
+// A trailer field line: a token, a colon, a value without control bytes (RFC 9110 5.1, as
+// Beast's parser holds trailers to). It is checked and dropped, never used.
+bool trailer_line(std::string_view line) {
+    const auto colon = line.find(':');
+    if (colon == 0 || colon == std::string_view::npos)
+        return false;
+    for (const char c : line.substr(0, colon))
+        if (!is_tchar(c))
+            return false;
+    return !has_control_bytes(line.substr(colon + 1));
+}
+
 // A size line without its CRLF: hex digits, then nothing or chunk extensions.
 bool parse_size_line(std::string_view line, std::size_t& size) {
     size = 0;
@@ -55,7 +122,7 @@ bool parse_size_line(std::string_view line, std::size_t& size) {
     }
     if (i == 0 || (i < line.size() && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))
         return false;
-    return !has_control_bytes(line.substr(i)); // the chunk extensions
+    return valid_extensions(line.substr(i));
 }
 
 } // namespace
@@ -97,7 +164,7 @@ chunk_scan scan_chunks(std::string_view data, std::size_t max_line) {
                     out.consumed = end + crlf.size();
                     return out;
                 }
-                if (has_control_bytes(data.substr(t, end - t))) {
+                if (!trailer_line(data.substr(t, end - t))) {
                     out.error = true;
                     return out;
                 }
@@ -137,7 +204,7 @@ std::size_t chunk_decoder::decode(std::string_view in, std::string& out, bool& e
             if (state_ == state::trailers) {
                 if (line.empty()) {
                     state_ = state::done;
-                } else if (has_control_bytes(line)) {
+                } else if (!trailer_line(line)) {
                     error = true;
                     return pos;
                 }

@@ -133,6 +133,16 @@ bool token_list(std::string_view list) {
     return ok;
 }
 
+// A Transfer-Encoding list: each coding a token, with parameters after ';' (RFC 9112 6.1).
+bool coding_list(std::string_view list) {
+    bool ok = true;
+    for_each_item(list, [&ok](std::string_view item) {
+        ok = ok && all_tchar(trim(item.substr(0, item.find(';')))) &&
+             !trim(item.substr(0, item.find(';'))).empty();
+    });
+    return ok;
+}
+
 // Walks the field lines from `pos` (the start of the first) to the blank line that ends the
 // header, calling on_field(name, value) with the value trimmed; on_field returns false to stop.
 enum class fields_end { blank_line, bad_name, bad_value, stopped };
@@ -249,7 +259,7 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
 
     framing_fields f;
     connection_names_fields_ = false;
-    bool bad_connection = false; // a Connection field that is not a token list
+    bool bad_list = false; // a Connection or Transfer-Encoding field that is not a list
     const auto fields =
         for_each_field(h, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
             const auto offset = [&](std::string_view part) {
@@ -266,13 +276,17 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
                 f.has_length = true;
                 f.length = n;
             } else if (name.size() == 17 && field_name_is(name, "transfer-encoding")) {
+                if (!coding_list(value)) {
+                    bad_list = true;
+                    return false;
+                }
                 f.has_te = true;
                 for_each_item(value, [&](std::string_view coding) {
                     f.chunked_last = iequals(coding, "chunked");
                 });
             } else if (name.size() == 10 && field_name_is(name, "connection")) {
                 if (!token_list(value)) {
-                    bad_connection = true;
+                    bad_list = true;
                     return false;
                 }
                 for_each_item(value, [&](std::string_view option) {
@@ -286,9 +300,9 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
             return true;
         });
     if (fields != fields_end::blank_line) {
-        ec = fields == fields_end::bad_name                      ? errc::error::bad_field
-             : fields == fields_end::bad_value || bad_connection ? errc::error::bad_value
-                                                                 : errc::error::bad_content_length;
+        ec = fields == fields_end::bad_name                ? errc::error::bad_field
+             : fields == fields_end::bad_value || bad_list ? errc::error::bad_value
+                                                           : errc::error::bad_content_length;
         return 0;
     }
 

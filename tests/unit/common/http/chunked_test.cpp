@@ -100,3 +100,25 @@ TEST_CASE("chunk_decoder gives the data however the bytes are split", "[chunked]
         CHECK(d.done());
     }
 }
+
+TEST_CASE("a trailer field is a token, a colon and a value, as Beast holds it to", "[http]") {
+    // Found by the response fuzz target: a trailer name with a ')' that Beast refuses.
+    CHECK(scan_chunks("0\r\nTra)ler: t\r\n\r\n").error);
+    CHECK(scan_chunks("0\r\n: t\r\n\r\n").error);
+    CHECK(scan_chunks("0\r\nno colon\r\n\r\n").error);
+    CHECK(scan_chunks("0\r\nx-t: a b\r\n\r\n").last);
+    lanes::common::http::chunk_decoder d;
+    std::string out;
+    bool error = false;
+    d.decode("3\r\nabc\r\n0\r\nTra)ler: t\r\n\r\n", out, error);
+    CHECK(error);
+}
+
+TEST_CASE("chunk extensions are names with token or quoted values, as Beast reads them", "[http]") {
+    // Found by the response fuzz target: "3;x:y" is no extension Beast takes.
+    CHECK(scan_chunks("3;x:y\r\nabc\r\n0\r\n\r\n").error);
+    CHECK(scan_chunks("3;=y\r\nabc\r\n0\r\n\r\n").error);
+    CHECK(scan_chunks("3;x=\"unterminated\r\nabc\r\n0\r\n\r\n").error);
+    CHECK(scan_chunks("3;x=y;z ; q=\"a \\\" b\"\r\nabc\r\n0\r\n\r\n").last);
+    CHECK(scan_chunks("3 ;x\r\nabc\r\n0\r\n\r\n").last);
+}

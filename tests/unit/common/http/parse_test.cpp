@@ -264,3 +264,16 @@ TEST_CASE(
     CHECK(http::parse_plain_request("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, x-a\r\n\r\n",
                                     16384, 1 << 20, req) > 0);
 }
+
+TEST_CASE("a Transfer-Encoding of anything but codings is malformed, as Beast reads it", "[http]") {
+    // Found by the response fuzz target: "chunked" followed by stray bytes.
+    http::response_head head;
+    boost::system::error_code ec;
+    CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\xf3\xf5\r\n\r\n", false, 16384,
+                     ec) == 0);
+    CHECK(ec);
+    ec = {};
+    CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;q=1, chunked\r\n\r\n", false,
+                     16384, ec) > 0);
+    CHECK(head.framing() == body_framing::chunked);
+}
