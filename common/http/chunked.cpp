@@ -61,17 +61,21 @@ bool valid_extensions(std::string_view ext) {
         return i > start;
     };
     for (;;) {
+        const std::size_t before = i;
         skip_ws();
         if (i == ext.size())
-            return true;
+            return i == before; // whitespace only ever comes before a ';'
         if (ext[i++] != ';')
             return false;
         skip_ws();
         if (!token())
             return false;
+        const std::size_t after_name = i;
         skip_ws();
-        if (i == ext.size() || ext[i] != '=')
+        if (i == ext.size() || ext[i] != '=') {
+            i = after_name; // no value: what follows is judged from the name's end
             continue;
+        }
         ++i;
         skip_ws();
         if (i < ext.size() && ext[i] == '"') { // quoted-string: qdtext and quoted-pairs
@@ -105,6 +109,19 @@ bool trailer_line(std::string_view line) {
     for (const char c : line.substr(0, colon))
         if (!is_tchar(c))
             return false;
+    // Framing and connection fields have no place in trailers (RFC 9110 6.5.1); Beast reads them
+    // there as it would in the header, and refuses what it would refuse there.
+    const auto named = [name = line.substr(0, colon)](std::string_view wanted) {
+        if (name.size() != wanted.size())
+            return false;
+        for (std::size_t k = 0; k < name.size(); ++k)
+            if ((name[k] | 0x20) != wanted[k])
+                return false;
+        return true;
+    };
+    if (named("transfer-encoding") || named("content-length") || named("connection") ||
+        named("proxy-connection") || named("upgrade"))
+        return false;
     return !has_control_bytes(line.substr(colon + 1));
 }
 

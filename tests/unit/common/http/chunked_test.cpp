@@ -107,6 +107,9 @@ TEST_CASE("a trailer field is a token, a colon and a value, as Beast holds it to
     CHECK(scan_chunks("0\r\n: t\r\n\r\n").error);
     CHECK(scan_chunks("0\r\nno colon\r\n\r\n").error);
     CHECK(scan_chunks("0\r\nx-t: a b\r\n\r\n").last);
+    CHECK(scan_chunks("0\r\nTransfer-Encoding: chunked\r\n\r\n").error); // framing, in a trailer
+    CHECK(scan_chunks("0\r\ncontent-length: 3\r\n\r\n").error);
+    CHECK(scan_chunks("0\r\nConnection: keep-alive\r\n\r\n").error);
     lanes::common::http::chunk_decoder d;
     std::string out;
     bool error = false;
@@ -121,4 +124,6 @@ TEST_CASE("chunk extensions are names with token or quoted values, as Beast read
     CHECK(scan_chunks("3;x=\"unterminated\r\nabc\r\n0\r\n\r\n").error);
     CHECK(scan_chunks("3;x=y;z ; q=\"a \\\" b\"\r\nabc\r\n0\r\n\r\n").last);
     CHECK(scan_chunks("3 ;x\r\nabc\r\n0\r\n\r\n").last);
+    CHECK(scan_chunks("3\t\t\r\nabc\r\n0\r\n\r\n").error); // whitespace, then no ';'
+    CHECK(scan_chunks("3;x \r\nabc\r\n0\r\n\r\n").error);
 }
