@@ -216,14 +216,14 @@ std::string_view response_head::field(std::string_view wanted) const {
 
 void response_head::decide_framing(const framing_fields& f, bool head_request) {
     keep_alive_ = version_ == 11 ? !f.close : f.keep && !f.close;
-    // Transfer-Encoding with a Content-Length, or in an HTTP/1.0 answer: framing a peer may read
-    // differently, so the connection is not used again (RFC 9112, 6.1 and 6.3).
-    if (f.has_te && (f.has_length || version_ == 10))
+    // Transfer-Encoding in an HTTP/1.0 answer: framing a peer may read differently, so the
+    // connection is not used again (RFC 9112, 6.1). (With a Content-Length too it was refused.)
+    if (f.has_te && version_ == 10)
         keep_alive_ = false;
     content_length_ = 0;
     if (head_request || status_ < 200 || status_ == 204 || status_ == 304) {
         framing_ = body_framing::none;
-    } else if (f.has_te) { // Transfer-Encoding overrides Content-Length (RFC 9112, 6.3)
+    } else if (f.has_te) {
         framing_ = f.chunked_last ? body_framing::chunked : body_framing::until_close;
     } else if (f.has_length) {
         framing_ = body_framing::length;
@@ -259,7 +259,8 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
 
     framing_fields f;
     connection_names_fields_ = false;
-    bool bad_list = false; // a Connection or Transfer-Encoding field that is not a list
+    bool bad_list = false;     // a Connection or Transfer-Encoding field that is not a list
+    bool chunked_seen = false; // in this or an earlier Transfer-Encoding field
     const auto fields =
         for_each_field(h, eol + crlf.size(), [&](std::string_view name, std::string_view value) {
             const auto offset = [&](std::string_view part) {
@@ -281,9 +282,17 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
                     return false;
                 }
                 f.has_te = true;
+                bool twice = false;
                 for_each_item(value, [&](std::string_view coding) {
-                    f.chunked_last = iequals(coding, "chunked");
+                    // The coding's name, without parameters (as Beast reads it).
+                    twice = twice || chunked_seen; // a coding after chunked, chunked included
+                    f.chunked_last = iequals(trim(coding.substr(0, coding.find(';'))), "chunked");
+                    chunked_seen = chunked_seen || f.chunked_last;
                 });
+                if (twice) { // chunked is applied once, and last (RFC 9112 6.1), as Beast reads
+                    bad_list = true;
+                    return false;
+                }
             } else if (name.size() == 10 && field_name_is(name, "connection")) {
                 if (!token_list(value)) {
                     bad_list = true;
@@ -306,6 +315,12 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
         return 0;
     }
 
+    if (f.has_length && f.has_te) {
+        // Both frame the body: an answer that could be read two ways (RFC 9112 6.3 says to
+        // drop the connection), refused as Beast refuses it.
+        ec = errc::error::bad_content_length;
+        return 0;
+    }
     decide_framing(f, head_request);
     return total;
 }

@@ -13,11 +13,15 @@ using router::body_kind;
 
 namespace {
 
-// The view borrows from the body (a prompt without escapes is not copied): the bodies are kept
-// for the whole run, so that a test may pass a temporary.
-router::request_view read_ok(body_kind kind, std::string text) {
+// The view borrows from the body (a prompt without escapes is not copied): a body given as a
+// temporary is kept for the whole run, one given by name is read where it is.
+router::request_view read_ok(body_kind kind, const std::string& body);
+router::request_view read_ok(body_kind kind, std::string&& text) {
     static std::deque<std::string> kept;
-    const std::string& body = kept.emplace_back(std::move(text));
+    return read_ok(kind, static_cast<const std::string&>(kept.emplace_back(std::move(text))));
+}
+
+router::request_view read_ok(body_kind kind, const std::string& body) {
     INFO(body);
     auto r = router::read_request(kind, body);
     INFO((r.error ? r.error->message : std::string()));
