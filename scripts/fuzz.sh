@@ -13,7 +13,7 @@ targets=${FUZZ_TARGETS:-request_head response body_readers prom sse url}
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DLANES_SANITIZE=address -DLANES_FUZZ=ON \
     -DLANES_CUDA=OFF >/dev/null
-cmake --build build-asan --target $(printf 'fuzz_%s ' $targets)
+cmake --build build-asan --target $(printf "fuzz_%s " $targets) >&2
 echo "| target | seconds | executions | exec/s | corpus | peak RSS MB | result |"
 echo "|---|---|---|---|---|---|---|"
 failed=0
