@@ -135,7 +135,7 @@ bool token_list(std::string_view list) {
 
 // A Transfer-Encoding list: each coding a token, with parameters after ';' (RFC 9112 6.1).
 bool coding_list(std::string_view list) {
-    bool ok = true;
+    bool ok = !trim(list).empty(); // a field with no coding at all frames nothing: malformed
     for_each_item(list, [&ok](std::string_view item) {
         ok = ok && all_tchar(trim(item.substr(0, item.find(';')))) &&
              !trim(item.substr(0, item.find(';'))).empty();

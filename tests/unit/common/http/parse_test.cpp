@@ -276,6 +276,9 @@ TEST_CASE("a Transfer-Encoding of anything but codings is malformed, as Beast re
     CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;q=1, chunked\r\n\r\n", false,
                      16384, ec) > 0);
     CHECK(head.framing() == body_framing::chunked);
+    // An empty Transfer-Encoding names no coding: broken too.
+    CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n",
+                     false, 16384, ec) == 0);
     // chunked once and last: twice, in one field or two, is broken.
     CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
                      "chunked\r\n\r\n",
