@@ -1,9 +1,9 @@
 // The router's edge against hostile bytes: a table of raw requests, each sent on a connection of
 // its own to a router in front of a recording engine. Every row says the status the client gets,
 // whether the router closes the connection, what the engine received (or that it received
-// nothing), and for rows about memory the router's peak RSS. Then hostile replicas (what each
-// kind of broken answer gives the client, and how many times it is tried elsewhere), and a router
-// with few file descriptors under a flood of idle connections.
+// nothing), and for rows about memory the router's peak RSS. Hostile replicas are
+// battery_replica_test.cpp; a router short of file descriptors, battery_fd_test.cpp.
+#include "battery.hpp"
 #include "fake_engine.hpp"
 #include "traffic.hpp"
 
@@ -40,13 +40,6 @@ struct outcome {
     beast::http::fields headers;
     bool got_continue = false;
 };
-
-void set_receive_timeout(asio::ip::tcp::socket& s, std::chrono::milliseconds t) {
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(t.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
-    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
 
 // Reads one answer (past a 100 Continue) from `s`; status 0 when none came.
 bool read_answer(asio::ip::tcp::socket& s, beast::flat_buffer& buf, outcome& out) {
@@ -125,8 +118,6 @@ long status_kb(int pid, const std::string& field) {
             return std::stol(line.substr(field.size() + 1));
     return -1;
 }
-
-const std::string small = R"({"model":"m","prompt":"hello","max_tokens":2})";
 
 struct row {
     std::string name;
@@ -497,238 +488,4 @@ TEST_CASE("battery: hostile request bytes get the right status, close, and forwa
     }
     // The router is still serving.
     CHECK(post_json(router->port(), "/v1/completions", small).status == 200);
-}
-
-namespace {
-
-// What the hostile replica does with a POST.
-enum class hostility {
-    reset,          // closes the connection without a byte
-    garbage_status, // a status line that is not HTTP
-    huge_header,    // a header far past any limit
-    short_body,     // Content-Length 100, ten bytes, then closes
-    bad_chunked,    // a chunk size that is not hex
-    backpressure,   // 503 with Retry-After
-    server_error,   // 500 with a JSON error
-    silent,         // reads the request and never answers
-};
-
-// Serves GETs (health, models, metrics) as a vLLM server would and each POST as `mode` says.
-raw_backend::serve_fn hostile(const std::atomic<hostility>& mode, std::atomic<int>& posts) {
-    return [&mode, &posts](raw_backend::socket_ptr s, const std::atomic<bool>& stopping) {
-        set_receive_timeout(*s, 200ms);
-        std::string in;
-        char buf[16384];
-        boost::system::error_code ec;
-        while (!stopping.load()) {
-            const std::size_t n = s->read_some(asio::buffer(buf), ec);
-            if (ec == asio::error::would_block || ec == asio::error::try_again) {
-                ec = {};
-                continue;
-            }
-            if (ec)
-                return;
-            in.append(buf, n);
-            for (;;) {
-                const auto end = in.find("\r\n\r\n");
-                if (end == std::string::npos)
-                    break;
-                std::size_t length = 0;
-                const auto cl = in.find("Content-Length: ");
-                if (cl != std::string::npos && cl < end)
-                    length = std::stoul(in.substr(cl + 16));
-                if (in.size() < end + 4 + length)
-                    break;
-                const bool is_get = in.rfind("GET ", 0) == 0;
-                const std::string first_line = in.substr(0, in.find("\r\n"));
-                in.erase(0, end + 4 + length);
-                std::string out;
-                if (is_get) {
-                    const std::string body =
-                        first_line.find("/v1/models") != std::string::npos
-                            ? R"({"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm"}]})"
-                            : "";
-                    out = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
-                    asio::write(*s, asio::buffer(out), ec);
-                    continue;
-                }
-                ++posts;
-                switch (mode.load()) {
-                case hostility::reset:
-                    s->close(ec);
-                    return;
-                case hostility::garbage_status:
-                    out = "HTXP/9 what\r\n\r\n";
-                    break;
-                case hostility::huge_header:
-                    out = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(200000, 'b') +
-                          "\r\nContent-Length: 2\r\n\r\n{}";
-                    break;
-                case hostility::short_body:
-                    out = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                          "100\r\n\r\n{\"a\":12345";
-                    asio::write(*s, asio::buffer(out), ec);
-                    s->close(ec);
-                    return;
-                case hostility::bad_chunked:
-                    out = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
-                          "chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n";
-                    break;
-                case hostility::backpressure:
-                    out = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: "
-                          "0\r\n\r\n";
-                    break;
-                case hostility::server_error: {
-                    const std::string body = R"({"error":{"message":"boom","code":500}})";
-                    out = "HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
-                          "application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
-                    break;
-                }
-                case hostility::silent:
-                    break;
-                }
-                if (!out.empty())
-                    asio::write(*s, asio::buffer(out), ec);
-            }
-        }
-    };
-}
-
-} // namespace
-
-TEST_CASE("battery: hostile replicas: each broken answer's status, and which are tried elsewhere",
-          "[router][battery]") {
-    std::atomic<hostility> mode{hostility::reset};
-    std::atomic<int> posts{0};
-    raw_backend bad(hostile(mode, posts));
-    fake_engine good({"m"});
-    auto router =
-        std::make_unique<process>(LANES_ROUTER_BIN, std::vector<std::string>{"--host",
-                                                                             "127.0.0.1",
-                                                                             "--port",
-                                                                             "0",
-                                                                             "--replica",
-                                                                             bad.url(),
-                                                                             "--replica",
-                                                                             good.url(),
-                                                                             "--policy",
-                                                                             "round_robin",
-                                                                             "--health-interval",
-                                                                             "50ms",
-                                                                             "--access-log",
-                                                                             "false",
-                                                                             "--failure-threshold",
-                                                                             "1000",
-                                                                             "--first-byte-timeout",
-                                                                             "500ms",
-                                                                             "--max-retries",
-                                                                             "1"});
-    REQUIRE(wait_healthy(router->port(), 10s));
-    REQUIRE(eventually([&] { return get(router->port(), "/readiness").status == 200; }, 5s));
-    struct expectation {
-        hostility mode;
-        const char* name;
-        int status; // what a request the hostile replica took first gets
-        bool retried;
-        // POSTs the hostile replica gets per request: a reset on a pooled connection looks like
-        // one the replica closed while idle, and is sent once more on a fresh connection there.
-        int most_posts_each = 1;
-    };
-    const std::vector<expectation> table = {
-        {hostility::reset, "reset before any byte", 200, true, 2},
-        {hostility::backpressure, "503 backpressure", 200, true},
-        {hostility::garbage_status, "a status line that is not HTTP", 502, false},
-        {hostility::huge_header, "a 200 KB header", 502, false},
-        {hostility::short_body, "a body cut short", 502, false},
-        {hostility::bad_chunked, "a chunk size that is not hex", 502, false},
-        {hostility::server_error, "500", 500, false},
-        {hostility::silent, "no answer within --first-byte-timeout", 504, false},
-    };
-    for (const auto& row : table) {
-        INFO("row: " << row.name);
-        mode = row.mode;
-        const int posts_before = posts.load();
-        const double retries_before = fleet_counter(router->port(), "lanes_router_retries_total");
-        int hostile_first = 0, expected_status = 0;
-        for (int i = 0; i < 4; ++i) {
-            const int seen = posts.load();
-            const auto r = post_json(router->port(), "/v1/completions", small);
-            const bool took_bad = posts.load() > seen;
-            hostile_first += took_bad;
-            if (took_bad) {
-                expected_status += r.status == row.status;
-                if (row.status == 200)
-                    CHECK(r.header("x-lanes-replica") == good.url());
-                if (row.status >= 500) {
-                    const auto doc = nlohmann::json::parse(r.body, nullptr, false);
-                    CHECK(doc.is_object());
-                }
-            } else {
-                CHECK(r.status == 200);
-            }
-        }
-        CHECK(hostile_first >= 1); // round-robin: half of them
-        CHECK(expected_status == hostile_first);
-        CHECK(posts.load() - posts_before >= hostile_first);
-        CHECK(posts.load() - posts_before <= hostile_first * row.most_posts_each);
-        const double retries = fleet_counter(router->port(), "lanes_router_retries_total");
-        CHECK(retries - retries_before == (row.retried ? hostile_first : 0));
-        if (row.mode == hostility::backpressure)
-            std::this_thread::sleep_for(1100ms); // its Retry-After: 1 runs out
-    }
-    // The hostile replica answered every probe: it is still in the pool, and the router serves.
-    CHECK(post_json(router->port(), "/v1/completions", small).status >= 200);
-}
-
-TEST_CASE(
-    "battery: out of file descriptors, the router refuses the excess, logs a little, serves on",
-    "[router][battery]") {
-    fake_engine engine({"m"});
-    // A hard limit of 96 descriptors: the router fits --max-connections to it.
-    auto router = std::make_unique<process>(
-        "/usr/bin/prlimit",
-        std::vector<std::string>{"--nofile=96:96", LANES_ROUTER_BIN, "--host", "127.0.0.1",
-                                 "--port", "0", "--replica", engine.url(), "--health-interval",
-                                 "50ms", "--access-log", "false"});
-    REQUIRE(wait_healthy(router->port(), 10s));
-    const std::string log_before = router->log();
-    REQUIRE(log_before.find("hard 96") != std::string::npos);
-    const auto cap_at = log_before.find("at most ");
-    REQUIRE(cap_at != std::string::npos);
-    const int cap = std::atoi(log_before.c_str() + cap_at + 8);
-    CHECK(cap >= 8);
-    CHECK(cap < 48);
-    // 300 idle connections: more than the cap, and more than the descriptors.
-    asio::io_context io;
-    std::vector<std::unique_ptr<asio::ip::tcp::socket>> idle;
-    for (int i = 0; i < 300; ++i) {
-        auto s = std::make_unique<asio::ip::tcp::socket>(io);
-        boost::system::error_code ec;
-        s->connect({asio::ip::make_address("127.0.0.1"), router->port()}, ec);
-        if (!ec)
-            idle.push_back(std::move(s));
-    }
-    std::this_thread::sleep_for(scaled(1000ms));
-    // Those past the cap were closed at once; at most the cap stay open.
-    int open = 0;
-    for (auto& s : idle) {
-        char byte;
-        const auto n = ::recv(s->native_handle(), &byte, 1, MSG_DONTWAIT);
-        open += n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK); // still open, nothing said
-    }
-    INFO("open " << open << " of " << idle.size() << ", cap " << cap);
-    CHECK(open <= cap);
-    CHECK(open >= 1);
-    // The log did not flood (one line per second per cause at most), and the replica was
-    // never blamed for the router's own shortage.
-    const std::string log_during = router->log();
-    const auto lines = std::count(log_during.begin(), log_during.end(), '\n');
-    CHECK(lines < 40);
-    CHECK(log_during.find("ejected") == std::string::npos);
-    // Once the idle ones go, requests are served again.
-    idle.clear();
-    CHECK(eventually(
-        [&] { return post_json(router->port(), "/v1/completions", small).status == 200; }, 5s));
 }
