@@ -51,7 +51,7 @@ fake_engine::received record(const http::request& req) {
     return r;
 }
 
-asio::awaitable<void> serve(std::shared_ptr<fake_engine::state> st, http::request& req,
+asio::awaitable<void> serve(fake_engine::state* st, http::request& req,
                             http::response_writer& out) {
     const fake_engine::received got = record(req);
     const std::string path(http::path_of(req.target()));
@@ -104,10 +104,12 @@ asio::awaitable<void> serve(std::shared_ptr<fake_engine::state> st, http::reques
 } // namespace
 
 fake_engine::fake_engine(std::vector<std::string> models, std::string owned_by)
-    : st_(std::make_shared<state>()) {
+    : st_(std::make_unique<state>()) {
     st_->models = std::move(models);
     st_->owned_by = std::move(owned_by);
-    auto st = st_;
+    // The handler holds a plain pointer: the state outlives the server (the destructor stops and
+    // joins first), and a shared one would be a cycle through the server that owns the handler.
+    state* st = st_.get();
     st_->server = std::make_unique<http::server>(
         st_->io, http::server_config{},
         [st](http::request& req, http::response_writer& out) { return serve(st, req, out); },

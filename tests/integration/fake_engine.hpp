@@ -58,7 +58,7 @@ public:
     struct state; // shared with the server's handler
 
 private:
-    std::shared_ptr<state> st_;
+    std::unique_ptr<state> st_;
     unsigned short port_ = 0;
 };
 

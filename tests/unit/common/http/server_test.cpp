@@ -40,9 +40,11 @@ TEST_CASE("server answers whole bodies, larger than the socket buffers too", "[h
 }
 
 TEST_CASE("server spreads connections over worker io_contexts, one thread each", "[http]") {
-    asio::io_context io;
+    // The workers are declared first so they outlive `io`: an accept still queued there when it
+    // goes holds a socket that belongs to a worker's context (the router's main does the same).
     std::vector<std::unique_ptr<asio::io_context>> owners;
     std::vector<asio::io_context*> workers;
+    asio::io_context io;
     for (int i = 0; i < 2; ++i) {
         owners.push_back(std::make_unique<asio::io_context>(1));
         workers.push_back(owners.back().get());
