@@ -1,5 +1,6 @@
 #include "common/http/io/read_deadline.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 
@@ -50,8 +51,10 @@ struct read_deadline::state {
 };
 
 void read_deadline::start(asio::ip::tcp::socket& socket, duration timeout) {
-    if (!state_ || state_->timer.get_executor() != socket.get_executor())
-        state_ = std::make_shared<state>(socket.get_executor()); // an old one is let go
+    if (state_ && state_->timer.get_executor() != socket.get_executor())
+        abandon();
+    if (!state_)
+        state_ = std::make_shared<state>(socket.get_executor());
     state_->socket.store(&socket, std::memory_order_relaxed);
     state_->fired = false;
     state_->deadline = clock_type::now() + timeout;
@@ -72,6 +75,17 @@ error_code read_deadline::result(error_code ec) const {
 
 bool read_deadline::fired() const {
     return state_ && state_->fired;
+}
+
+void read_deadline::abandon() {
+    if (!state_)
+        return;
+    // A wait still pending would hold its state until the deadline (minutes for a first byte),
+    // one per move: at thousands of requests a second, megabytes. The cancel runs on the timer's
+    // own thread, which is the only one that may touch it.
+    state_->socket.store(nullptr, std::memory_order_relaxed);
+    const auto ex = state_->timer.get_executor();
+    asio::post(ex, [s = std::move(state_)] { s->timer.cancel(); });
 }
 
 void read_deadline::release() {

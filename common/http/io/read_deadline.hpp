@@ -35,9 +35,9 @@ public:
     // io_context's run() going until the deadline). Call it where the socket's thread, or no
     // thread, runs that io_context.
     void release();
-    // The socket moves to another thread's io_context: the timer is let go untouched (it does
-    // nothing without a read in progress, and ends by its deadline).
-    void abandon() { state_.reset(); }
+    // The socket moves to another thread's io_context: the timer is let go, its wait cancelled
+    // by a handler posted to its own executor.
+    void abandon();
 
 private:
     struct state; // shared with the timer's handler, which may run after the read is over

@@ -1,6 +1,7 @@
 // The lazily re-armed read deadline: an expiry cancels the read in progress and reads as Beast's
 // timeout; a read that ended, or a deadline moved later, is not cancelled; an earlier deadline
-// re-arms the timer; release() lets the io_context finish at once.
+// re-arms the timer; release() lets the io_context finish at once, and so does a move to another
+// io_context for the one left behind.
 #include "common/http/io/read_deadline.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -163,6 +164,29 @@ TEST_CASE("release cancels the timer so the io_context need not wait for it", "[
     CHECK(clock_type::now() - began < 3s);
     CHECK_FALSE(deadline.fired());
     deadline.release(); // again: nothing to do
+}
+
+// A connection moved to another thread's io_context leaves its old timer behind: its wait must
+// end then, not at its deadline (minutes), or every move would hold one until then.
+TEST_CASE("a deadline that moves to another io_context cancels the old timer's wait", "[http]") {
+    asio::io_context old_io(1), new_io(1);
+    socket_pair on_old(old_io), on_new(new_io);
+    http::read_deadline deadline;
+    deadline.start(on_old.near, 1h);
+    deadline.stop();
+    deadline.start(on_new.near, 1h); // the socket is another one now, on another executor
+    deadline.stop();
+    auto began = clock_type::now();
+    old_io.run_for(5s);
+    CHECK(old_io.stopped());
+    CHECK(clock_type::now() - began < 3s);
+
+    deadline.abandon(); // as client_connection::rebind does
+    began = clock_type::now();
+    new_io.run_for(5s);
+    CHECK(new_io.stopped());
+    CHECK(clock_type::now() - began < 3s);
+    deadline.abandon(); // again: nothing to do
 }
 
 TEST_CASE("result passes other errors through, and everything before any start", "[http]") {
