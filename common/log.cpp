@@ -16,7 +16,7 @@ namespace {
 std::atomic<level> g_level{level::info};
 
 // Bytes of lines waiting to be written; past it new lines are dropped.
-constexpr std::size_t queue_bytes_limit = 4 * 1024 * 1024;
+std::atomic<std::size_t> g_queue_limit{4 * 1024 * 1024};
 
 const char* level_name(level l) {
     switch (l) {
@@ -73,7 +73,7 @@ public:
     void push(std::string line) {
         {
             std::lock_guard lock(mutex_);
-            if (queued_bytes_ + line.size() > queue_bytes_limit) {
+            if (queued_bytes_ + line.size() > g_queue_limit.load(std::memory_order_relaxed)) {
                 ++dropped_total_;
                 ++dropped_unreported_; // (the writer says so once it catches up)
                 return;
@@ -152,6 +152,10 @@ writer* the_writer() {
 
 void set_level(level l) {
     g_level.store(l);
+}
+
+void set_queue_limit(std::size_t bytes) {
+    g_queue_limit.store(bytes, std::memory_order_relaxed);
 }
 level current_level() {
     return g_level.load(std::memory_order_relaxed);

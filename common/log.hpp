@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <sstream>
 #include <string_view>
@@ -15,6 +16,8 @@ enum class level { debug = 0, info = 1, warn = 2, error = 3 };
 
 void set_level(level l);
 level current_level();
+// Bytes of lines the queue holds before it drops (default 4 MiB).
+void set_queue_limit(std::size_t bytes);
 // Parses "debug", "info", "warn", "error"; false when unknown.
 bool parse_level(std::string_view text, level& out);
 void write(level l, std::string_view subsystem, std::string_view message);

@@ -52,6 +52,9 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("max-stop-bytes", cfg.request_limits.max_stop_bytes, "longest stop string, bytes");
     f.add("threads", cfg.threads, "HTTP I/O threads");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
+    f.add("log-queue-bytes", cfg.log_queue_bytes,
+          "log lines held for the log's writer thread, bytes (past it lines are dropped and "
+          "counted)");
     common::http::add_server_flags(f, cfg.http);
     return f;
 }
@@ -92,6 +95,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");
+    need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");
     return errors;
 }
 

@@ -35,6 +35,7 @@ struct replica_config {
     std::int64_t max_waiting = 1024;            // queued requests before 503
     std::int64_t default_max_tokens = 0; // chat without max_tokens; 0: the rest of the context
     std::string log_level = "info";
+    std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread
     common::http::server_config http;
     common::openai::request_limits request_limits; // what one request body may ask
     std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)

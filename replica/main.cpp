@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     common::log::level lvl{};
     common::log::parse_level(cfg.log_level, lvl);
     common::log::set_level(lvl);
+    common::log::set_queue_limit(cfg.log_queue_bytes);
 
     try {
         std::string note;

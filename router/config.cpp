@@ -28,6 +28,9 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("threads", cfg.threads, "I/O threads (0 = number of cores)");
     f.add("block-size", cfg.block_size, "tokens per KV block used for prefix hashing");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
+    f.add("log-queue-bytes", cfg.log_queue_bytes,
+          "log lines held for the log's writer thread, bytes (past it lines are dropped and "
+          "counted)");
     f.add("access-log", cfg.access_log, "log one line per request");
     f.add("connect-timeout", cfg.upstream.connect_timeout, "upstream connect timeout");
     f.add("first-byte-timeout", cfg.upstream.first_byte_timeout,
@@ -299,6 +302,7 @@ std::vector<std::string> validate(const router_config& cfg) {
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");
+    need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");
     return errors;
 }
 

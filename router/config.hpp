@@ -66,6 +66,7 @@ struct router_config {
     std::int64_t threads = 0;     // I/O threads; 0 = number of cores
     std::int64_t block_size = 16; // tokens per block for prefix hashing (the replicas' block size)
     std::string log_level = "info";
+    std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread
     bool access_log = true;
 
     upstream_config upstream;

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     common::log::level lvl{};
     common::log::parse_level(cfg.log_level, lvl);
     common::log::set_level(lvl);
+    common::log::set_queue_limit(cfg.log_queue_bytes);
 
     try {
         router::replica_pool pool(cfg.health);
@@ -71,6 +72,10 @@ int main(int argc, char** argv) {
             },
             "lanes-router", common::openai::error_page);
         server.spread_over(workers);
+        metrics.read_connections_from([&server] {
+            return router::router_metrics::connection_counts{server.open_connections(),
+                                                             server.refused_connections()};
+        });
         server.listen(cfg.host, cfg.port);
         monitor.start();
         LANES_LOG(info, "router",

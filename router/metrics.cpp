@@ -85,7 +85,17 @@ router_metrics::router_metrics()
                                           {"replica"}))
     , replica_running(registry_.add_gauge("lanes_router_replica_running_requests",
                                           "Running requests from the replica's last scrape.",
-                                          {"replica"})) {}
+                                          {"replica"}))
+    , client_connections(registry_
+                             .add_gauge("lanes_router_client_connections",
+                                        "Client connections open on the traffic listener.")
+                             .with({}))
+    , refused_connections(
+          registry_
+              .add_counter("lanes_router_client_connections_refused_total",
+                           "Client connections closed at once because --max-connections were "
+                           "open.")
+              .with({})) {}
 
 std::string router_metrics::expose(const replica_pool& pool) {
     std::lock_guard lock(expose_mutex_);
@@ -118,6 +128,11 @@ std::string router_metrics::expose(const replica_pool& pool) {
             replica_waiting.with(label).set(static_cast<double>(*s.waiting));
         if (s.running)
             replica_running.with(label).set(static_cast<double>(*s.running));
+    }
+    if (read_connections_) {
+        const connection_counts c = read_connections_();
+        client_connections.set(static_cast<double>(c.open));
+        refused_connections.inc(static_cast<double>(c.refused) - refused_connections.value());
     }
     return registry_.expose();
 }

@@ -3,6 +3,9 @@
 
 #include "common/metrics/registry.hpp"
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -39,8 +42,21 @@ public:
     common::metrics::family<common::metrics::gauge>& replica_kv_usage;
     common::metrics::family<common::metrics::gauge>& replica_waiting;
     common::metrics::family<common::metrics::gauge>& replica_running;
+    common::metrics::gauge& client_connections;
+    common::metrics::counter& refused_connections;
+
+    // The client listener's counts, read at each expose(): open connections and those closed at
+    // once for --max-connections since start. Set once, before the listener serves.
+    struct connection_counts {
+        std::size_t open = 0;
+        std::uint64_t refused = 0;
+    };
+    void read_connections_from(std::function<connection_counts()> read) {
+        read_connections_ = std::move(read);
+    }
 
 private:
+    std::function<connection_counts()> read_connections_;
     // One expose() at a time: the per-replica gauges are dropped and set again from the pool,
     // and two scrapes on two threads that saw the pool apart would set a child the other drops.
     std::mutex expose_mutex_;

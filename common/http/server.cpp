@@ -59,7 +59,8 @@ asio::awaitable<void> run_session(std::shared_ptr<session> s, std::shared_ptr<se
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
-    const duration max_backoff{1000};
+    const duration max_backoff =
+        std::max(st->ctx->cfg.accept_backoff_max, st->ctx->cfg.accept_backoff);
     duration backoff = st->ctx->cfg.accept_backoff;
     while (!st->ctx->stopping.load()) {
         // A connection on a worker (one thread per worker) needs no strand; on the shared

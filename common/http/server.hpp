@@ -40,8 +40,13 @@ struct server_config {
     // derive theirs from the file-descriptor limit, see raise_open_file_limit).
     std::size_t max_connections = 0;
     // Accepting pauses this long when the process is out of file descriptors (EMFILE, ENFILE,
-    // ENOBUFS, ENOMEM), doubling to 1 s while it stays so, instead of retrying at once.
+    // ENOBUFS, ENOMEM), doubling up to accept_backoff_max while it stays so, instead of
+    // retrying at once.
     duration accept_backoff{100};
+    duration accept_backoff_max{1000};
+    // A connection waiting for its next request keeps a read buffer and request storage of at
+    // most this many bytes each; bigger ones (left by a big request) are given back.
+    std::size_t idle_buffer_bytes = 64 * 1024;
     // Threads running the io_context. With one, connections skip strands (nothing can run
     // concurrently), which saves a dispatch per I/O completion.
     unsigned threads = 1;

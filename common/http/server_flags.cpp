@@ -13,7 +13,10 @@ void add_server_flags(flag_set& f, server_config& cfg) {
           "open client connections past which new ones are closed at once (0: fit the "
           "open-file limit, raised to its hard limit at start)");
     f.add("accept-backoff", cfg.accept_backoff,
-          "pause in accepting when out of file descriptors (doubles to 1s while it lasts)");
+          "pause in accepting when out of file descriptors (doubles while it lasts)");
+    f.add("accept-backoff-max", cfg.accept_backoff_max, "longest such pause");
+    f.add("idle-buffer-bytes", cfg.idle_buffer_bytes,
+          "read buffer and request storage a connection keeps between requests, bytes each");
     f.add("idle-timeout", cfg.idle_timeout, "client keep-alive idle timeout");
     f.add("header-read-timeout", cfg.header_read_timeout, "time to receive the headers");
     f.add("body-read-timeout", cfg.body_read_timeout, "time to receive the body");
@@ -38,6 +41,9 @@ void check_server_config(const server_config& cfg, std::vector<std::string>& err
     need(cfg.framing_buffer_limit >= 1024 && cfg.framing_buffer_limit <= (64u << 20),
          "--framing-buffer-limit must be in 1024..67108864");
     need(cfg.accept_backoff.count() > 0, "--accept-backoff must be positive");
+    need(cfg.accept_backoff_max >= cfg.accept_backoff,
+         "--accept-backoff-max must be at least --accept-backoff");
+    need(cfg.idle_buffer_bytes >= 4096, "--idle-buffer-bytes must be at least 4096");
     need(cfg.idle_timeout.count() > 0, "--idle-timeout must be positive");
     need(cfg.header_read_timeout.count() > 0, "--header-read-timeout must be positive");
     need(cfg.body_read_timeout.count() > 0, "--body-read-timeout must be positive");

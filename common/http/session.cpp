@@ -24,7 +24,6 @@ namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t first_read_size = 4096;
 // A connection's buffers above this are released when it waits for its next request.
-constexpr std::size_t kept_buffer_bytes = 64 * 1024;
 
 // Obsolete line folding (a field line that starts with a space or tab) in a header's raw bytes.
 bool has_obs_fold(std::string_view header) {
@@ -100,9 +99,9 @@ asio::awaitable<void> session::run() {
         idle_ = true;
         if (buffer_.size() == 0) {
             // A big request's buffers are not kept while the connection waits for the next.
-            if (buffer_.capacity() > kept_buffer_bytes)
+            if (buffer_.capacity() > cfg.idle_buffer_bytes)
                 buffer_.shrink_to_fit();
-            req_.release_large(kept_buffer_bytes);
+            req_.release_large(cfg.idle_buffer_bytes);
             stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
             idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
             // Right after an answer, the next request is seldom there yet: start the read later.

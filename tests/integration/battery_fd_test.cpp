@@ -65,7 +65,19 @@ TEST_CASE(
     CHECK(lines < 40);
     CHECK(log_during.find("ejected") == std::string::npos);
     // Once the idle ones go, requests are served again.
+    const std::size_t connected = idle.size();
     idle.clear();
     CHECK(eventually(
         [&] { return post_json(router->port(), "/v1/completions", small).status == 200; }, 5s));
+    // The refusals are counted where an operator sees them, and the open connections too (the
+    // scrape's own at least).
+    const std::string metrics = get(router->port(), "/metrics").body;
+    const auto value_of = [&metrics](const std::string& name) {
+        const auto at = metrics.find("\n" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 2));
+    };
+    INFO(metrics);
+    CHECK(value_of("lanes_router_client_connections_refused_total") >=
+          static_cast<double>(connected) - static_cast<double>(cap));
+    CHECK(value_of("lanes_router_client_connections") >= 1.0);
 }

@@ -121,9 +121,12 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
     metrics.retries.inc(2);
     metrics.errors.with({"upstream_timeout"}).inc();
     metrics.duration.observe(0.02);
+    metrics.read_connections_from([] { return router::router_metrics::connection_counts{3, 7}; });
     const std::string text = metrics.expose(empty);
     const auto parsed = common::prom::parse(text);
     REQUIRE(parsed.ok());
+    CHECK(text.find("\nlanes_router_client_connections 3") != std::string::npos);
+    CHECK(text.find("\nlanes_router_client_connections_refused_total 7") != std::string::npos);
     const std::vector<std::pair<std::string, std::string>> families = {
         {"lanes_router_requests_total", "counter"},
         {"lanes_router_errors_total", "counter"},
@@ -143,6 +146,8 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
         {"lanes_router_replica_kv_usage_ratio", "gauge"},
         {"lanes_router_replica_waiting_requests", "gauge"},
         {"lanes_router_replica_running_requests", "gauge"},
+        {"lanes_router_client_connections", "gauge"},
+        {"lanes_router_client_connections_refused_total", "counter"},
     };
     CHECK(parsed.types.size() == families.size());
     for (const auto& [name, type] : families) {
