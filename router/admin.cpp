@@ -1,5 +1,6 @@
 #include "router/admin.hpp"
 
+#include "common/http/parse.hpp"
 #include "common/http/routes.hpp"
 #include "common/log.hpp"
 #include "common/openai/error.hpp"
@@ -56,11 +57,14 @@ std::string url_argument(const http::request& req) {
     return {};
 }
 
-bool authorized(const std::string& token, const http::request& req, bool loopback) {
-    if (token.empty())
-        return loopback;
-    const auto given = req.find("authorization");
-    return given && *given == "Bearer " + token;
+// The media type of a Content-Type value, without its parameters.
+std::string_view media_type(std::string_view value) {
+    value = value.substr(0, value.find(';'));
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+        value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+    return value;
 }
 
 } // namespace
@@ -95,13 +99,34 @@ boost::asio::awaitable<void> admin::handle(http::request& req, http::response_wr
     co_await out.send(respond(req, out.remote().address().is_loopback()));
 }
 
-// The admin API as a plain function of the request (no I/O): auth, then the route table.
+std::optional<http::response> admin::refusal(const http::request& req, bool loopback) const {
+    const bool change = req.method() != bhttp::verb::get && req.method() != bhttp::verb::head;
+    if (access_.token) {
+        const auto given = req.find("authorization");
+        const std::string_view token = given ? common::access::bearer_token(*given) : "";
+        if (token.empty() || !common::access::same(common::access::sha256(token), *access_.token))
+            return error(req, 401, "missing or wrong 'Authorization: Bearer' admin token");
+        return std::nullopt;
+    }
+    if (!loopback)
+        return error(req, 403, "without --admin-token the admin API answers loopback clients only");
+    if (!change)
+        return std::nullopt;
+    if (!access_.insecure_loopback)
+        return error(req, 403,
+                     "changing the fleet needs --admin-token (or, for loopback clients, "
+                     "--admin-insecure-loopback)");
+    const auto type = req.find("content-type");
+    if (!type || !http::iequals_ascii(media_type(*type), "application/json"))
+        return error(req, 415,
+                     "a change without the admin token needs Content-Type: application/json");
+    return std::nullopt;
+}
+
+// The admin API as a plain function of the request (no I/O): who asks, then the route table.
 http::response admin::respond(const http::request& req, bool loopback) {
-    if (!authorized(token_, req, loopback))
-        return token_.empty() ? error(req, 403,
-                                      "the admin API answers loopback clients only; start the "
-                                      "router with --admin-token to use it remotely")
-                              : error(req, 401, "missing or wrong 'Authorization: Bearer' token");
+    if (auto refused = refusal(req, loopback))
+        return std::move(*refused);
     struct route {
         std::string_view path;
         unsigned methods;

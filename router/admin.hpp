@@ -1,5 +1,5 @@
-// The admin API. With --admin-token set, every call needs "Authorization: Bearer <token>";
-// without one, only loopback clients are served.
+// The admin API, served on its own listener (--admin-host/--admin-port, loopback by default) and
+// never on the traffic port.
 //   GET    /admin/replicas                 the replicas and their state (JSON array)
 //   POST   /admin/replicas        {"url"}  add a replica
 //   DELETE /admin/replicas?url=U           remove a replica (in-flight requests finish)
@@ -7,8 +7,13 @@
 //   POST   /admin/replicas/undrain {"url"} route to it again
 // SGLang router compatibility: POST /add_worker?url=U, POST /remove_worker?url=U, GET
 // /list_workers.
+// Who may call it: with a token (--admin-token, --admin-token-file), every call needs
+// "Authorization: Bearer <token>", compared in constant time. Without one, loopback clients may
+// read, and change the fleet only with --admin-insecure-loopback and a JSON Content-Type (a
+// cross-site form POST cannot send one without a preflight).
 #pragma once
 
+#include "common/access/secret.hpp"
 #include "common/http/message.hpp"
 #include "common/http/response_writer.hpp"
 #include "common/http/url.hpp"
@@ -24,8 +29,12 @@ namespace lanes::router {
 
 class admin {
 public:
-    admin(std::string token, replica_pool& pool)
-        : token_(std::move(token))
+    struct access {
+        std::optional<common::access::digest> token; // of the admin token, when there is one
+        bool insecure_loopback = false;
+    };
+    admin(access who, replica_pool& pool)
+        : access_(std::move(who))
         , pool_(pool) {}
 
     static bool handles(std::string_view path);
@@ -51,7 +60,11 @@ private:
     std::shared_ptr<replica> replica_named(const common::http::request& req,
                                            common::http::response& refusal);
 
-    std::string token_;
+    // nullopt when `req` may be served, else the refusal (401, 403 or 415).
+    std::optional<common::http::response> refusal(const common::http::request& req,
+                                                  bool loopback) const;
+
+    access access_;
     replica_pool& pool_;
 };
 

@@ -23,8 +23,15 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("default-model", cfg.default_model,
           "model of a request that names none (default: the fleet's only model, if it has one)");
     f.add("config", cfg.config_file, "JSON config file (flags given on the command line win)");
+    f.add("admin-host", cfg.admin_host,
+          "address of the admin listener (/admin, SGLang's worker API)");
+    f.add("admin-port", cfg.admin_port, "port of the admin listener (0 picks one and logs it)");
     f.add("admin-token", cfg.admin_token,
-          "bearer token for /admin; without one, /admin answers loopback clients only");
+          "bearer token the admin API requires (reads and changes)");
+    f.add("admin-token-file", cfg.admin_token_file, "file whose first line is the admin token");
+    f.add("admin-insecure-loopback", cfg.admin_insecure_loopback,
+          "without a token, let loopback clients change the fleet (with Content-Type: "
+          "application/json)");
     f.add("threads", cfg.threads, "I/O threads (0 = number of cores)");
     f.add("block-size", cfg.block_size, "tokens per KV block used for prefix hashing");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
@@ -303,6 +310,8 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");
     need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");
+    need(cfg.admin_token.empty() || cfg.admin_token_file.empty(),
+         "give --admin-token or --admin-token-file, not both");
     return errors;
 }
 

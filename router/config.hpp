@@ -62,8 +62,13 @@ struct router_config {
     // The model of a request that names none (else the fleet's only model, when it has one).
     std::string default_model;
     std::string config_file;
+    // The admin listener (admin.hpp): its own address, never the traffic port's.
+    std::string admin_host = "127.0.0.1";
+    unsigned short admin_port = 8090;
     std::string admin_token;
-    std::int64_t threads = 0;     // I/O threads; 0 = number of cores
+    std::string admin_token_file;
+    bool admin_insecure_loopback = false; // mutations from loopback peers without a token
+    std::int64_t threads = 0;             // I/O threads; 0 = number of cores
     std::int64_t block_size = 16; // tokens per block for prefix hashing (the replicas' block size)
     std::string log_level = "info";
     std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread

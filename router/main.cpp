@@ -1,4 +1,5 @@
 // lanes-router: parse config, wire the replica pool, policy and proxy, run until SIGINT/SIGTERM.
+#include "common/access/secret.hpp"
 #include "common/http/run_loop.hpp"
 #include "common/http/server.hpp"
 #include "common/http/url.hpp"
@@ -16,6 +17,13 @@
 #include <exception>
 #include <memory>
 #include <thread>
+
+namespace {
+
+// Client connections the admin listener takes at once.
+constexpr std::size_t admin_connections = 16;
+
+} // namespace
 
 int main(int argc, char** argv) {
     using namespace lanes;
@@ -35,6 +43,13 @@ int main(int argc, char** argv) {
     common::log::parse_level(cfg.log_level, lvl);
     common::log::set_level(lvl);
     common::log::set_queue_limit(cfg.log_queue_bytes);
+    if (!cfg.admin_token_file.empty()) {
+        std::string why;
+        auto token = common::access::read_secret_file(cfg.admin_token_file, why);
+        if (!token)
+            return common::report_config_errors("lanes-router", {"--admin-token-file: " + why});
+        cfg.admin_token = std::move(*token);
+    }
 
     try {
         router::replica_pool pool(cfg.health);
@@ -77,6 +92,22 @@ int main(int argc, char** argv) {
                                                              server.refused_connections()};
         });
         server.listen(cfg.host, cfg.port);
+        // The admin API on a listener of its own, on the main context (few, short requests).
+        common::http::server_config admin_http = cfg.http;
+        admin_http.max_connections = admin_connections;
+        common::http::server admin_server(
+            io, admin_http,
+            [&front](common::http::request& req, common::http::response_writer& out) {
+                return front.handle_admin(req, out);
+            },
+            "admin", common::openai::error_page);
+        admin_server.listen(cfg.admin_host, cfg.admin_port);
+        if (cfg.admin_token.empty())
+            LANES_LOG(warn, "router",
+                      "no --admin-token: the admin API answers loopback clients only"
+                          << (cfg.admin_insecure_loopback
+                                  ? ", and lets them change the fleet (--admin-insecure-loopback)"
+                                  : ", read-only"));
         monitor.start();
         LANES_LOG(info, "router",
                   "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
@@ -84,6 +115,7 @@ int main(int argc, char** argv) {
                             << " client connections");
         const auto on_signal = [&] {
             server.stop();
+            admin_server.stop();
             monitor.stop();
         };
         const auto drained = [&] { return server.active_requests() == 0; };
@@ -99,6 +131,7 @@ int main(int argc, char** argv) {
         // The listener's context goes first: an accept still queued there holds a socket that
         // belongs to a worker's context, which must outlive it.
         server.release_listener();
+        admin_server.release_listener();
         io_owner.reset();
         worker_owners.clear();
         return code;

@@ -36,6 +36,14 @@ constexpr std::array<std::string_view, 11> forwarded_paths{
     "/v1/embeddings", "/v1/rerank", "/rerank",   "/v2/rerank",  "/v1/score",   "/score",
     "/pooling",       "/classify",  "/tokenize", "/detokenize", "/v1/messages"};
 
+admin::access admin_access(const router_config& cfg) {
+    admin::access a;
+    if (!cfg.admin_token.empty())
+        a.token = common::access::sha256(cfg.admin_token);
+    a.insecure_loopback = cfg.admin_insecure_loopback;
+    return a;
+}
+
 } // namespace
 
 proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
@@ -43,7 +51,7 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     : cfg_(cfg)
     , pool_(pool)
     , metrics_(metrics)
-    , admin_(cfg.admin_token, pool)
+    , admin_(admin_access(cfg), pool)
     , refresh_models_(std::move(refresh_models))
     , policy_(std::move(pol))
     , forward_policy_(make_policy("least_loaded", cfg.policy_knobs))
@@ -80,12 +88,34 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
         return forwarded(req, out);
     if (path.starts_with("/v1/responses/"))
         return response_by_id(req, out);
+    if (match.path_methods)
+        return answered(out.send(openai::method_not_allowed(req, match.path_methods)));
+    return answered(out.send(openai::error_response(
+        req, openai::api_error::not_found("no route for " + std::string(path)))));
+}
+
+asio::awaitable<void> proxy::handle_admin(http::request& req, http::response_writer& out) {
+    struct route {
+        std::string_view path;
+        unsigned methods;
+        asio::awaitable<void> (proxy::*serve)(http::request&, http::response_writer&);
+    };
+    static constexpr std::array<route, 4> routes{{
+        {"/health", http::method_get, &proxy::health},
+        {"/liveness", http::method_get, &proxy::health},
+        {"/readiness", http::method_get, &proxy::readiness},
+        {"/metrics", http::method_get, &proxy::metrics_page},
+    }};
+    const std::string_view path = http::path_of(req.target());
+    const auto match = http::match_route(routes, path, req.method());
+    if (match.route)
+        return (this->*match.route->serve)(req, out);
     if (admin::handles(path))
         return admin_.handle(req, out);
     if (match.path_methods)
         return answered(out.send(openai::method_not_allowed(req, match.path_methods)));
     return answered(out.send(openai::error_response(
-        req, openai::api_error::not_found("no route for " + std::string(path)))));
+        req, openai::api_error::not_found("no admin route for " + std::string(path)))));
 }
 
 asio::awaitable<void> proxy::completions(http::request& req, http::response_writer& out) {

@@ -44,8 +44,12 @@ public:
     proxy(const router_config& cfg, replica_pool& pool, router_metrics& metrics,
           std::unique_ptr<policy> pol, models_refresher refresh_models = {});
 
+    // The traffic listener's requests.
     boost::asio::awaitable<void> handle(common::http::request& req,
                                         common::http::response_writer& out);
+    // The admin listener's: the admin API, and /health, /readiness and /metrics again.
+    boost::asio::awaitable<void> handle_admin(common::http::request& req,
+                                              common::http::response_writer& out);
 
     // From SIGTERM on, /readiness answers 503 (the router keeps serving until it stops).
     void set_shutting_down() { status_.set_shutting_down(); }

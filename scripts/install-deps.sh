@@ -11,6 +11,7 @@ packages=(
     clang-format                               # the format check in the test suite
     prometheus                                 # promtool, to lint /metrics in the tests
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
+    libssl-dev openssl                         # key digests and TLS; certificates in the tests
     clang-14 libclang-rt-14-dev                # the sanitizer tiers and libFuzzer targets (CI)
     python3                                    # scripts/check-coawait.py, the soak driver
     util-linux                                 # prlimit, for the fd-starved router test

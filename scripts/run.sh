@@ -2,7 +2,8 @@
 # The run command: installs what is missing, builds, then starts 4 local replicas (backend auto:
 # CUDA when a GPU is usable, else CPU) and the router on port 8000 in front of them, in the
 # foreground. Ctrl-C stops everything cleanly.
-#   LANES_REPLICAS=N (default 4), LANES_PORT (default 8000), LANES_POLICY, LANES_BACKEND,
+#   LANES_REPLICAS=N (default 4), LANES_PORT (default 8000), LANES_ADMIN_PORT (default 8090),
+#   LANES_POLICY, LANES_BACKEND,
 #   LANES_PRESET, LANES_START_TIMEOUT_S (how long to wait for the replicas to listen, 60);
 #   extra arguments go to lanes-router.
 set -euo pipefail
@@ -12,6 +13,7 @@ scripts/build.sh
 bin="${LANES_BUILD_DIR:-build}"
 n="${LANES_REPLICAS:-4}"
 port="${LANES_PORT:-8000}"
+admin_port="${LANES_ADMIN_PORT:-8090}"
 first_replica_port=$((port + 1))
 
 pids=()
@@ -44,8 +46,9 @@ for i in $(seq 0 $((n - 1))); do
         sleep 0.1
     done
 done
-"$bin/router/lanes-router" --host 0.0.0.0 --port "$port" \
+"$bin/router/lanes-router" --host 0.0.0.0 --port "$port" --admin-port "$admin_port" \
     ${LANES_POLICY:+--policy "$LANES_POLICY"} "${router_args[@]}" "$@" &
 pids+=($!)
-echo "lanes: router on http://localhost:$port in front of $n replicas; Ctrl-C stops everything"
+echo "lanes: router on http://localhost:$port in front of $n replicas (admin API on" \
+    "http://127.0.0.1:$admin_port, read-only without --admin-token); Ctrl-C stops everything"
 wait -n "${pids[@]}" || true

@@ -26,6 +26,7 @@ import urllib.parse
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--router", required=True)
+parser.add_argument("--admin", required=True, help="the router's admin listener")
 parser.add_argument("--router-pid", type=int, required=True)
 parser.add_argument("--replica-cmd", required=True, help="command line with {port} for the port")
 parser.add_argument("--replica-ports", required=True)
@@ -42,6 +43,9 @@ args = parser.parse_args()
 u = urllib.parse.urlparse(args.router)
 HOST, PORT = u.hostname, u.port
 assert HOST in ("127.0.0.1", "::1", "localhost"), "loopback only"
+a = urllib.parse.urlparse(args.admin)
+ADMIN_HOST, ADMIN_PORT = a.hostname, a.port
+assert ADMIN_HOST in ("127.0.0.1", "::1", "localhost"), "loopback only"
 end_at = time.time() + args.minutes * 60
 lock = threading.Lock()
 counts = {}
@@ -141,7 +145,7 @@ def start_replica(port):
 
 def admin(method, path):
     try:
-        c = http.client.HTTPConnection(HOST, PORT, timeout=10)
+        c = http.client.HTTPConnection(ADMIN_HOST, ADMIN_PORT, timeout=10)
         c.request(method, path, "", {"Content-Type": "application/json"})
         r = c.getresponse()
         r.read()

@@ -26,12 +26,14 @@ for p in "${ports[@]}"; do
     for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
 done
 "$bin/router/lanes-router" --host 127.0.0.1 --port "$base" "${router_args[@]}" \
+    --admin-port $((base + 8)) --admin-insecure-loopback \
     --health-interval 500ms --access-log false --log-level warn >"$work/router.log" 2>&1 &
 router_pid=$!
 pids+=("$router_pid")
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$base/health" >/dev/null && break; sleep 0.1; done
 status=0
 python3 deploy/bench/soak.py --router "http://127.0.0.1:$base" --router-pid "$router_pid" \
+    --admin "http://127.0.0.1:$((base + 8))" \
     --replica-cmd "$replica_cmd" --replica-ports "$(IFS=,; echo "${ports[*]}")" \
     --replica-pids "$(IFS=,; echo "${rpids[*]}")" --spare-port $((base + 9)) \
     --minutes "$minutes" --clients "${SOAK_CLIENTS:-6}" --kill-every "${SOAK_KILL_EVERY:-180}" \

@@ -192,7 +192,7 @@ TEST_CASE("drop-in: 503 is backpressure: never ejected, retried elsewhere, back 
     }
     // Twenty requests, and the first 503 kept `busy` out for its Retry-After: it saw one.
     CHECK(busy.requests().size() == 1);
-    const auto list = json::parse(get(router->port(), "/admin/replicas").body);
+    const auto list = json::parse(get(router->admin_port(), "/admin/replicas").body);
     for (const auto& r : list)
         CHECK(r["healthy"] == true); // never ejected
     // After its Retry-After it takes requests again.
@@ -242,7 +242,7 @@ TEST_CASE("drop-in: failed requests eject at most half of a model's replicas", "
     for (int i = 0; i < 6; ++i)
         CHECK(post_json(router->port(), "/v1/completions", R"({"prompt":"x"})").status == 500);
     // Both failed, but only one is out: the other stays routable (and keeps answering 500).
-    const auto list = json::parse(get(router->port(), "/admin/replicas").body);
+    const auto list = json::parse(get(router->admin_port(), "/admin/replicas").body);
     int healthy = 0;
     for (const auto& r : list)
         healthy += r["healthy"] == true ? 1 : 0;

@@ -27,7 +27,7 @@ TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected w
     const bool ejected = eventually(
         [&] {
             const auto list =
-                nlohmann::json::parse(test::get(f.router->port(), "/admin/replicas").body);
+                nlohmann::json::parse(test::get(f.router->admin_port(), "/admin/replicas").body);
             for (const auto& r : list)
                 if (r["url"] == victim)
                     return r["healthy"] == false;
@@ -46,9 +46,9 @@ TEST_CASE("a replica killed mid-run: requests succeed elsewhere, it is ejected w
 }
 
 TEST_CASE("no routable replica: 503 with Retry-After", "[router][failover]") {
-    test::fleet f(1, {"--backend", "sim"}, {});
+    test::fleet f(1, {"--backend", "sim"}, {"--admin-insecure-loopback"});
     const auto port = f.router->port();
-    REQUIRE(test::post_json(port, "/admin/replicas/drain",
+    REQUIRE(test::post_json(f.router->admin_port(), "/admin/replicas/drain",
                             nlohmann::json{{"url", f.replicas[0]->url()}}.dump())
                 .status == 200);
     const auto r = test::post_json(port, "/v1/completions", R"({"prompt":"x"})");
@@ -115,7 +115,7 @@ TEST_CASE("a replica without /metrics stays routable and is asked for them rarel
     REQUIRE(eventually([&] { return scrapes.load() >= 1; }, 5s));
     const int probes_then = probes.load();
     REQUIRE(eventually([&] { return probes.load() >= probes_then + 10; }, 5s));
-    const auto list = nlohmann::json::parse(test::get(router.port(), "/admin/replicas").body);
+    const auto list = nlohmann::json::parse(test::get(router.admin_port(), "/admin/replicas").body);
     REQUIRE(list.size() == 1);
     CHECK(list[0]["healthy"] == true);
     CHECK(list[0]["kv_usage"].is_null());

@@ -49,6 +49,12 @@ process::process(std::string binary, std::vector<std::string> args) {
         argv_store.push_back("--threads");
         argv_store.push_back(threads);
     }
+    // Every router's admin listener on a port of its own choosing (tests run side by side).
+    const bool router = binary.ends_with("lanes-router");
+    if (router && std::find(args.begin(), args.end(), "--admin-port") == args.end()) {
+        argv_store.push_back("--admin-port");
+        argv_store.push_back("0");
+    }
     std::vector<char*> argv;
     for (auto& a : argv_store)
         argv.push_back(a.data());
@@ -64,15 +70,18 @@ process::process(std::string binary, std::vector<std::string> args) {
         ::_exit(127);
     }
     ::close(fd);
-    const std::regex listening(R"(listening on http://[^ \n]*:(\d+))");
+    // Each listener by its own line: "<name> listening on http://host:port", the admin one
+    // named "admin".
+    const std::regex listening(R"((\S+) listening on http://[^ \n]*:(\d+))");
     const auto deadline = std::chrono::steady_clock::now() + port_deadline;
     while (std::chrono::steady_clock::now() < deadline) {
-        std::smatch m;
         const std::string text = read_file(log_path_);
-        if (std::regex_search(text, m, listening)) {
-            port_ = static_cast<unsigned short>(std::stoi(m[1].str()));
-            return;
+        for (std::sregex_iterator it(text.begin(), text.end(), listening), end; it != end; ++it) {
+            const auto port = static_cast<unsigned short>(std::stoi((*it)[2].str()));
+            ((*it)[1].str() == "admin" ? admin_port_ : port_) = port;
         }
+        if (port_ != 0 && (!router || admin_port_ != 0))
+            return;
         if (wait(std::chrono::milliseconds(0)) != -1)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -20,6 +20,8 @@ public:
     process& operator=(const process&) = delete;
 
     unsigned short port() const { return port_; }
+    // The router's admin listener (0 for other programs).
+    unsigned short admin_port() const { return admin_port_; }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     int pid() const { return pid_; }
     void signal(int sig);
@@ -30,6 +32,7 @@ public:
 private:
     int pid_ = -1;
     unsigned short port_ = 0;
+    unsigned short admin_port_ = 0;
     std::string log_path_;
     bool exited_ = false;
 };

@@ -15,13 +15,24 @@ using nlohmann::json;
 
 namespace {
 
+// A request as a local tool sends it: JSON content type, and the Authorization given if any.
 http::request make(verb v, std::string_view target, std::string body = {},
-                   std::string_view authorization = {}) {
-    if (authorization.empty())
-        return make_request(v, target, std::move(body));
-    return make_request(v, target, std::move(body),
-                        {{"Authorization", std::string(authorization)}});
+                   std::string_view authorization = {},
+                   std::string_view content_type = "application/json") {
+    http::header_list headers;
+    if (!authorization.empty())
+        headers.emplace_back("Authorization", std::string(authorization));
+    if (!content_type.empty())
+        headers.emplace_back("Content-Type", std::string(content_type));
+    return make_request(v, target, std::move(body), headers);
 }
+
+router::admin::access with_token(std::string_view token) {
+    return {lanes::common::access::sha256(token), false};
+}
+
+// No token, loopback clients may change the fleet.
+const router::admin::access insecure_loopback{std::nullopt, true};
 
 std::string error_type(const http::response& res) {
     return json::parse(res.body())["error"]["type"];
@@ -32,18 +43,43 @@ constexpr std::string_view two = "http://127.0.0.1:9002";
 
 } // namespace
 
-TEST_CASE("admin: without a token only loopback clients are served", "[admin]") {
+TEST_CASE("admin: without a token loopback clients may read, and change nothing", "[admin]") {
     router::replica_pool pool;
-    router::admin a("", pool);
+    router::admin a({}, pool);
     CHECK(a.respond(make(verb::get, "/admin/replicas"), true).result_int() == 200);
+    CHECK(a.respond(make(verb::head, "/admin/replicas"), true).result_int() == 200);
     const auto remote = a.respond(make(verb::get, "/admin/replicas"), false);
     CHECK(remote.result_int() == 403);
     CHECK(error_type(remote) == "PermissionDeniedError");
+    const auto change =
+        a.respond(make(verb::post, "/admin/replicas", json{{"url", one}}.dump()), true);
+    CHECK(change.result_int() == 403);
+    CHECK(json::parse(change.body())["error"]["message"].get<std::string>().find(
+              "--admin-insecure-loopback") != std::string::npos);
+    CHECK(pool.all().empty());
+}
+
+TEST_CASE("admin: --admin-insecure-loopback changes need loopback and a JSON body type",
+          "[admin]") {
+    router::replica_pool pool;
+    router::admin a(insecure_loopback, pool);
+    const std::string add = "/add_worker?url=" + std::string(one);
+    CHECK(a.respond(make(verb::post, add), false).result_int() == 403);
+    for (const std::string_view type : {"", "text/plain", "application/x-www-form-urlencoded",
+                                        "multipart/form-data", "application/jsonx"}) {
+        INFO(type);
+        const auto res = a.respond(make(verb::post, add, "", "", type), true);
+        CHECK(res.result_int() == 415);
+    }
+    CHECK(pool.all().empty());
+    CHECK(a.respond(make(verb::post, add, "", "", " Application/JSON ; charset=utf-8"), true)
+              .result_int() == 201);
+    CHECK(pool.all().size() == 1);
 }
 
 TEST_CASE("admin: with a token every call needs it, from anywhere", "[admin]") {
     router::replica_pool pool;
-    router::admin a("s3cret", pool);
+    router::admin a(with_token("s3cret"), pool);
     for (const bool loopback : {true, false}) {
         const auto none = a.respond(make(verb::get, "/admin/replicas"), loopback);
         CHECK(none.result_int() == 401);
@@ -54,12 +90,19 @@ TEST_CASE("admin: with a token every call needs it, from anywhere", "[admin]") {
               401); // the scheme is part of it
         CHECK(a.respond(make(verb::get, "/admin/replicas", "", "Bearer s3cret"), loopback)
                   .result_int() == 200);
+        CHECK(a.respond(make(verb::get, "/admin/replicas", "", "bearer  s3cret "), loopback)
+                  .result_int() == 200); // the scheme in any case, blanks around the token
+        // With the token no content type is asked for (a browser cannot add the header).
+        CHECK(a.respond(make(verb::post, "/add_worker?url=" + std::string(loopback ? one : two), "",
+                             "Bearer s3cret", ""),
+                        loopback)
+                  .result_int() == 201);
     }
 }
 
 TEST_CASE("admin: add, list, drain, undrain and remove replicas", "[admin]") {
     router::replica_pool pool;
-    router::admin a("", pool);
+    router::admin a(insecure_loopback, pool);
     const auto call = [&](verb v, std::string target, std::string body = {}) {
         return a.respond(make(v, target, std::move(body)), true);
     };
@@ -97,7 +140,7 @@ TEST_CASE("admin: add, list, drain, undrain and remove replicas", "[admin]") {
 TEST_CASE("admin: bad arguments, unknown paths and wrong methods", "[admin]") {
     router::replica_pool pool;
     REQUIRE(pool.add(*http::parse_url(one), "replicas.svc:8000")); // from DNS
-    router::admin a("", pool);
+    router::admin a(insecure_loopback, pool);
     const auto call = [&](verb v, std::string target, std::string body = {}) {
         return a.respond(make(v, target, std::move(body)), true);
     };
@@ -137,7 +180,7 @@ TEST_CASE("admin::handles names its paths, and handle answers through the writer
     CHECK_FALSE(router::admin::handles("/v1/completions"));
     CHECK_FALSE(router::admin::handles("/administrator"));
     router::replica_pool pool;
-    router::admin a("", pool);
+    router::admin a({}, pool);
     fake_writer out;
     out.remote_ = {asio::ip::make_address("10.1.2.3"), 5000}; // not loopback: refused
     http::request req = make(verb::get, "/admin/replicas");

@@ -161,3 +161,27 @@ TEST_CASE("replica URLs and DNS names from flags are held to what a URL may cont
     CHECK(errors[0].find("\\x0d\\x0a") != std::string::npos);
     CHECK(errors[1].find("bad name.svc") != std::string::npos);
 }
+
+TEST_CASE("router config: the admin listener's settings", "[config][admin]") {
+    {
+        router_config cfg;
+        CHECK(problems({}, cfg).empty());
+        CHECK(cfg.admin_host == "127.0.0.1");
+        CHECK(cfg.admin_port == 8090);
+        CHECK(cfg.admin_token.empty());
+        CHECK_FALSE(cfg.admin_insecure_loopback);
+    }
+    {
+        router_config cfg;
+        CHECK(problems({"--admin-host", "0.0.0.0", "--admin-port", "0", "--admin-token", "t",
+                        "--admin-insecure-loopback"},
+                       cfg)
+                  .empty());
+        CHECK(cfg.admin_port == 0);
+        CHECK(cfg.admin_insecure_loopback);
+    }
+    router_config cfg;
+    const auto errors = problems({"--admin-token", "a", "--admin-token-file", "f"}, cfg);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].find("not both") != std::string::npos);
+}

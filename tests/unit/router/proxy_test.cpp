@@ -31,12 +31,16 @@ struct front {
                                             router::make_policy(cfg.policy, cfg.policy_knobs));
     }
 
-    fake_writer call(verb v, std::string_view target, std::string body = {}) {
+    fake_writer call(verb v, std::string_view target, std::string body = {},
+                     bool admin_listener = false) {
         http::request req =
             make_request(v, target, std::move(body), {{"Content-Type", "application/json"}});
         fake_writer out;
         run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
-            co_await p->handle(req, out);
+            if (admin_listener)
+                co_await p->handle_admin(req, out);
+            else
+                co_await p->handle(req, out);
             // Pooled connections keep a deadline timer that would hold this loop: close them.
             for (const auto& r : pool.all())
                 while (auto conn = r->take_idle())
@@ -73,8 +77,28 @@ TEST_CASE("proxy: the route table answers liveness, metrics, 404 and 405", "[pro
     const auto post_health = f.call(verb::post, "/health");
     CHECK(post_health.status == 405);
     CHECK(post_health.header("Allow") == "GET, HEAD");
-    // Admin paths go to the admin API (loopback: the fake client's address).
-    CHECK(f.call(verb::get, "/admin/replicas").status == 200);
+    // Admin paths are not served here at all: they have a listener of their own.
+    for (const char* path : {"/admin/replicas", "/list_workers"})
+        CHECK(f.call(verb::get, path).status == 404);
+    CHECK(f.call(verb::post, "/add_worker?url=http://127.0.0.1:9").status == 404);
+}
+
+TEST_CASE("proxy: the admin listener serves the admin API, health and metrics, no traffic",
+          "[proxy][admin]") {
+    front f({});
+    const auto admin = [&f](verb v, std::string_view target) {
+        return f.call(v, target, {}, true);
+    };
+    CHECK(admin(verb::get, "/admin/replicas").status == 200); // loopback: the fake's address
+    CHECK(admin(verb::get, "/list_workers").status == 200);
+    CHECK(admin(verb::get, "/health").status == 200);
+    CHECK(admin(verb::get, "/readiness").status == 503); // no replica passes its probes
+    CHECK(admin(verb::get, "/metrics").body.find("lanes_router_requests_total") !=
+          std::string::npos);
+    const auto none = admin(verb::post, "/v1/completions");
+    CHECK(none.status == 404);
+    CHECK(json::parse(none.body)["error"]["message"] == "no admin route for /v1/completions");
+    CHECK(admin(verb::post, "/metrics").status == 405);
 }
 
 TEST_CASE("proxy: a body it cannot read is a 400, no replica a 503 with Retry-After", "[proxy]") {
