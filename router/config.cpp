@@ -23,6 +23,10 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("default-model", cfg.default_model,
           "model of a request that names none (default: the fleet's only model, if it has one)");
     f.add("config", cfg.config_file, "JSON config file (flags given on the command line win)");
+    f.add("api-key-file", cfg.api_key_file,
+          "client API keys, one 'KEY [NAME] [rps=N] [burst=N] [tpm=N]' a line (re-read on "
+          "SIGHUP; LANES_API_KEYS adds comma-separated entries); none: the router is open");
+    f.add("metrics-public", cfg.metrics_public, "serve /metrics without a key when keys are set");
     f.add("admin-host", cfg.admin_host,
           "address of the admin listener (/admin, SGLang's worker API)");
     f.add("admin-port", cfg.admin_port, "port of the admin listener (0 picks one and logs it)");

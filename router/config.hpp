@@ -62,6 +62,11 @@ struct router_config {
     // The model of a request that names none (else the fleet's only model, when it has one).
     std::string default_model;
     std::string config_file;
+    // Client API keys (access/api_keys.hpp): a file, re-read on SIGHUP, and/or LANES_API_KEYS
+    // (api_keys_env, read from the environment by main, not a flag).
+    std::string api_key_file;
+    std::string api_keys_env;
+    bool metrics_public = false; // /metrics without a key when keys are configured
     // The admin listener (admin.hpp): its own address, never the traffic port's.
     std::string admin_host = "127.0.0.1";
     unsigned short admin_port = 8090;

@@ -131,6 +131,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
         }
         if (p.unknown_model) {
             metrics_.requests.with({"none", "404", "unknown_model", "unknown"}).inc();
+            count_for_key(plan.who, 404);
             openai::api_error e{404, "The model `" + plan.model + "` does not exist.",
                                 "NotFoundError", "model"};
             co_await out.send(openai::error_response(req, e));
@@ -178,6 +179,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
         res.set(bhttp::field::retry_after, std::to_string(largest_retry_after.count()));
     res.set(header_request_id, request_id);
     metrics_.requests.with({"none", std::to_string(res.result_int()), "failed", plan.model}).inc();
+    count_for_key(plan.who, res.result_int());
     metrics_.duration.observe(seconds_since(plan.start));
     co_await out.send(std::move(res));
 }
@@ -199,14 +201,15 @@ void proxy::account(const http::request& req, const dispatch_plan& plan, const p
     // included.
     const int code = last.client_gone ? 499 : last.status ? last.status : 502;
     requests_counter(p.chosen->id(), code, p.d.reason, plan.model).inc();
+    count_for_key(plan.who, code);
     metrics_.duration.observe(seconds_since(plan.start));
     if (!cfg_.access_log)
         return;
     LANES_LOG(info, "access",
-              request_id << " " << req.target() << " replica=" << p.chosen->id()
-                         << " reason=" << to_string(p.d.reason) << " status=" << code
-                         << " cached_blocks=" << p.d.matched_blocks << "/" << plan.blocks.size()
-                         << " attempts=" << attempts
+              request_id << " " << req.target() << (plan.who.key ? " key=" : "") << plan.who.name()
+                         << " replica=" << p.chosen->id() << " reason=" << to_string(p.d.reason)
+                         << " status=" << code << " cached_blocks=" << p.d.matched_blocks << "/"
+                         << plan.blocks.size() << " attempts=" << attempts
                          << " duration_ms=" << seconds_since(plan.start) * 1000.0
                          << (last.client_gone ? " client_closed"
                              : last.answered  ? ""

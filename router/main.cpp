@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <thread>
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
     common::log::parse_level(cfg.log_level, lvl);
     common::log::set_level(lvl);
     common::log::set_queue_limit(cfg.log_queue_bytes);
+    if (const char* keys = std::getenv("LANES_API_KEYS"))
+        cfg.api_keys_env = keys;
     if (!cfg.admin_token_file.empty()) {
         std::string why;
         auto token = common::access::read_secret_file(cfg.admin_token_file, why);
@@ -80,6 +83,15 @@ int main(int argc, char** argv) {
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
                             [&monitor] { return monitor.refresh_models(); });
+        if (front.keys_configured()) {
+            std::vector<std::string> key_errors;
+            if (!front.load_keys(key_errors))
+                return common::report_config_errors("lanes-router", key_errors);
+        } else {
+            LANES_LOG(warn, "router",
+                      "no API keys (--api-key-file, LANES_API_KEYS): the router serves anyone "
+                      "who reaches it");
+        }
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {
@@ -122,6 +134,17 @@ int main(int argc, char** argv) {
         common::http::shutdown_steps steps;
         steps.on_notice = [&front] { front.set_shutting_down(); };
         steps.delay = cfg.shutdown_delay;
+        steps.on_hangup = [&front] {
+            if (!front.keys_configured())
+                return;
+            std::vector<std::string> key_errors;
+            if (front.load_keys(key_errors)) {
+                LANES_LOG(info, "router", "API keys reloaded");
+                return;
+            }
+            for (const auto& e : key_errors)
+                LANES_LOG(error, "router", "API keys not reloaded (the old ones stay): " << e);
+        };
         const int code = common::http::run_until_signal(io, workers, cfg.http.shutdown_grace,
                                                         on_signal, drained, steps);
         // Pooled upstream sockets belong to the io_contexts: close them before those go.

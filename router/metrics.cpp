@@ -86,6 +86,13 @@ router_metrics::router_metrics()
     , replica_running(registry_.add_gauge("lanes_router_replica_running_requests",
                                           "Running requests from the replica's last scrape.",
                                           {"replica"}))
+    , key_requests(registry_.add_counter(
+          "lanes_router_api_key_requests_total",
+          "Requests answered, by API key name (never the key) and HTTP status; only with keys.",
+          {"key", "code"}))
+    , key_refusals(registry_.add_counter("lanes_router_api_key_refusals_total",
+                                         "Requests refused by access control, by reason.",
+                                         {"reason"}))
     , client_connections(registry_
                              .add_gauge("lanes_router_client_connections",
                                         "Client connections open on the traffic listener.")

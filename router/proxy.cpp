@@ -3,6 +3,7 @@
 // its model only; a response's continuation pinned to the replica that made it.
 #include "router/proxy.hpp"
 
+#include "common/access/secret.hpp"
 #include "common/http/routes.hpp"
 #include "common/openai/error.hpp"
 #include "router/policies/factory.hpp"
@@ -52,6 +53,7 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , pool_(pool)
     , metrics_(metrics)
     , admin_(admin_access(cfg), pool)
+    , keys_(cfg.api_key_file, cfg.api_keys_env)
     , refresh_models_(std::move(refresh_models))
     , policy_(std::move(pol))
     , forward_policy_(make_policy("least_loaded", cfg.policy_knobs))
@@ -62,44 +64,57 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
 
 // Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
-    struct route {
-        std::string_view path;
-        unsigned methods;
-        asio::awaitable<void> (proxy::*serve)(http::request&, http::response_writer&);
-    };
-    static constexpr std::array<route, 8> routes{{
-        {"/v1/completions", http::method_post, &proxy::completions},
-        {"/v1/chat/completions", http::method_post, &proxy::chat_completions},
-        {"/v1/responses", http::method_post, &proxy::responses},
-        {"/v1/models", http::method_get, &proxy::models},
+    // Served without a key: probes (and the metrics with --metrics-public, or no keys at all).
+    static constexpr std::array<route, 4> open_routes{{
         {"/health", http::method_get, &proxy::health},
         {"/liveness", http::method_get, &proxy::health},
         {"/readiness", http::method_get, &proxy::readiness},
         {"/metrics", http::method_get, &proxy::metrics_page},
     }};
+    static constexpr std::array<client_route, 4> routes{{
+        {"/v1/completions", http::method_post, &proxy::completions},
+        {"/v1/chat/completions", http::method_post, &proxy::chat_completions},
+        {"/v1/responses", http::method_post, &proxy::responses},
+        {"/v1/models", http::method_get, &proxy::models},
+    }};
     const std::string_view path = http::path_of(req.target());
+    const auto open = http::match_route(open_routes, path, req.method());
+    const bool keyed = keys_.configured();
+    if (open.route && (!keyed || cfg_.metrics_public || open.route->serve != &proxy::metrics_page))
+        return (this->*open.route->serve)(req, out);
+    if (open.path_methods && !open.route)
+        return unrouted(req, out, open.path_methods, "");
+    client who;
+    if (keyed) {
+        who.key = keys_.table()->find(common::access::bearer_token(req["authorization"]));
+        if (!who.key) {
+            metrics_.key_refusals.with({"invalid_api_key"}).inc();
+            openai::api_error e = openai::api_error::of(
+                401, "Incorrect API key provided. Send it as 'Authorization: Bearer <key>'.",
+                "invalid_request_error");
+            e.code = "invalid_api_key";
+            auto res = openai::error_response(req, e);
+            res.set(bhttp::field::www_authenticate, "Bearer");
+            return answered(out.send(std::move(res)));
+        }
+        req.remove("authorization"); // a client's key is the router's business, not the engine's
+        if (open.route)
+            return (this->*open.route->serve)(req, out); // /metrics, with a key
+    }
     const auto match = http::match_route(routes, path, req.method());
     if (match.route)
-        return (this->*match.route->serve)(req, out);
+        return (this->*match.route->serve)(req, out, std::move(who));
     const bool post = req.method() == bhttp::verb::post;
     if (post &&
         (std::find(forwarded_paths.begin(), forwarded_paths.end(), path) != forwarded_paths.end() ||
          path.starts_with("/v1/audio/")))
-        return forwarded(req, out);
+        return forwarded(req, out, std::move(who));
     if (path.starts_with("/v1/responses/"))
-        return response_by_id(req, out);
-    if (match.path_methods)
-        return answered(out.send(openai::method_not_allowed(req, match.path_methods)));
-    return answered(out.send(openai::error_response(
-        req, openai::api_error::not_found("no route for " + std::string(path)))));
+        return response_by_id(req, out, std::move(who));
+    return unrouted(req, out, match.path_methods, "no route for ");
 }
 
 asio::awaitable<void> proxy::handle_admin(http::request& req, http::response_writer& out) {
-    struct route {
-        std::string_view path;
-        unsigned methods;
-        asio::awaitable<void> (proxy::*serve)(http::request&, http::response_writer&);
-    };
     static constexpr std::array<route, 4> routes{{
         {"/health", http::method_get, &proxy::health},
         {"/liveness", http::method_get, &proxy::health},
@@ -112,22 +127,31 @@ asio::awaitable<void> proxy::handle_admin(http::request& req, http::response_wri
         return (this->*match.route->serve)(req, out);
     if (admin::handles(path))
         return admin_.handle(req, out);
-    if (match.path_methods)
-        return answered(out.send(openai::method_not_allowed(req, match.path_methods)));
+    return unrouted(req, out, match.path_methods, "no admin route for ");
+}
+
+// 405 with Allow for a known path asked with another method, else 404.
+asio::awaitable<void> proxy::unrouted(const http::request& req, http::response_writer& out,
+                                      unsigned path_methods, std::string_view not_found) {
+    if (path_methods)
+        return answered(out.send(openai::method_not_allowed(req, path_methods)));
     return answered(out.send(openai::error_response(
-        req, openai::api_error::not_found("no admin route for " + std::string(path)))));
+        req, openai::api_error::not_found(std::string(not_found) +
+                                          std::string(http::path_of(req.target()))))));
 }
 
-asio::awaitable<void> proxy::completions(http::request& req, http::response_writer& out) {
-    return generate(req, out, body_kind::completions);
+asio::awaitable<void> proxy::completions(http::request& req, http::response_writer& out,
+                                         client who) {
+    return generate(req, out, body_kind::completions, std::move(who));
 }
 
-asio::awaitable<void> proxy::chat_completions(http::request& req, http::response_writer& out) {
-    return generate(req, out, body_kind::chat);
+asio::awaitable<void> proxy::chat_completions(http::request& req, http::response_writer& out,
+                                              client who) {
+    return generate(req, out, body_kind::chat, std::move(who));
 }
 
-asio::awaitable<void> proxy::responses(http::request& req, http::response_writer& out) {
-    return generate(req, out, body_kind::responses);
+asio::awaitable<void> proxy::responses(http::request& req, http::response_writer& out, client who) {
+    return generate(req, out, body_kind::responses, std::move(who));
 }
 
 asio::awaitable<void> proxy::health(http::request& req, http::response_writer& out) {
@@ -142,8 +166,13 @@ asio::awaitable<void> proxy::metrics_page(http::request& req, http::response_wri
     return status_.metrics(req, out);
 }
 
-asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out) {
+asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out, client) {
     return status_.models(req, out);
+}
+
+void proxy::count_for_key(const client& who, int status) {
+    if (who.key)
+        metrics_.key_requests.with({who.name(), std::to_string(status)}).inc();
 }
 
 void proxy::release_snapshot() {
@@ -162,11 +191,13 @@ std::string proxy::resolve_model(const std::optional<std::string>& named) const 
 // Not coroutines themselves (as handle): each reads what it needs, makes the plan and returns
 // the dispatch that carries it, or the refusal.
 asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out,
-                                      body_kind kind) {
+                                      body_kind kind, client who) {
     dispatch_plan plan; // (its clock starts here)
+    plan.who = std::move(who);
     read_result read = read_request(kind, req.body(), {cfg_.json_max_depth});
     if (read.error) {
         metrics_.requests.with({"none", std::to_string(read.error->status), "invalid", ""}).inc();
+        count_for_key(plan.who, read.error->status);
         return answered(out.send(openai::error_response(req, *read.error)));
     }
     request_view& view = *read.view;
@@ -183,14 +214,17 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     return dispatch(req, out, std::move(plan));
 }
 
-asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer& out) {
+asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer& out, client who) {
     dispatch_plan plan;
+    plan.who = std::move(who);
     plan.by_policy = false;
     // Only a JSON body names its model; anything else (a multipart upload) is passed on unread.
     if (req["content-type"].starts_with("application/json")) {
         read_result read = read_request(body_kind::other, req.body(), {cfg_.json_max_depth});
-        if (read.error)
+        if (read.error) {
+            count_for_key(plan.who, read.error->status);
             return answered(out.send(openai::error_response(req, *read.error)));
+        }
         plan.model = resolve_model(read.view->model);
     } else {
         plan.model = resolve_model(std::nullopt);
@@ -199,8 +233,10 @@ asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer
 }
 
 // GET /v1/responses/{id} and its POST .../cancel go where the response was made.
-asio::awaitable<void> proxy::response_by_id(http::request& req, http::response_writer& out) {
+asio::awaitable<void> proxy::response_by_id(http::request& req, http::response_writer& out,
+                                            client who) {
     dispatch_plan plan;
+    plan.who = std::move(who);
     plan.by_policy = false;
     std::string_view id =
         http::path_of(req.target()).substr(std::string_view("/v1/responses/").size());

@@ -11,6 +11,7 @@
 #include "common/http/response_writer.hpp"
 #include "common/openai/error.hpp"
 #include "common/prompt/block_hash.hpp"
+#include "router/access/client.hpp"
 #include "router/admin.hpp"
 #include "router/config.hpp"
 #include "router/fleet/replica_pool.hpp"
@@ -51,6 +52,11 @@ public:
     boost::asio::awaitable<void> handle_admin(common::http::request& req,
                                               common::http::response_writer& out);
 
+    // Reads the API keys (at start and on SIGHUP); false with `errors` set when they could not
+    // be read, and then the keys in force stay. Without keys configured the router is open.
+    bool load_keys(std::vector<std::string>& errors) { return keys_.load(errors); }
+    bool keys_configured() const { return keys_.configured(); }
+
     // From SIGTERM on, /readiness answers 503 (the router keeps serving until it stops).
     void set_shutting_down() { status_.set_shutting_down(); }
     // Lets go of the replicas the last decision saw, removed ones included. Call at shutdown
@@ -58,6 +64,22 @@ public:
     void release_snapshot();
 
 private:
+    struct route {
+        std::string_view path;
+        unsigned methods;
+        boost::asio::awaitable<void> (proxy::*serve)(common::http::request&,
+                                                     common::http::response_writer&);
+    };
+    // A route that needs a key when keys are configured; its handler learns whose it was.
+    struct client_route {
+        std::string_view path;
+        unsigned methods;
+        boost::asio::awaitable<void> (proxy::*serve)(common::http::request&,
+                                                     common::http::response_writer&, client);
+    };
+    boost::asio::awaitable<void> unrouted(const common::http::request& req,
+                                          common::http::response_writer& out, unsigned path_methods,
+                                          std::string_view not_found);
     class done_notice;
     // What one proxied request is, for the dispatch loop.
     struct dispatch_plan {
@@ -69,19 +91,20 @@ private:
         bool capture_response_id = false;
         std::size_t block_tokens = common::default_block_size;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+        client who;
     };
     struct pick_result;
 
     boost::asio::awaitable<void> completions(common::http::request& req,
-                                             common::http::response_writer& out);
+                                             common::http::response_writer& out, client who);
     boost::asio::awaitable<void> chat_completions(common::http::request& req,
-                                                  common::http::response_writer& out);
+                                                  common::http::response_writer& out, client who);
     boost::asio::awaitable<void> responses(common::http::request& req,
-                                           common::http::response_writer& out);
+                                           common::http::response_writer& out, client who);
     boost::asio::awaitable<void> response_by_id(common::http::request& req,
-                                                common::http::response_writer& out);
+                                                common::http::response_writer& out, client who);
     boost::asio::awaitable<void> forwarded(common::http::request& req,
-                                           common::http::response_writer& out);
+                                           common::http::response_writer& out, client who);
     boost::asio::awaitable<void> health(common::http::request& req,
                                         common::http::response_writer& out);
     boost::asio::awaitable<void> readiness(common::http::request& req,
@@ -89,11 +112,14 @@ private:
     boost::asio::awaitable<void> metrics_page(common::http::request& req,
                                               common::http::response_writer& out);
     boost::asio::awaitable<void> models(common::http::request& req,
-                                        common::http::response_writer& out);
+                                        common::http::response_writer& out, client who);
 
     // A generation request: read, hashed, routed by the policy.
     boost::asio::awaitable<void> generate(common::http::request& req,
-                                          common::http::response_writer& out, body_kind kind);
+                                          common::http::response_writer& out, body_kind kind,
+                                          client who);
+    // A request counted against its key (when keys are configured): lanes_router_api_key_*.
+    void count_for_key(const client& who, int status);
     // The retry loop every proxied request goes through; it keeps the plan (its route_request's
     // model and blocks are pointed at the plan's own fields when it starts).
     boost::asio::awaitable<void> dispatch(common::http::request& req,
@@ -124,6 +150,7 @@ private:
     replica_pool& pool_;
     router_metrics& metrics_;
     admin admin_;
+    key_store keys_;
     models_refresher refresh_models_;
     std::mutex policy_mutex_; // guards the policies, snapshot_ and serves_
     std::unique_ptr<policy> policy_;

@@ -47,6 +47,10 @@ void request::add(std::string_view name, std::string_view value) {
     fields_.emplace_back(n, keep(value));
 }
 
+void request::remove(std::string_view name) {
+    std::erase_if(fields_, [&](const auto& f) { return iequals_ascii(slice(f.first), name); });
+}
+
 void request::release_large(std::size_t bytes) {
     if (body_.capacity() > bytes)
         std::string().swap(body_);

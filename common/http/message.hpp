@@ -69,6 +69,8 @@ public:
     void start_in(std::string_view header, beast_http::verb verb, std::string_view method,
                   std::string_view target, unsigned version);
     void add(std::string_view name, std::string_view value);
+    // Drops every field named `name` (any case).
+    void remove(std::string_view name);
     // Lets go of buffers grown past `bytes` (a big body), between requests.
     void release_large(std::size_t bytes);
 

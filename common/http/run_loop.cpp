@@ -20,6 +20,20 @@ int run_with_signals(asio::io_context& io, duration grace, const std::function<v
                      const std::function<bool()>& is_drained, const std::function<void()>& stop_all,
                      const std::function<void()>& run_all, const shutdown_steps& steps) {
     asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::signal_set hangups(io);
+    std::function<void()> wait_hangup = [&] {
+        hangups.async_wait([&](boost::system::error_code ec, int) {
+            if (ec)
+                return;
+            LANES_LOG(info, "main", "SIGHUP: reloading");
+            steps.on_hangup();
+            wait_hangup();
+        });
+    };
+    if (steps.on_hangup) {
+        hangups.add(SIGHUP);
+        wait_hangup();
+    }
     asio::steady_timer drain_timer(io);
     asio::steady_timer delay_timer(io);
     const auto drain_poll = std::chrono::milliseconds(20);
@@ -49,6 +63,8 @@ int run_with_signals(asio::io_context& io, duration grace, const std::function<v
             if (!ec2)
                 stop_all();
         });
+        boost::system::error_code ignored;
+        hangups.cancel(ignored); // no reload while draining
         if (steps.on_notice)
             steps.on_notice();
         if (steps.delay.count() <= 0) {

@@ -15,6 +15,9 @@ namespace lanes::common::http {
 struct shutdown_steps {
     std::function<void()> on_notice; // at once (a router turns its readiness off)
     duration delay{0};               // then this long of serving as usual, then on_signal
+    // On SIGHUP, each time (on `io`'s thread): re-read what can be re-read. Unset: SIGHUP is left
+    // as it was.
+    std::function<void()> on_hangup;
 };
 
 // Runs `io` on `threads` threads until SIGINT/SIGTERM, then calls `on_signal` (which should stop

@@ -57,7 +57,7 @@ std::string error_json(const api_error& e) {
     ojson err = {{"message", e.message},
                  {"type", e.type.empty() ? error_type(e.status) : e.type},
                  {"param", e.param ? ojson(*e.param) : ojson(nullptr)},
-                 {"code", e.status}};
+                 {"code", e.code ? ojson(*e.code) : ojson(e.status)}};
     return ojson{{"error", std::move(err)}}.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 

@@ -16,6 +16,7 @@ struct api_error {
     std::string message;
     std::string type; // BadRequestError, NotFoundError, ...; empty: error_type(status)
     std::optional<std::string> param;
+    std::optional<std::string> code; // OpenAI's string code ("invalid_api_key"); else the status
 
     static api_error bad_request(std::string message, std::optional<std::string> param = {});
     static api_error not_found(std::string message);

@@ -276,7 +276,7 @@ TEST_CASE("drop-in: readiness follows the replicas' probes and turns 503 at SIGT
     CHECK(router->wait(10s) == 0);
 }
 
-TEST_CASE("drop-in: the replica key on scrapes, probes and model reads; client keys passed",
+TEST_CASE("drop-in: the replica key on scrapes, probes and model reads, and client keys passed",
           "[dropin]") {
     fake_engine engine({"m"});
     SECTION("the client's own key is forwarded") {

@@ -66,7 +66,7 @@ TEST_CASE("report: latency summaries count the successful requests only", "[repo
     CHECK(r["input_token_throughput"].get<double>() == Approx(50 / 10.0));
 }
 
-TEST_CASE("report: errors by the text before the colon; the timeline has every request",
+TEST_CASE("report: errors by the text before the colon, and the timeline has every request",
           "[report]") {
     std::vector<request_record> records = {ok(0.2, 1.0, 4, ""), failed("status 503"),
                                            failed("status 503"), failed("transport: end of stream"),
@@ -107,7 +107,8 @@ TEST_CASE("report: the measured hit rate needs both counter reads and some queri
     CHECK(make_report({}, ctx, records, 1.0)["prefix_cache_hit_rate"]["measured"].is_null());
 }
 
-TEST_CASE("report: the config echoed; no success, no spread; a zero wall time", "[report]") {
+TEST_CASE("report: the config echoed, and no success, no spread, and a zero wall time",
+          "[report]") {
     bench_config cfg;
     cfg.url = "http://10.0.0.1:8000";
     cfg.concurrency = 3;

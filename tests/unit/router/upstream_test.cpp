@@ -235,7 +235,7 @@ TEST_CASE("upstream call: 429 and 503 are backpressure, kept with their headers 
     CHECK_FALSE(b.target->healthy()); // a 500 is a failure
 }
 
-TEST_CASE("Retry-After in seconds or as a date; response ids from bodies and streams",
+TEST_CASE("Retry-After in seconds or as a date, and response ids from bodies and streams",
           "[upstream]") {
     const auto now = std::chrono::system_clock::from_time_t(784111777); // Sun, 06 Nov 1994 08:49:37
     CHECK(router::parse_retry_after("120", now) == std::chrono::seconds(120));

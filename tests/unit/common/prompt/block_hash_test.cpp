@@ -50,7 +50,7 @@ TEST_CASE("a trailing partial block is not hashed", "[block_hash]") {
     REQUIRE(hash_blocks(tokens, 16) == full);
 }
 
-TEST_CASE("equal prefixes give equal leading hashes; a change affects only later blocks",
+TEST_CASE("equal prefixes give equal leading hashes, and a change affects only later blocks",
           "[block_hash]") {
     auto a = encode_prompt(std::string(100, 'x') + "tail one");
     auto b = encode_prompt(std::string(100, 'x') + "other tail, longer");

@@ -5,7 +5,7 @@
 
 using namespace lanes::replica;
 
-TEST_CASE("backend auto picks cuda when usable, else cpu with a reason; cuda without a device "
+TEST_CASE("backend auto picks cuda when usable, else cpu with a reason, and cuda without a device "
           "fails clearly",
           "[backend]") {
     std::string why;
@@ -39,7 +39,7 @@ TEST_CASE("backend auto picks cuda when usable, else cpu with a reason; cuda wit
     CHECK(cpu->name() == "cpu");
 }
 
-TEST_CASE("KV blocks: --kv-blocks wins; cuda sizes from device memory, else from --kv-cache-mb",
+TEST_CASE("KV blocks: --kv-blocks wins, and cuda sizes from device memory, else from --kv-cache-mb",
           "[backend]") {
     const auto tiny = *preset("tiny");
     replica_config cfg;

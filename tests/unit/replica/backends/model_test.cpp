@@ -21,7 +21,7 @@ std::size_t stored_values(const model_weights& w) {
 
 } // namespace
 
-TEST_CASE("presets: the four names and their shapes; anything else is unknown", "[model]") {
+TEST_CASE("presets: the four names and their shapes, and anything else is unknown", "[model]") {
     const auto tiny = preset("tiny");
     REQUIRE(tiny);
     CHECK(tiny->name == "tiny");

@@ -41,7 +41,7 @@ TEST_CASE("sim cost: a step with both pays both", "[sim_cost_model]") {
     CHECK(ms(m, 100, 1, 0.0) == Approx(18.0239740 + 5.74));
 }
 
-TEST_CASE("sim cost: the speedup divides everything; a zero speedup does not divide by zero",
+TEST_CASE("sim cost: the speedup divides everything, and a zero speedup does not divide by zero",
           "[sim_cost_model]") {
     sim_cost_model m;
     m.speedup = 10.0;

@@ -10,7 +10,7 @@
 using namespace lanes::router;
 using namespace lanes::router::test;
 
-TEST_CASE("load score counts inflight, waiting and KV usage; stale scrapes count inflight only",
+TEST_CASE("load score counts inflight, waiting and KV usage, and stale scrapes count inflight only",
           "[policy][load]") {
     replica_view r{.id = "r0", .inflight = 3, .kv_usage = 0.5, .waiting = 2};
     CHECK(load_score(r, 4.0) == Approx(7.0));

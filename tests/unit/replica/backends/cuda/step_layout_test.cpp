@@ -28,7 +28,7 @@ std::vector<batch_entry> make(const std::vector<entry_data>& data,
 
 } // namespace
 
-TEST_CASE("a decode step is padded to its bucket; padding stores nothing", "[cuda_layout]") {
+TEST_CASE("a decode step is padded to its bucket, and padding stores nothing", "[cuda_layout]") {
     CHECK(bucket_index(1) == 0);
     CHECK(bucket_index(3) == 2);
     CHECK(bucket_index(256) == 8);

@@ -1,0 +1,162 @@
+// Access control through the real router: API keys (none, wrong, right, reloaded on SIGHUP), what
+// needs one, what reaches the engine of a client's credentials, and the per-key accounting.
+#include "fake_engine.hpp"
+#include "traffic.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include <unistd.h>
+
+using namespace lanes;
+using namespace lanes::test;
+using namespace std::chrono_literals;
+using verb = boost::beast::http::verb;
+using nlohmann::json;
+
+namespace {
+
+const std::string body = R"({"model":"m","prompt":"hello","max_tokens":2})";
+
+common::http::header_list bearer(const std::string& key) {
+    return {{"Authorization", "Bearer " + key}};
+}
+
+// A temporary file with `text`, removed with the object.
+struct temp_file {
+    explicit temp_file(const std::string& text) {
+        path = "/tmp/lanes-access-" + std::to_string(::getpid()) + "-" +
+               std::to_string(reinterpret_cast<std::uintptr_t>(this) % 100000);
+        write(text);
+    }
+    ~temp_file() { std::remove(path.c_str()); }
+    void write(const std::string& text) const { std::ofstream(path) << text; }
+    std::string path;
+};
+
+// A router in front of `engine` with `args`, healthy and knowing the engine's model.
+std::unique_ptr<process> keyed_router(fake_engine& engine, std::vector<std::string> args,
+                                      const std::string& key) {
+    std::vector<std::string> all = {"--host",
+                                    "127.0.0.1",
+                                    "--port",
+                                    "0",
+                                    "--replica",
+                                    engine.url(),
+                                    "--health-interval",
+                                    "50ms",
+                                    "--models-interval",
+                                    "100ms"};
+    all.insert(all.end(), args.begin(), args.end());
+    auto r = std::make_unique<process>(LANES_ROUTER_BIN, all);
+    REQUIRE(wait_healthy(r->port(), 10s));
+    REQUIRE(eventually(
+        [&] { return post_json(r->port(), "/v1/completions", body, bearer(key)).status == 200; },
+        5s));
+    return r;
+}
+
+double metric(unsigned short port, const std::string& line_start, const std::string& key) {
+    const std::string text = request(port, verb::get, "/metrics", "",
+                                     key.empty() ? common::http::header_list{} : bearer(key))
+                                 .body;
+    const auto at = text.find("\n" + line_start + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + line_start.size() + 2));
+}
+
+} // namespace
+
+TEST_CASE("API keys: missing or wrong is 401 invalid_api_key, right is served as its name",
+          "[access]") {
+    fake_engine engine({"m"});
+    temp_file keys("sk-team-a team-a\nsk-team-b team-b\n");
+    auto router = keyed_router(engine, {"--api-key-file", keys.path}, "sk-team-a");
+    const auto port = router->port();
+    CHECK(router->log().find("no API keys") == std::string::npos);
+
+    for (const auto& headers :
+         {common::http::header_list{}, bearer("sk-team-c"),
+          common::http::header_list{{"Authorization", "sk-team-a"}},
+          common::http::header_list{{"Authorization", "Basic c2stdGVhbS1h"}}}) {
+        const auto r = post_json(port, "/v1/completions", body, headers);
+        CHECK(r.status == 401);
+        const auto doc = json::parse(r.body);
+        CHECK(doc["error"]["code"] == "invalid_api_key");
+        CHECK(doc["error"]["type"] == "invalid_request_error");
+        CHECK(r.header("www-authenticate") == "Bearer");
+    }
+    // Every path past the probes needs the key: models, the forwarded API, unknown paths.
+    CHECK(get(port, "/v1/models").status == 401);
+    CHECK(post_json(port, "/v1/embeddings", R"({"model":"m","input":"x"})").status == 401);
+    CHECK(get(port, "/v2/nothing").status == 401);
+    CHECK(request(port, verb::get, "/v2/nothing", "", bearer("sk-team-a")).status == 404);
+    // Probes need none; the metrics do.
+    CHECK(get(port, "/health").status == 200);
+    CHECK(get(port, "/readiness").status == 200);
+    CHECK(get(port, "/metrics").status == 401);
+    CHECK(request(port, verb::get, "/metrics", "", bearer("sk-team-b")).status == 200);
+
+    const std::size_t before = engine.requests("/v1/completions").size();
+    const auto ok = post_json(port, "/v1/completions", body, bearer("sk-team-b"));
+    CHECK(ok.status == 200);
+    const auto got = engine.requests("/v1/completions");
+    REQUIRE(got.size() == before + 1);
+    // The client's key is the router's business: it never reaches the engine.
+    CHECK(got.back().header("authorization").empty());
+    CHECK(metric(port, "lanes_router_api_key_requests_total{code=\"200\",key=\"team-b\"}",
+                 "sk-team-a") >= 1.0);
+    CHECK(metric(port, "lanes_router_api_key_refusals_total{reason=\"invalid_api_key\"}",
+                 "sk-team-a") >= 4.0);
+}
+
+TEST_CASE("API keys: the replica key goes upstream instead, and LANES_API_KEYS works too", "[access]") {
+    fake_engine engine({"m"});
+    ::setenv("LANES_API_KEYS", "sk-env-1 from-env,sk-env-2", 1);
+    auto router = keyed_router(
+        engine, {"--replica-api-key", "rk", "--metrics-public", "--access-log", "true"},
+        "sk-env-1");
+    ::unsetenv("LANES_API_KEYS");
+    const auto port = router->port();
+    CHECK(post_json(port, "/v1/completions", body, bearer("sk-env-2")).status == 200);
+    CHECK(engine.requests("/v1/completions").back().header("authorization") == "Bearer rk");
+    CHECK(get(port, "/metrics").status == 200); // --metrics-public
+    CHECK(post_json(port, "/v1/completions", body).status == 401);
+    // The access log names the key, and holds no key.
+    CHECK(eventually([&] { return router->log().find("key=from-env") != std::string::npos; }, 5s));
+    CHECK(router->log().find("sk-env") == std::string::npos);
+}
+
+TEST_CASE("API keys: SIGHUP re-reads the file, a broken file keeps the keys in force", "[access]") {
+    fake_engine engine({"m"});
+    temp_file keys("sk-old old\n");
+    auto router = keyed_router(engine, {"--api-key-file", keys.path}, "sk-old");
+    const auto port = router->port();
+    keys.write("sk-new new\n");
+    router->signal(SIGHUP);
+    CHECK(eventually(
+        [&] { return post_json(port, "/v1/completions", body, bearer("sk-new")).status == 200; },
+        5s));
+    CHECK(post_json(port, "/v1/completions", body, bearer("sk-old")).status == 401);
+    keys.write("sk-newer bad/name\n");
+    router->signal(SIGHUP);
+    CHECK(eventually(
+        [&] { return router->log().find("API keys not reloaded") != std::string::npos; }, 5s));
+    CHECK(post_json(port, "/v1/completions", body, bearer("sk-new")).status == 200);
+    CHECK(router->log().find("sk-newer") == std::string::npos);
+}
+
+TEST_CASE("without keys the router is open and says so once", "[access]") {
+    fake_engine engine({"m"});
+    auto router = keyed_router(engine, {}, "anything");
+    const std::string log = router->log();
+    const auto at = log.find("no API keys");
+    REQUIRE(at != std::string::npos);
+    CHECK(log.find("no API keys", at + 1) == std::string::npos);
+    // The client's own Authorization is the engine's to judge, as before.
+    CHECK(post_json(router->port(), "/v1/completions", body, bearer("client-key")).status == 200);
+    CHECK(engine.requests("/v1/completions").back().header("authorization") == "Bearer client-key");
+}
