@@ -59,12 +59,7 @@ std::string url_argument(const http::request& req) {
 
 // The media type of a Content-Type value, without its parameters.
 std::string_view media_type(std::string_view value) {
-    value = value.substr(0, value.find(';'));
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-        value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
-        value.remove_suffix(1);
-    return value;
+    return http::trim_ows(value.substr(0, value.find(';')));
 }
 
 } // namespace

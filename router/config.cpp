@@ -1,5 +1,7 @@
 #include "router/config.hpp"
 
+#include "router/access/client_address.hpp"
+
 #include "common/http/server_flags.hpp"
 #include "common/http/url.hpp"
 #include "common/log.hpp"
@@ -27,6 +29,18 @@ common::flag_set make_flags(router_config& cfg) {
           "client API keys, one 'KEY [NAME] [rps=N] [burst=N] [tpm=N]' a line (re-read on "
           "SIGHUP; LANES_API_KEYS adds comma-separated entries); none: the router is open");
     f.add("metrics-public", cfg.metrics_public, "serve /metrics without a key when keys are set");
+    f.add("route-headers", cfg.upstream.route_headers,
+          "send x-lanes-replica and x-lanes-route-reason on answers (false: keep the fleet's "
+          "layout from clients)");
+    f.add("rate-limit-rps", cfg.rate.rps,
+          "requests a second per key (or per client address without keys); 0: no limit");
+    f.add("rate-limit-burst", cfg.rate.burst, "requests a client may send at once (0: the rps)");
+    f.add("rate-limit-tpm", cfg.rate.tpm,
+          "tokens a minute per key or address (prompt tokens plus max_tokens); 0: no limit");
+    f.add("rate-limit-clients", cfg.rate.max_clients,
+          "clients whose buckets are remembered (idle ones are forgotten first)");
+    f.add("trusted-proxies", cfg.trusted_proxies,
+          "addresses and networks whose X-Forwarded-For names the client (comma-separated)");
     f.add("admin-host", cfg.admin_host,
           "address of the admin listener (/admin, SGLang's worker API)");
     f.add("admin-port", cfg.admin_port, "port of the admin listener (0 picks one and logs it)");
@@ -314,6 +328,14 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");
     need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");
+    need(cfg.rate.rps >= 0 && cfg.rate.burst >= 0 && cfg.rate.tpm >= 0,
+         "--rate-limit-rps, --rate-limit-burst and --rate-limit-tpm must be >= 0");
+    need(cfg.rate.max_clients >= 1, "--rate-limit-clients must be at least 1");
+    {
+        trusted_proxies proxies;
+        std::string why;
+        need(proxies.parse(cfg.trusted_proxies, why), "--trusted-proxies: " + why);
+    }
     need(cfg.admin_token.empty() || cfg.admin_token_file.empty(),
          "give --admin-token or --admin-token-file, not both");
     return errors;

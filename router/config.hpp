@@ -4,6 +4,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
+#include "router/access/rate_limit.hpp"
 #include "router/fleet/health.hpp"
 #include "router/policies/factory.hpp"
 #include "router/retry_policy.hpp"
@@ -26,6 +27,8 @@ struct upstream_config {
     // that carries none of its own, and in place of the client's with replace_client_auth.
     std::string replica_authorization;
     bool replace_client_auth = false;
+    // x-lanes-replica and x-lanes-route-reason on answers (x-request-id is always sent).
+    bool route_headers = true;
 };
 
 // The background work on the replica set (router/fleet/replica_monitor.hpp).
@@ -67,6 +70,9 @@ struct router_config {
     std::string api_key_file;
     std::string api_keys_env;
     bool metrics_public = false; // /metrics without a key when keys are configured
+    rate_settings rate;          // the default limits; a key's own win (access/rate_limit.hpp)
+    // Peers whose X-Forwarded-For is believed, comma-separated addresses and networks.
+    std::string trusted_proxies;
     // The admin listener (admin.hpp): its own address, never the traffic port's.
     std::string admin_host = "127.0.0.1";
     unsigned short admin_port = 8090;

@@ -90,9 +90,11 @@ router_metrics::router_metrics()
           "lanes_router_api_key_requests_total",
           "Requests answered, by API key name (never the key) and HTTP status; only with keys.",
           {"key", "code"}))
-    , key_refusals(registry_.add_counter("lanes_router_api_key_refusals_total",
-                                         "Requests refused by access control, by reason.",
-                                         {"reason"}))
+    , access_refusals(registry_.add_counter(
+          "lanes_router_access_refusals_total",
+          "Requests refused by access control, by reason: invalid_api_key, rate_limit_requests, "
+          "rate_limit_tokens.",
+          {"reason"}))
     , client_connections(registry_
                              .add_gauge("lanes_router_client_connections",
                                         "Client connections open on the traffic listener.")

@@ -42,8 +42,8 @@ public:
     common::metrics::family<common::metrics::gauge>& replica_kv_usage;
     common::metrics::family<common::metrics::gauge>& replica_waiting;
     common::metrics::family<common::metrics::gauge>& replica_running;
-    common::metrics::family<common::metrics::counter>& key_requests; // key, code
-    common::metrics::family<common::metrics::counter>& key_refusals; // reason
+    common::metrics::family<common::metrics::counter>& key_requests;    // key, code
+    common::metrics::family<common::metrics::counter>& access_refusals; // reason
     common::metrics::gauge& client_connections;
     common::metrics::counter& refused_connections;
 

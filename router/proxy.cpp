@@ -6,6 +6,7 @@
 #include "common/access/secret.hpp"
 #include "common/http/routes.hpp"
 #include "common/openai/error.hpp"
+#include "router/access/request_cost.hpp"
 #include "router/policies/factory.hpp"
 #include "router/request/routing_key.hpp"
 #include "router/request/session_key.hpp"
@@ -54,13 +55,17 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , metrics_(metrics)
     , admin_(admin_access(cfg), pool)
     , keys_(cfg.api_key_file, cfg.api_keys_env)
+    , limiter_(cfg.rate)
     , refresh_models_(std::move(refresh_models))
     , policy_(std::move(pol))
     , forward_policy_(make_policy("least_loaded", cfg.policy_knobs))
     , snapshot_(pool, cfg.health.max_ejection_percent)
     , responses_(cfg.response_affinity_capacity)
     , status_(pool, metrics)
-    , instance_(++proxies_made) {}
+    , instance_(++proxies_made) {
+    std::string why;
+    proxies_.parse(cfg.trusted_proxies, why); // validated with the rest of the config
+}
 
 // Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
@@ -88,7 +93,7 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
     if (keyed) {
         who.key = keys_.table()->find(common::access::bearer_token(req["authorization"]));
         if (!who.key) {
-            metrics_.key_refusals.with({"invalid_api_key"}).inc();
+            metrics_.access_refusals.with({"invalid_api_key"}).inc();
             openai::api_error e = openai::api_error::of(
                 401, "Incorrect API key provided. Send it as 'Authorization: Bearer <key>'.",
                 "invalid_request_error");
@@ -100,6 +105,13 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
         req.remove("authorization"); // a client's key is the router's business, not the engine's
         if (open.route)
             return (this->*open.route->serve)(req, out); // /metrics, with a key
+        who.identity = who.key->name;
+    } else {
+        who.identity = proxies_.client_address(out.remote().address(), req["x-forwarded-for"]);
+    }
+    if (const limit_verdict v = limiter_.take_request(who.identity, who.limits()); !v.allowed) {
+        metrics_.access_refusals.with({"rate_limit_requests"}).inc();
+        return answered(out.send(rate_limited(req, who, "requests", v)));
     }
     const auto match = http::match_route(routes, path, req.method());
     if (match.route)
@@ -170,6 +182,41 @@ asio::awaitable<void> proxy::models(http::request& req, http::response_writer& o
     return status_.models(req, out);
 }
 
+http::response proxy::rate_limited(const http::request& req, const client& who,
+                                   std::string_view kind, const limit_verdict& v) {
+    count_for_key(who, 429);
+    const std::string k(kind);
+    openai::api_error e = openai::api_error::of(
+        429,
+        "Rate limit reached for " + k + (who.key ? " of key " + who.key->name : std::string()) +
+            ": limit " + std::to_string(static_cast<long long>(v.state.limit)) +
+            (kind == "tokens" ? " a minute" : " at once") + ". Retry after " +
+            reset_text(v.retry_after) + ".",
+        k);
+    e.code = "rate_limit_exceeded";
+    auto res = openai::error_response(req, e);
+    const auto seconds = std::max<std::int64_t>(1, (v.retry_after.count() + 999) / 1000);
+    res.set(bhttp::field::retry_after, std::to_string(seconds));
+    res.set("x-ratelimit-limit-" + k, std::to_string(static_cast<long long>(v.state.limit)));
+    res.set("x-ratelimit-remaining-" + k,
+            std::to_string(static_cast<long long>(v.state.remaining)));
+    res.set("x-ratelimit-reset-" + k, reset_text(v.state.reset));
+    return res;
+}
+
+std::optional<http::response> proxy::over_token_limit(const http::request& req, const client& who,
+                                                      std::size_t prompt_tokens) {
+    if (limiter_.tpm_for(who.limits()) <= 0)
+        return std::nullopt;
+    const double cost = static_cast<double>(prompt_tokens) +
+                        static_cast<double>(requested_output_tokens(req.body()));
+    const limit_verdict v = limiter_.take_tokens(who.identity, who.limits(), cost);
+    if (v.allowed)
+        return std::nullopt;
+    metrics_.access_refusals.with({"rate_limit_tokens"}).inc();
+    return rate_limited(req, who, "tokens", v);
+}
+
 void proxy::count_for_key(const client& who, int status) {
     if (who.key)
         metrics_.key_requests.with({who.name(), std::to_string(status)}).inc();
@@ -211,6 +258,8 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     plan.block_tokens = key.block_tokens;
     plan.rr.prompt_tokens = key.prompt_tokens;
     plan.rr.session = request_session(req, view.user, cfg_.session_key_limit);
+    if (auto refused = over_token_limit(req, plan.who, plan.rr.prompt_tokens))
+        return answered(out.send(std::move(*refused)));
     return dispatch(req, out, std::move(plan));
 }
 
@@ -229,6 +278,9 @@ asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer
     } else {
         plan.model = resolve_model(std::nullopt);
     }
+    const std::size_t bpt = std::max<std::size_t>(1, cfg_.monitor.bytes_per_token);
+    if (auto refused = over_token_limit(req, plan.who, req.body().size() / bpt))
+        return answered(out.send(std::move(*refused)));
     return dispatch(req, out, std::move(plan));
 }
 

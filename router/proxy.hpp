@@ -12,6 +12,8 @@
 #include "common/openai/error.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "router/access/client.hpp"
+#include "router/access/client_address.hpp"
+#include "router/access/rate_limit.hpp"
 #include "router/admin.hpp"
 #include "router/config.hpp"
 #include "router/fleet/replica_pool.hpp"
@@ -120,6 +122,14 @@ private:
                                           client who);
     // A request counted against its key (when keys are configured): lanes_router_api_key_*.
     void count_for_key(const client& who, int status);
+    // The 429 of a request over a limit (`kind`: "requests" or "tokens").
+    common::http::response rate_limited(const common::http::request& req, const client& who,
+                                        std::string_view kind, const limit_verdict& v);
+    // Takes a request's tokens (`prompt_tokens` plus the output it asks for) from its client's
+    // token bucket; the 429 when the bucket is short, else nullopt.
+    std::optional<common::http::response> over_token_limit(const common::http::request& req,
+                                                           const client& who,
+                                                           std::size_t prompt_tokens);
     // The retry loop every proxied request goes through; it keeps the plan (its route_request's
     // model and blocks are pointed at the plan's own fields when it starts).
     boost::asio::awaitable<void> dispatch(common::http::request& req,
@@ -151,6 +161,8 @@ private:
     router_metrics& metrics_;
     admin admin_;
     key_store keys_;
+    rate_limiter limiter_;
+    trusted_proxies proxies_;
     models_refresher refresh_models_;
     std::mutex policy_mutex_; // guards the policies, snapshot_ and serves_
     std::unique_ptr<policy> policy_;

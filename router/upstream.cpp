@@ -374,8 +374,10 @@ upstream_call::header_views upstream_call::answer_headers() const {
     for (const auto& f : relayed_)
         out.emplace_back(text.substr(f.name_at, f.name_size),
                          text.substr(f.value_at, f.value_size));
-    for (const auto& h : route_headers())
-        out.push_back(h);
+    const auto route = route_headers();
+    // The request id always; which replica and why only when the operator lets clients see it.
+    for (std::size_t i = cfg_.route_headers ? 0 : 2; i < route.size(); ++i)
+        out.push_back(route[i]);
     return out;
 }
 

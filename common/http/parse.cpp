@@ -104,11 +104,7 @@ bool plain_target(std::string_view s) {
 }
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
+    return trim_ows(s);
 }
 
 // Calls f on each element of a comma-separated list (trimmed, empty ones skipped).
@@ -443,6 +439,14 @@ bool list_has(std::string_view list, std::string_view token) {
     for_each_item(list,
                   [&](std::string_view item) { found = found || iequals_ascii(item, token); });
     return found;
+}
+
+std::string_view trim_ows(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
 }
 
 } // namespace lanes::common::http

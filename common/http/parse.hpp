@@ -86,6 +86,8 @@ std::size_t parse_plain_request(std::string_view data, std::size_t header_limit,
 
 // Field names and tokens compare ASCII case-insensitively.
 bool iequals_ascii(std::string_view a, std::string_view b);
+// `s` without the spaces and tabs around it (RFC 9110's optional whitespace).
+std::string_view trim_ows(std::string_view s);
 // The same, faster, for a field name that passed the tchar check (every parsed one has) and a
 // `lower` of lower-case letters, digits and '-' only (a literal name such as "content-length").
 bool field_name_is(std::string_view name, std::string_view lower);

@@ -109,11 +109,12 @@ TEST_CASE("API keys: missing or wrong is 401 invalid_api_key, right is served as
     CHECK(got.back().header("authorization").empty());
     CHECK(metric(port, "lanes_router_api_key_requests_total{code=\"200\",key=\"team-b\"}",
                  "sk-team-a") >= 1.0);
-    CHECK(metric(port, "lanes_router_api_key_refusals_total{reason=\"invalid_api_key\"}",
+    CHECK(metric(port, "lanes_router_access_refusals_total{reason=\"invalid_api_key\"}",
                  "sk-team-a") >= 4.0);
 }
 
-TEST_CASE("API keys: the replica key goes upstream instead, and LANES_API_KEYS works too", "[access]") {
+TEST_CASE("API keys: the replica key goes upstream instead, and LANES_API_KEYS works too",
+          "[access]") {
     fake_engine engine({"m"});
     ::setenv("LANES_API_KEYS", "sk-env-1 from-env,sk-env-2", 1);
     auto router = keyed_router(
@@ -159,4 +160,79 @@ TEST_CASE("without keys the router is open and says so once", "[access]") {
     // The client's own Authorization is the engine's to judge, as before.
     CHECK(post_json(router->port(), "/v1/completions", body, bearer("client-key")).status == 200);
     CHECK(engine.requests("/v1/completions").back().header("authorization") == "Bearer client-key");
+}
+
+TEST_CASE("rate limits: a key's request bucket, 429 with Retry-After and x-ratelimit-* headers",
+          "[access]") {
+    fake_engine engine({"m"});
+    temp_file keys("sk-slow slow rps=1 burst=2\nsk-fast fast\nsk-tok tok tpm=100\n");
+    auto router =
+        keyed_router(engine, {"--api-key-file", keys.path, "--rate-limit-rps", "1000"}, "sk-fast");
+    const auto port = router->port();
+    CHECK(post_json(port, "/v1/completions", body, bearer("sk-slow")).status == 200);
+    CHECK(post_json(port, "/v1/completions", body, bearer("sk-slow")).status == 200);
+    const std::size_t reached = engine.requests("/v1/completions").size();
+    const auto over = post_json(port, "/v1/completions", body, bearer("sk-slow"));
+    REQUIRE(over.status == 429);
+    CHECK(over.header("retry-after") == "1");
+    CHECK(over.header("x-ratelimit-limit-requests") == "2");
+    CHECK(over.header("x-ratelimit-remaining-requests") == "0");
+    CHECK(over.header("x-ratelimit-reset-requests").ends_with("s"));
+    const auto doc = json::parse(over.body);
+    CHECK(doc["error"]["code"] == "rate_limit_exceeded");
+    CHECK(doc["error"]["type"] == "requests");
+    CHECK(engine.requests("/v1/completions").size() == reached); // never reached the engine
+    // Another key is not held back by it.
+    for (int i = 0; i < 5; ++i)
+        CHECK(post_json(port, "/v1/completions", body, bearer("sk-fast")).status == 200);
+    // A second later the slow key has one request again.
+    std::this_thread::sleep_for(1100ms);
+    CHECK(post_json(port, "/v1/completions", body, bearer("sk-slow")).status == 200);
+
+    // Tokens: the prompt's plus max_tokens, against the key's tpm.
+    const std::string big = R"({"model":"m","prompt":"hello","max_tokens":90})";
+    CHECK(post_json(port, "/v1/completions", big, bearer("sk-tok")).status == 200);
+    const auto tokens = post_json(port, "/v1/completions", big, bearer("sk-tok"));
+    REQUIRE(tokens.status == 429);
+    CHECK(json::parse(tokens.body)["error"]["type"] == "tokens");
+    CHECK(tokens.header("x-ratelimit-limit-tokens") == "100");
+    CHECK(std::stoi(tokens.header("retry-after")) >= 40); // ~90 tokens at 100 a minute
+    CHECK(metric(port, "lanes_router_access_refusals_total{reason=\"rate_limit_tokens\"}",
+                 "sk-fast") == 1.0);
+}
+
+TEST_CASE("rate limits without keys count client addresses, X-Forwarded-For from trusted peers",
+          "[access]") {
+    fake_engine engine({"m"});
+    auto router = keyed_router(
+        engine,
+        {"--rate-limit-rps", "0.5", "--rate-limit-burst", "1", "--trusted-proxies", "127.0.0.0/8"},
+        "");
+    const auto port = router->port();
+    const common::http::header_list one = {{"X-Forwarded-For", "198.51.100.1"}};
+    const common::http::header_list two = {{"X-Forwarded-For", "6.6.6.6, 198.51.100.2"}};
+    CHECK(post_json(port, "/v1/completions", body, one).status == 200);
+    CHECK(post_json(port, "/v1/completions", body, one).status == 429);
+    CHECK(post_json(port, "/v1/completions", body, two).status == 200);
+    CHECK(post_json(port, "/v1/completions", body, two).status == 429);
+    // The forged first hop is not who counts: the same proxy-reported client is still limited.
+    CHECK(post_json(port, "/v1/completions", body, {{"X-Forwarded-For", "7.7.7.7, 198.51.100.2"}})
+              .status == 429);
+}
+
+TEST_CASE("route headers off keep the fleet's layout from clients", "[access]") {
+    fake_engine engine({"m"});
+    auto shown = keyed_router(engine, {}, "");
+    const auto a = post_json(shown->port(), "/v1/completions", body);
+    CHECK(a.header("x-lanes-replica") == engine.url());
+    CHECK_FALSE(a.header("x-lanes-route-reason").empty());
+    auto hidden = keyed_router(engine, {"--route-headers", "false"}, "");
+    for (const bool stream : {false, true}) {
+        const auto r = post_json(hidden->port(), "/v1/completions",
+                                 stream ? R"({"model":"m","prompt":"s","stream":true})" : body);
+        CHECK(r.status == 200);
+        CHECK(r.header("x-lanes-replica").empty());
+        CHECK(r.header("x-lanes-route-reason").empty());
+        CHECK_FALSE(r.header("x-request-id").empty());
+    }
 }

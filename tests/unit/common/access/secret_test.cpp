@@ -8,7 +8,8 @@
 
 using namespace lanes::common::access;
 
-TEST_CASE("sha256 matches the standard's test vectors, and same compares whole digests", "[access]") {
+TEST_CASE("sha256 matches the standard's test vectors, and same compares whole digests",
+          "[access]") {
     CHECK(hex(sha256("abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     CHECK(hex(sha256("")) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     CHECK(hex(sha256("abc"), 4) == "ba7816bf");

@@ -1,0 +1,120 @@
+#include "router/access/rate_limit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+namespace lanes::router {
+
+namespace {
+
+std::chrono::milliseconds ms_of(double seconds) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+}
+
+} // namespace
+
+double rate_limiter::rps_for(const key_limits* own) const {
+    return own && own->rps ? *own->rps : defaults_.rps;
+}
+
+double rate_limiter::burst_for(const key_limits* own) const {
+    const double b = own && own->burst ? *own->burst : defaults_.burst;
+    return b > 0 ? b : std::max(1.0, std::ceil(rps_for(own)));
+}
+
+double rate_limiter::tpm_for(const key_limits* own) const {
+    return own && own->tpm ? *own->tpm : defaults_.tpm;
+}
+
+limit_verdict rate_limiter::take(bucket& b, double capacity, double per_second, double cost,
+                                 clock::time_point now) {
+    if (b.fresh) {
+        b.fresh = false;
+        b.level = capacity;
+    } else {
+        const double elapsed = std::chrono::duration<double>(now - b.at).count();
+        b.level = std::min(capacity, b.level + std::max(0.0, elapsed) * per_second);
+    }
+    b.at = now;
+    limit_verdict v;
+    v.state.limit = capacity;
+    const double needed = std::min(cost, capacity);
+    if (b.level + 1e-9 < needed) {
+        v.allowed = false;
+        v.retry_after = ms_of((needed - b.level) / per_second);
+        v.state.remaining = std::max(0.0, b.level);
+        v.state.reset = ms_of((capacity - b.level) / per_second);
+        return v;
+    }
+    b.level -= cost; // below zero for a request bigger than the bucket: a debt
+    v.state.remaining = std::max(0.0, b.level);
+    v.state.reset = ms_of((capacity - b.level) / per_second);
+    return v;
+}
+
+rate_limiter::client_state& rate_limiter::state_of(const std::string& who, clock::time_point now) {
+    auto it = clients_.find(who);
+    if (it != clients_.end())
+        return it->second;
+    if (clients_.size() >= std::max<std::size_t>(1, defaults_.max_clients))
+        evict_idle(now);
+    return clients_[who];
+}
+
+void rate_limiter::evict_idle(clock::time_point now) {
+    // A client whose buckets have had time to refill is the same as a new one. Without keys'
+    // own limits known here, "time to refill" is taken as a minute (the token bucket's period)
+    // plus the request bucket's.
+    const double request_period = defaults_.rps > 0 ? burst_for(nullptr) / defaults_.rps : 0;
+    const auto idle_after = std::chrono::duration_cast<clock::duration>(
+        std::chrono::duration<double>(60.0 + request_period));
+    std::erase_if(clients_, [&](const auto& entry) {
+        const auto& s = entry.second;
+        return now - std::max(s.requests.at, s.tokens.at) >= idle_after;
+    });
+    if (clients_.size() >= std::max<std::size_t>(1, defaults_.max_clients))
+        clients_.erase(clients_.begin()); // all busy: one goes, and starts full again
+}
+
+limit_verdict rate_limiter::take_request(const std::string& who, const key_limits* own,
+                                         clock::time_point now) {
+    const double rps = rps_for(own);
+    if (rps <= 0)
+        return {};
+    std::lock_guard lock(mutex_);
+    return take(state_of(who, now).requests, burst_for(own), rps, 1.0, now);
+}
+
+limit_verdict rate_limiter::take_tokens(const std::string& who, const key_limits* own,
+                                        double tokens, clock::time_point now) {
+    const double tpm = tpm_for(own);
+    if (tpm <= 0)
+        return {};
+    std::lock_guard lock(mutex_);
+    return take(state_of(who, now).tokens, tpm, tpm / 60.0, std::max(0.0, tokens), now);
+}
+
+std::size_t rate_limiter::clients() const {
+    std::lock_guard lock(mutex_);
+    return clients_.size();
+}
+
+std::string reset_text(std::chrono::milliseconds d) {
+    const auto ms = std::max<std::int64_t>(0, d.count());
+    if (ms < 1000)
+        return std::to_string(ms) + "ms";
+    if (ms < 60'000) {
+        std::string s = std::to_string(ms / 1000);
+        if (const auto rest = ms % 1000; rest != 0) {
+            std::string frac = std::to_string(rest + 1000).substr(1); // 3 digits
+            while (frac.back() == '0')
+                frac.pop_back();
+            s += "." + frac;
+        }
+        return s + "s";
+    }
+    return std::to_string(ms / 60'000) + "m" + std::to_string((ms % 60'000) / 1000) + "s";
+}
+
+} // namespace lanes::router

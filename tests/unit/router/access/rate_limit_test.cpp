@@ -1,0 +1,92 @@
+// Token buckets on a virtual clock: burst then refill, a request bigger than the bucket delayed
+// not refused, a key's own limits over the defaults, the table's bound, OpenAI's reset text.
+#include "router/access/rate_limit.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace lanes;
+using router::rate_limiter;
+using namespace std::chrono_literals;
+
+TEST_CASE("request bucket: a burst passes, then one request per 1/rps", "[access]") {
+    rate_limiter limiter({.rps = 2, .burst = 3});
+    const auto t0 = rate_limiter::clock::time_point{} + 1h;
+    for (int i = 0; i < 3; ++i)
+        CHECK(limiter.take_request("a", nullptr, t0).allowed);
+    const auto refused = limiter.take_request("a", nullptr, t0);
+    CHECK_FALSE(refused.allowed);
+    CHECK(refused.retry_after == 500ms);
+    CHECK(refused.state.limit == 3.0);
+    CHECK(refused.state.remaining == 0.0);
+    CHECK(refused.state.reset == 1500ms);
+    CHECK(limiter.take_request("b", nullptr, t0).allowed); // another client has its own
+    CHECK_FALSE(limiter.take_request("a", nullptr, t0 + 499ms).allowed);
+    // A second at 2 a second: two more, not three.
+    CHECK(limiter.take_request("a", nullptr, t0 + 1000ms).allowed);
+    CHECK(limiter.take_request("a", nullptr, t0 + 1000ms).allowed);
+    CHECK_FALSE(limiter.take_request("a", nullptr, t0 + 1000ms).allowed);
+    // A long pause refills to the burst, not beyond.
+    for (int i = 0; i < 3; ++i)
+        CHECK(limiter.take_request("a", nullptr, t0 + 1h).allowed);
+    CHECK_FALSE(limiter.take_request("a", nullptr, t0 + 1h).allowed);
+}
+
+TEST_CASE("token bucket: tpm refills per second, a big request leaves a debt", "[access]") {
+    rate_limiter limiter({.tpm = 600}); // 10 a second
+    const auto t0 = rate_limiter::clock::time_point{} + 1h;
+    CHECK(limiter.take_tokens("a", nullptr, 500, t0).allowed);
+    CHECK(limiter.take_tokens("a", nullptr, 100, t0).allowed);
+    const auto short_of = limiter.take_tokens("a", nullptr, 50, t0);
+    CHECK_FALSE(short_of.allowed);
+    CHECK(short_of.retry_after == 5s);
+    // Bigger than the bucket: passes once it is full, and then the bucket owes.
+    CHECK_FALSE(limiter.take_tokens("a", nullptr, 1000, t0 + 30s).allowed);
+    const auto big = limiter.take_tokens("a", nullptr, 1000, t0 + 60s);
+    CHECK(big.allowed);
+    CHECK(big.state.remaining == 0.0);
+    CHECK(big.state.reset == 100s); // 1000 tokens to get back to 600 from -400
+    CHECK_FALSE(limiter.take_tokens("a", nullptr, 1, t0 + 60s + 39s).allowed);
+    CHECK(limiter.take_tokens("a", nullptr, 1, t0 + 60s + 41s).allowed);
+}
+
+TEST_CASE("a key's own limits win over the defaults; no limit passes everything", "[access]") {
+    rate_limiter limiter({.rps = 100, .tpm = 0});
+    router::key_limits own;
+    own.rps = 1;
+    own.tpm = 60;
+    CHECK(limiter.rps_for(&own) == 1.0);
+    CHECK(limiter.burst_for(&own) == 1.0);
+    CHECK(limiter.tpm_for(&own) == 60.0);
+    CHECK(limiter.tpm_for(nullptr) == 0.0);
+    const auto t0 = rate_limiter::clock::time_point{} + 1h;
+    CHECK(limiter.take_request("k", &own, t0).allowed);
+    CHECK_FALSE(limiter.take_request("k", &own, t0).allowed);
+    for (int i = 0; i < 1000; ++i)
+        REQUIRE(limiter.take_tokens("anyone", nullptr, 1e9, t0).allowed);
+    rate_limiter open({});
+    for (int i = 0; i < 1000; ++i)
+        REQUIRE(open.take_request("x", nullptr, t0).allowed);
+    CHECK(open.clients() == 0); // nothing is remembered without a limit
+}
+
+TEST_CASE("the client table stays within max_clients", "[access]") {
+    rate_limiter limiter({.rps = 1, .max_clients = 100});
+    const auto t0 = rate_limiter::clock::time_point{} + 1h;
+    for (int i = 0; i < 1000; ++i)
+        limiter.take_request("client-" + std::to_string(i), nullptr, t0);
+    CHECK(limiter.clients() <= 100);
+    // Idle ones go first: after a while a new client finds room without pushing out a busy one.
+    for (int i = 0; i < 1000; ++i)
+        limiter.take_request("later-" + std::to_string(i), nullptr, t0 + 10min);
+    CHECK(limiter.clients() <= 100);
+}
+
+TEST_CASE("reset durations read as OpenAI writes them", "[access]") {
+    CHECK(router::reset_text(0ms) == "0ms");
+    CHECK(router::reset_text(20ms) == "20ms");
+    CHECK(router::reset_text(1000ms) == "1s");
+    CHECK(router::reset_text(1500ms) == "1.5s");
+    CHECK(router::reset_text(1234ms) == "1.234s");
+    CHECK(router::reset_text(360000ms) == "6m0s");
+    CHECK(router::reset_text(61500ms) == "1m1s");
+}
