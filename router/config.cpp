@@ -39,6 +39,21 @@ common::flag_set make_flags(router_config& cfg) {
           "tokens a minute per key or address (prompt tokens plus max_tokens); 0: no limit");
     f.add("rate-limit-clients", cfg.rate.max_clients,
           "clients whose buckets are remembered (idle ones are forgotten first)");
+    f.add("max-concurrent-requests", cfg.admission.max_concurrent,
+          "requests of one model let through at once; the rest wait in the router's queue (0: "
+          "no cap)");
+    f.add("replica-max-inflight", cfg.replica_max_inflight,
+          "requests in flight from this router at which a replica is full; when every replica "
+          "of a model is, requests wait in the router's queue (0: no cap)");
+    f.add("replica-queue-threshold", cfg.replica_queue_threshold,
+          "waiting requests (from a replica's last scrape) at which it is full, likewise (0: not "
+          "used)");
+    f.add("queue-size", cfg.admission.queue_size,
+          "requests that may wait in the router's queue (past it: 503 at once)");
+    f.add("queue-timeout", cfg.admission.queue_timeout,
+          "longest wait in the router's queue (then 503 with Retry-After)");
+    f.add("queue-recheck", cfg.admission.recheck,
+          "how often a waiting request looks for room no finished request announced");
     f.add("trusted-proxies", cfg.trusted_proxies,
           "addresses and networks whose X-Forwarded-For names the client (comma-separated)");
     f.add("admin-host", cfg.admin_host,
@@ -331,6 +346,10 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.rate.rps >= 0 && cfg.rate.burst >= 0 && cfg.rate.tpm >= 0,
          "--rate-limit-rps, --rate-limit-burst and --rate-limit-tpm must be >= 0");
     need(cfg.rate.max_clients >= 1, "--rate-limit-clients must be at least 1");
+    need(cfg.replica_max_inflight >= 0 && cfg.replica_queue_threshold >= 0,
+         "--replica-max-inflight and --replica-queue-threshold must be >= 0");
+    need(cfg.admission.queue_timeout.count() > 0, "--queue-timeout must be positive");
+    need(cfg.admission.recheck.count() > 0, "--queue-recheck must be positive");
     {
         trusted_proxies proxies;
         std::string why;

@@ -4,6 +4,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
+#include "router/access/admission.hpp"
 #include "router/access/rate_limit.hpp"
 #include "router/fleet/health.hpp"
 #include "router/policies/factory.hpp"
@@ -71,6 +72,12 @@ struct router_config {
     std::string api_keys_env;
     bool metrics_public = false; // /metrics without a key when keys are configured
     rate_settings rate;          // the default limits; a key's own win (access/rate_limit.hpp)
+    // Admission control (access/admission.hpp); a replica is at its cap with replica_max_inflight
+    // requests in flight from this router, or replica_queue_threshold waiting in its last scrape
+    // (0: not used).
+    admission_settings admission;
+    std::int64_t replica_max_inflight = 0;
+    std::int64_t replica_queue_threshold = 0;
     // Peers whose X-Forwarded-For is believed, comma-separated addresses and networks.
     std::string trusted_proxies;
     // The admin listener (admin.hpp): its own address, never the traffic port's.

@@ -5,6 +5,7 @@
 
 #include "common/log.hpp"
 #include "common/openai/response.hpp"
+#include "router/access/request_cost.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/http.hpp>
@@ -55,14 +56,26 @@ proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried) {
     }
     plan.rr.serves = serving == snapshot_cache::model_serving::some ? std::span<const char>(serves_)
                                                                     : std::span<const char>();
+    // A replica at its cap takes no new request (admission holds them back meanwhile).
+    const tried_set* avoid = &tried;
+    tried_set full;
+    if (cfg_.replica_max_inflight > 0 || cfg_.replica_queue_threshold > 0) {
+        for (std::size_t i = 0; i < snap.replicas.size(); ++i)
+            if (at_cap(i))
+                full.push_back(snap.replicas[i].id);
+        if (!full.empty()) {
+            full.insert(full.end(), tried.begin(), tried.end());
+            avoid = &full;
+        }
+    }
     if (plan.pinned) {
         for (std::size_t i = 0; i < snap.replicas.size(); ++i)
-            if (snap.replicas[i].id == *plan.pinned && eligible(snap, i, plan.rr, tried))
+            if (snap.replicas[i].id == *plan.pinned && eligible(snap, i, plan.rr, *avoid))
                 out.d = {i, route_reason::response_affinity, 0};
     }
     policy& chooser = plan.by_policy ? *policy_ : *forward_policy_;
     if (!out.d.replica)
-        out.d = chooser.pick(plan.rr, snap, tried);
+        out.d = chooser.pick(plan.rr, snap, *avoid);
     if (!out.d.replica) {
         // Nothing routable: how long until a replica of the model that is backing off takes
         // requests again (the client's Retry-After then).
@@ -115,6 +128,9 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
     else
         request_id = openai::make_id("req-");
 
+    admission::ticket ticket;
+    if (!co_await admit(req, out, plan, ticket))
+        co_return;
     tried_set tried;
     attempt_result last;
     bool refreshed = false;
@@ -142,6 +158,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             break;
         }
         const inflight_guard held(p.chosen); // releases the count pick() raised
+        ticket.routed();
         if (attempt > 0)
             metrics_.retries.inc();
         note_routed(plan.rr, p.d, plan.block_tokens);
@@ -182,6 +199,86 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
     count_for_key(plan.who, res.result_int());
     metrics_.duration.observe(seconds_since(plan.start));
     co_await out.send(std::move(res));
+}
+
+bool proxy::at_cap(std::size_t i) const {
+    const pool_snapshot& snap = snapshot_.view();
+    if (cfg_.replica_max_inflight > 0 &&
+        snapshot_.replica_at(i)->inflight.load() >= cfg_.replica_max_inflight)
+        return true;
+    const auto& waiting = snap.replicas[i].waiting;
+    return cfg_.replica_queue_threshold > 0 && waiting && *waiting >= cfg_.replica_queue_threshold;
+}
+
+std::size_t proxy::free_slots(const std::string& model) {
+    std::lock_guard lock(policy_mutex_);
+    const auto now = clock_type::now();
+    if (snapshot_.refresh(now, cfg_.stale_after)) {
+        policy_->on_replicas_changed(snapshot_.view());
+        forward_policy_->on_replicas_changed(snapshot_.view());
+    }
+    const pool_snapshot& snap = snapshot_.view();
+    const auto serving = snapshot_.serving(model, serves_);
+    if (serving == snapshot_cache::model_serving::none)
+        return SIZE_MAX; // unknown: dispatch answers it
+    route_request rr;
+    rr.serves = serving == snapshot_cache::model_serving::some ? std::span<const char>(serves_)
+                                                               : std::span<const char>();
+    std::size_t free = 0;
+    bool any = false;
+    for (std::size_t i = 0; i < snap.replicas.size(); ++i) {
+        if (!eligible(snap, i, rr, {})) // (routable: healthy, not draining, not backing off)
+            continue;
+        any = true;
+        if (at_cap(i))
+            continue;
+        if (cfg_.replica_max_inflight <= 0)
+            return SIZE_MAX;
+        free += static_cast<std::size_t>(cfg_.replica_max_inflight -
+                                         snapshot_.replica_at(i)->inflight.load());
+    }
+    return any ? free : SIZE_MAX; // nothing routable at all: no wait helps, dispatch answers
+}
+
+asio::awaitable<bool> proxy::admit(http::request& req, http::response_writer& out,
+                                   const dispatch_plan& plan, admission::ticket& ticket) {
+    if (!admission_.enabled())
+        co_return true;
+    admission::request_info info{plan.model, plan.who.identity, 0};
+    if (const auto h = req.find("x-lanes-priority")) {
+        std::int64_t p = 0;
+        const auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), p);
+        if (ec == std::errc{} && end == h->data() + h->size())
+            info.priority = p;
+    } else if (const auto p = requested_priority(req.body())) {
+        info.priority = *p;
+    }
+    std::shared_ptr<admission::waiter> waiting;
+    out.on_client_closed([&waiting] { admission::client_left(waiting); });
+    const auto start = clock_type::now();
+    const admission_outcome outcome = co_await admission_.enter(info, ticket, waiting);
+    if (outcome == admission_outcome::admitted) {
+        metrics_.queue_wait.observe(seconds_since(start));
+        co_return true;
+    }
+    if (outcome == admission_outcome::client_gone) {
+        metrics_.queue_rejections.with({"client_gone"}).inc();
+        metrics_.requests.with({"none", "499", "queued", plan.model}).inc();
+        count_for_key(plan.who, 499);
+        co_return false;
+    }
+    const bool full = outcome == admission_outcome::queue_full;
+    metrics_.queue_rejections.with({full ? "full" : "timeout"}).inc();
+    metrics_.requests.with({"none", "503", "queued", plan.model}).inc();
+    count_for_key(plan.who, 503);
+    auto res = openai::error_response(
+        req, openai::api_error::of(503, full ? "the router's queue is full; retry later"
+                                             : "no replica had room within --queue-timeout; "
+                                               "retry later"));
+    const auto seconds = std::max<std::int64_t>(1, (cfg_.retry_after.count() + 999) / 1000);
+    res.set(bhttp::field::retry_after, std::to_string(seconds));
+    co_await out.send(std::move(res));
+    co_return false;
 }
 
 std::chrono::seconds proxy::hold_off(replica& r, const attempt_result& last) {

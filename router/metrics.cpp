@@ -95,6 +95,18 @@ router_metrics::router_metrics()
           "Requests refused by access control, by reason: invalid_api_key, rate_limit_requests, "
           "rate_limit_tokens.",
           {"reason"}))
+    , queue_depth(registry_
+                      .add_gauge("lanes_router_queue_depth",
+                                 "Requests waiting in the router's admission queue.")
+                      .with({}))
+    , queue_wait(registry_
+                     .add_histogram("lanes_router_queue_wait_seconds",
+                                    "Time admitted requests waited in the router's queue.",
+                                    duration_buckets)
+                     .with({}))
+    , queue_rejections(registry_.add_counter(
+          "lanes_router_queue_rejections_total",
+          "Requests the admission queue let go unserved: full, timeout, client_gone.", {"reason"}))
     , client_connections(registry_
                              .add_gauge("lanes_router_client_connections",
                                         "Client connections open on the traffic listener.")
@@ -138,6 +150,8 @@ std::string router_metrics::expose(const replica_pool& pool) {
         if (s.running)
             replica_running.with(label).set(static_cast<double>(*s.running));
     }
+    if (read_queue_depth_)
+        queue_depth.set(static_cast<double>(read_queue_depth_()));
     if (read_connections_) {
         const connection_counts c = read_connections_();
         client_connections.set(static_cast<double>(c.open));

@@ -44,6 +44,9 @@ public:
     common::metrics::family<common::metrics::gauge>& replica_running;
     common::metrics::family<common::metrics::counter>& key_requests;    // key, code
     common::metrics::family<common::metrics::counter>& access_refusals; // reason
+    common::metrics::gauge& queue_depth;
+    common::metrics::histogram& queue_wait;
+    common::metrics::family<common::metrics::counter>& queue_rejections; // reason
     common::metrics::gauge& client_connections;
     common::metrics::counter& refused_connections;
 
@@ -57,8 +60,14 @@ public:
         read_connections_ = std::move(read);
     }
 
+    // The admission queue's depth, read at each expose().
+    void read_queue_depth_from(std::function<std::size_t()> read) {
+        read_queue_depth_ = std::move(read);
+    }
+
 private:
     std::function<connection_counts()> read_connections_;
+    std::function<std::size_t()> read_queue_depth_;
     // One expose() at a time: the per-replica gauges are dropped and set again from the pool,
     // and two scrapes on two threads that saw the pool apart would set a child the other drops.
     std::mutex expose_mutex_;

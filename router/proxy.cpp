@@ -56,6 +56,13 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , admin_(admin_access(cfg), pool)
     , keys_(cfg.api_key_file, cfg.api_keys_env)
     , limiter_(cfg.rate)
+    , admission_(
+          [&cfg] {
+              admission_settings a = cfg.admission;
+              a.replica_caps = cfg.replica_max_inflight > 0 || cfg.replica_queue_threshold > 0;
+              return a;
+          }(),
+          [this](const std::string& model) { return free_slots(model); })
     , refresh_models_(std::move(refresh_models))
     , policy_(std::move(pol))
     , forward_policy_(make_policy("least_loaded", cfg.policy_knobs))
@@ -65,6 +72,8 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , instance_(++proxies_made) {
     std::string why;
     proxies_.parse(cfg.trusted_proxies, why); // validated with the rest of the config
+    if (admission_.enabled())
+        metrics_.read_queue_depth_from([this] { return admission_.waiting(); });
 }
 
 // Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.

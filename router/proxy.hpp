@@ -11,6 +11,7 @@
 #include "common/http/response_writer.hpp"
 #include "common/openai/error.hpp"
 #include "common/prompt/block_hash.hpp"
+#include "router/access/admission.hpp"
 #include "router/access/client.hpp"
 #include "router/access/client_address.hpp"
 #include "router/access/rate_limit.hpp"
@@ -120,6 +121,17 @@ private:
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, body_kind kind,
                                           client who);
+    // How many more requests the routable replicas serving `model` can take before each is at
+    // its cap (admission's room); SIZE_MAX when no cap applies or none is routable.
+    std::size_t free_slots(const std::string& model);
+    // Whether snapshot replica `i` is at its cap (--replica-max-inflight,
+    // --replica-queue-threshold). Under policy_mutex_.
+    bool at_cap(std::size_t i) const;
+    // Waits in the admission queue when the model or its replicas are full; false when the
+    // request was answered (refused) or its client left there.
+    boost::asio::awaitable<bool> admit(common::http::request& req,
+                                       common::http::response_writer& out,
+                                       const dispatch_plan& plan, admission::ticket& ticket);
     // A request counted against its key (when keys are configured): lanes_router_api_key_*.
     void count_for_key(const client& who, int status);
     // The 429 of a request over a limit (`kind`: "requests" or "tokens").
@@ -163,6 +175,7 @@ private:
     key_store keys_;
     rate_limiter limiter_;
     trusted_proxies proxies_;
+    admission admission_;
     models_refresher refresh_models_;
     std::mutex policy_mutex_; // guards the policies, snapshot_ and serves_
     std::unique_ptr<policy> policy_;

@@ -1,8 +1,10 @@
-// What a request costs against a tokens-per-minute limit: its prompt tokens plus the most output
-// it asks for. The output bound is read only when a token limit applies.
+// What the router's access control reads of a body beyond what it routes on, and only when a
+// control needs it: the output a request asks for (its cost against a tokens-per-minute limit is
+// its prompt tokens plus that), and its priority in the admission queue.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace lanes::router {
@@ -11,5 +13,9 @@ namespace lanes::router {
 // max_output_tokens (each spelling and each repeat counts, so no reading of the body asks for
 // less than the engine will give); 0 when there is none or the body is not an object.
 std::uint64_t requested_output_tokens(std::string_view body);
+
+// A body's top-level integer `priority` (vLLM's: lower values first); nullopt when absent or not
+// an integer. Repeated, the last one counts, as the engine reads it.
+std::optional<std::int64_t> requested_priority(std::string_view body);
 
 } // namespace lanes::router

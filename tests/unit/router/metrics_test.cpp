@@ -148,6 +148,9 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
         {"lanes_router_replica_running_requests", "gauge"},
         {"lanes_router_api_key_requests_total", "counter"},
         {"lanes_router_access_refusals_total", "counter"},
+        {"lanes_router_queue_depth", "gauge"},
+        {"lanes_router_queue_wait_seconds", "histogram"},
+        {"lanes_router_queue_rejections_total", "counter"},
         {"lanes_router_client_connections", "gauge"},
         {"lanes_router_client_connections_refused_total", "counter"},
     };

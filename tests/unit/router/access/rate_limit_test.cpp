@@ -49,7 +49,7 @@ TEST_CASE("token bucket: tpm refills per second, a big request leaves a debt", "
     CHECK(limiter.take_tokens("a", nullptr, 1, t0 + 60s + 41s).allowed);
 }
 
-TEST_CASE("a key's own limits win over the defaults; no limit passes everything", "[access]") {
+TEST_CASE("a key's own limits win over the defaults, and no limit passes everything", "[access]") {
     rate_limiter limiter({.rps = 100, .tpm = 0});
     router::key_limits own;
     own.rps = 1;

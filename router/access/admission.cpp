@@ -1,0 +1,220 @@
+#include "router/access/admission.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
+
+namespace lanes::router {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+struct admission::waiter {
+    explicit waiter(asio::any_io_executor e)
+        : ex(e)
+        , timer(e) {}
+    asio::any_io_executor ex;
+    asio::steady_timer timer; // touched on `ex` only
+    std::string client;
+    std::int64_t priority = 0;
+    std::uint64_t sequence = 0;
+    bool granted = false;          // under the gate's lock
+    std::atomic<bool> gone{false}; // the client left
+
+    // Ends the current wait, from any thread.
+    static void wake(const std::shared_ptr<waiter>& w) {
+        asio::post(w->ex, [w] { w->timer.cancel(); });
+    }
+};
+
+admission::admission(admission_settings settings,
+                     std::function<std::size_t(const std::string&)> room)
+    : settings_(settings)
+    , room_(std::move(room))
+    , enabled_(settings.max_concurrent > 0 || settings.replica_caps) {}
+
+admission::ticket::ticket(ticket&& o) noexcept
+    : gate_(std::exchange(o.gate_, nullptr))
+    , model_(std::move(o.model_))
+    , reserved_(std::exchange(o.reserved_, false)) {}
+
+admission::ticket& admission::ticket::operator=(ticket&& o) noexcept {
+    if (this != &o) {
+        if (gate_)
+            gate_->release(model_, reserved_);
+        gate_ = std::exchange(o.gate_, nullptr);
+        model_ = std::move(o.model_);
+        reserved_ = std::exchange(o.reserved_, false);
+    }
+    return *this;
+}
+
+admission::ticket::~ticket() {
+    if (gate_)
+        gate_->release(model_, reserved_);
+}
+
+void admission::ticket::routed() {
+    if (gate_ && reserved_) {
+        reserved_ = false;
+        gate_->routed(model_);
+    }
+}
+
+std::size_t admission::queued(const model_state& m) {
+    std::size_t n = 0;
+    for (const auto& [client, q] : m.by_client)
+        n += q.size();
+    return n;
+}
+
+bool admission::has_room(const std::string& model, const model_state& m) const {
+    if (settings_.max_concurrent > 0 && m.active >= settings_.max_concurrent)
+        return false;
+    if (!settings_.replica_caps)
+        return true;
+    const std::size_t free = room_(model);
+    return free == SIZE_MAX || free > m.reserved;
+}
+
+void admission::remove(model_state& m, const std::shared_ptr<waiter>& w) {
+    const auto it = m.by_client.find(w->client);
+    if (it == m.by_client.end())
+        return;
+    auto& q = it->second;
+    const auto at = std::find(q.begin(), q.end(), w);
+    if (at == q.end())
+        return;
+    q.erase(at);
+    --waiting_;
+    if (q.empty())
+        m.by_client.erase(it);
+}
+
+void admission::pump(const std::string& model, model_state& m) {
+    while (!m.by_client.empty() && has_room(model, m)) {
+        // The next client after the one served last, in turn.
+        auto it = m.by_client.upper_bound(m.last_client);
+        if (it == m.by_client.end())
+            it = m.by_client.begin();
+        auto& q = it->second;
+        std::shared_ptr<waiter> w = q.front();
+        q.pop_front();
+        --waiting_;
+        m.last_client = it->first;
+        if (q.empty())
+            m.by_client.erase(it);
+        if (w->gone.load())
+            continue; // it will find itself out of the queue
+        w->granted = true;
+        ++m.active;
+        if (settings_.replica_caps)
+            ++m.reserved;
+        waiter::wake(w);
+    }
+}
+
+void admission::release(const std::string& model, bool reserved) {
+    std::lock_guard lock(mutex_);
+    auto& m = models_[model];
+    --m.active;
+    if (reserved)
+        --m.reserved;
+    pump(model, m);
+    if (m.active == 0 && m.by_client.empty())
+        models_.erase(model);
+}
+
+void admission::routed(const std::string& model) {
+    std::lock_guard lock(mutex_);
+    auto& m = models_[model];
+    --m.reserved;
+    pump(model, m); // the reservation held room that the replica's count now shows
+}
+
+std::size_t admission::waiting() const {
+    std::lock_guard lock(mutex_);
+    return waiting_;
+}
+
+void admission::client_left(const std::shared_ptr<waiter>& w) {
+    if (!w)
+        return;
+    w->gone.store(true);
+    waiter::wake(w);
+}
+
+asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& out,
+                                                    std::shared_ptr<waiter>& self) {
+    if (!enabled_)
+        co_return admission_outcome::admitted;
+    const auto deadline = clock_type::now() + settings_.queue_timeout;
+    const auto executor = co_await asio::this_coro::executor;
+    std::shared_ptr<waiter> w;
+    {
+        std::lock_guard lock(mutex_);
+        auto& m = models_[info.model];
+        // Straight in only when nobody of the model waits: a newcomer does not jump the queue.
+        if (m.by_client.empty() && has_room(info.model, m)) {
+            ++m.active;
+            out.gate_ = this;
+            out.model_ = info.model;
+            if (settings_.replica_caps) {
+                ++m.reserved;
+                out.reserved_ = true;
+            }
+            co_return admission_outcome::admitted;
+        }
+        if (waiting_ >= settings_.queue_size) {
+            if (m.active == 0 && m.by_client.empty())
+                models_.erase(info.model);
+            co_return admission_outcome::queue_full;
+        }
+        w = std::make_shared<waiter>(executor);
+        w->client = info.client;
+        w->priority = info.priority;
+        w->sequence = ++sequence_;
+        auto& q = m.by_client[info.client];
+        // Lower priority values first, then arrival order.
+        const auto at = std::upper_bound(q.begin(), q.end(), w, [](const auto& a, const auto& b) {
+            return a->priority < b->priority ||
+                   (a->priority == b->priority && a->sequence < b->sequence);
+        });
+        q.insert(at, w);
+        ++waiting_;
+        self = w;
+        pump(info.model, m);
+    }
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            auto& m = models_[info.model];
+            if (w->granted) {
+                out.gate_ = this;
+                out.model_ = info.model;
+                out.reserved_ = settings_.replica_caps;
+                co_return admission_outcome::admitted;
+            }
+            const bool gone = w->gone.load();
+            if (gone || clock_type::now() >= deadline) {
+                remove(m, w);
+                if (m.active == 0 && m.by_client.empty())
+                    models_.erase(info.model);
+                co_return gone ? admission_outcome::client_gone : admission_outcome::timed_out;
+            }
+            pump(info.model, m); // room that no release announced (a scrape, a new replica)
+            if (w->granted)
+                continue;
+        }
+        const auto left = deadline - clock_type::now();
+        w->timer.expires_after(std::min<clock_type::duration>(settings_.recheck, left));
+        co_await w->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+} // namespace lanes::router

@@ -1,0 +1,105 @@
+// Admission control: requests wait in the router, not in the engines' queues, while their model
+// is at --max-concurrent-requests or every replica serving it is at its load cap; they are let in
+// as room appears, so each is routed with fresh state (Dynamo's --router-queue-threshold, SGLang's
+// concurrency limiter). Fair across clients: the waiting requests of each client (API key name or
+// address) form a queue of their own, and room goes to the clients in turn, so one tenant's burst
+// cannot starve another; within a client, lower priority values first (as vLLM), then arrival
+// order. The queue is bounded (full: refused at once) and so is each wait.
+#pragma once
+
+#include "common/http/message.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace lanes::router {
+
+struct admission_settings {
+    std::size_t max_concurrent = 0; // requests of one model let in at once; 0: no cap
+    bool replica_caps = false;      // room() counts replicas below their load cap
+    std::size_t queue_size = 1024;  // requests waiting, over all models
+    common::http::duration queue_timeout{30'000};
+    // How often a waiting request looks again for room that no finished request announced (a
+    // scrape that shows an engine's queue drained, a replica added).
+    common::http::duration recheck{20};
+};
+
+enum class admission_outcome { admitted, queue_full, timed_out, client_gone };
+
+class admission {
+public:
+    // `room(model)`: how many more requests the replicas serving `model` can take now (SIZE_MAX
+    // when nothing limits them, or no replica could take it at all: dispatch then answers).
+    admission(admission_settings settings, std::function<std::size_t(const std::string&)> room);
+
+    // A request let in; releasing it (destroying it) gives its place to the next.
+    class ticket {
+    public:
+        ticket() = default;
+        ticket(ticket&& o) noexcept;
+        ticket& operator=(ticket&& o) noexcept;
+        ~ticket();
+        ticket(const ticket&) = delete;
+        ticket& operator=(const ticket&) = delete;
+        // The request has been routed (its replica counts it in flight): the reservation that
+        // let it in is no longer needed to keep others out.
+        void routed();
+
+    private:
+        friend class admission;
+        admission* gate_ = nullptr;
+        std::string model_;
+        bool reserved_ = false;
+    };
+
+    struct request_info {
+        std::string model;
+        std::string client;
+        std::int64_t priority = 0;
+    };
+    // Waits until the request may go (or is refused). `client_gone` is set by the caller's
+    // client-closed watch; `wake` is what that watch calls to end the wait at once.
+    struct waiter;
+    boost::asio::awaitable<admission_outcome> enter(request_info info, ticket& out,
+                                                    std::shared_ptr<waiter>& self);
+    // Ends the wait of `w` because its client left (from the client-closed watch, any thread).
+    static void client_left(const std::shared_ptr<waiter>& w);
+
+    bool enabled() const { return enabled_; }
+    std::size_t waiting() const;
+
+private:
+    struct model_state {
+        std::size_t active = 0;   // let in and not yet released
+        std::size_t reserved = 0; // let in and not yet routed
+        std::map<std::string, std::deque<std::shared_ptr<waiter>>> by_client;
+        std::string last_client; // the client served last, for the turn order
+    };
+    // Lets in, in turn, as many waiters of `model` as there is room for; under the lock.
+    void pump(const std::string& model, model_state& m);
+    bool has_room(const std::string& model, const model_state& m) const;
+    static std::size_t queued(const model_state& m);
+    void release(const std::string& model, bool reserved);
+    void routed(const std::string& model);
+    void remove(model_state& m, const std::shared_ptr<waiter>& w);
+
+    admission_settings settings_;
+    std::function<std::size_t(const std::string&)> room_;
+    bool enabled_;
+    mutable std::mutex mutex_;
+    std::map<std::string, model_state> models_;
+    std::size_t waiting_ = 0;
+    std::uint64_t sequence_ = 0;
+};
+
+} // namespace lanes::router
