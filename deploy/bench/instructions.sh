@@ -57,7 +57,8 @@ LUA
 # One run of `bin` under callgrind: "<requests> <instructions>"; no load when $2 is "idle".
 measure() {
     local bin=$1 mode=$2 out="$work/callgrind.out" requests=0
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --host 127.0.0.1 \
+    # shellcheck disable=SC2046
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --host 127.0.0.1 $(admin_flags "$bin") \
         --port "$router_port" --threads 1 --policy prefix --access-log false --log-level warn \
         --replica "http://127.0.0.1:$backend_port" 2>/dev/null &
     local vg=$!

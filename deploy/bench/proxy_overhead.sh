@@ -88,11 +88,13 @@ CONF
 nginx -c "$work/backend.conf" -g 'daemon off;' & pids+=($!)
 nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
 haproxy -f "$work/haproxy.cfg" -q & pids+=($!)
-"$router_bin" --host 127.0.0.1 --port "$lanes_port" --threads 1 --policy prefix \
+# shellcheck disable=SC2046
+"$router_bin" --host 127.0.0.1 --port "$lanes_port" --threads 1 --policy prefix $(admin_flags "$router_bin") \
     --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
 names=(nginx haproxy lanes)
 if [ -n "$baseline_bin" ]; then
-    "$baseline_bin" --host 127.0.0.1 --port "$baseline_port" --threads 1 --policy prefix \
+    # shellcheck disable=SC2046
+    "$baseline_bin" --host 127.0.0.1 --port "$baseline_port" --threads 1 --policy prefix $(admin_flags "$baseline_bin") \
         --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
     names+=(baseline)
 fi

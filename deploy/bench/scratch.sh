@@ -8,3 +8,11 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# The flags that keep a router's admin listener off the default port (scripts run routers side by
+# side): "--admin-port 0" for a build that has one, nothing for an older one.
+admin_flags() {
+    if "$1" --help 2>/dev/null | grep -q -- '--admin-port'; then
+        echo "--admin-port 0"
+    fi
+}
