@@ -52,6 +52,9 @@ common::flag_set make_flags(router_config& cfg) {
           "requests that may wait in the router's queue (past it: 503 at once)");
     f.add("queue-timeout", cfg.admission.queue_timeout,
           "longest wait in the router's queue (then 503 with Retry-After)");
+    f.add("queue-affinity-wait", cfg.admission.affinity_wait,
+          "how long a queued request holds out for the replica caching its prefix before it "
+          "takes any replica with room (0: any at once)");
     f.add("queue-recheck", cfg.admission.recheck,
           "how often a waiting request looks for room no finished request announced");
     f.add("trusted-proxies", cfg.trusted_proxies,
@@ -350,6 +353,7 @@ std::vector<std::string> validate(const router_config& cfg) {
          "--replica-max-inflight and --replica-queue-threshold must be >= 0");
     need(cfg.admission.queue_timeout.count() > 0, "--queue-timeout must be positive");
     need(cfg.admission.recheck.count() > 0, "--queue-recheck must be positive");
+    need(cfg.admission.affinity_wait.count() >= 0, "--queue-affinity-wait must be >= 0");
     {
         trusted_proxies proxies;
         std::string why;

@@ -210,7 +210,7 @@ bool proxy::at_cap(std::size_t i) const {
     return cfg_.replica_queue_threshold > 0 && waiting && *waiting >= cfg_.replica_queue_threshold;
 }
 
-std::size_t proxy::free_slots(const std::string& model) {
+std::size_t proxy::free_slots(const std::string& model, const std::string& replica) {
     std::lock_guard lock(policy_mutex_);
     const auto now = clock_type::now();
     if (snapshot_.refresh(now, cfg_.stale_after)) {
@@ -224,27 +224,58 @@ std::size_t proxy::free_slots(const std::string& model) {
     route_request rr;
     rr.serves = serving == snapshot_cache::model_serving::some ? std::span<const char>(serves_)
                                                                : std::span<const char>();
+    const auto free_on = [&](std::size_t i) -> std::size_t {
+        if (at_cap(i))
+            return 0;
+        if (cfg_.replica_max_inflight <= 0)
+            return SIZE_MAX;
+        return static_cast<std::size_t>(cfg_.replica_max_inflight -
+                                        snapshot_.replica_at(i)->inflight.load());
+    };
     std::size_t free = 0;
     bool any = false;
     for (std::size_t i = 0; i < snap.replicas.size(); ++i) {
         if (!eligible(snap, i, rr, {})) // (routable: healthy, not draining, not backing off)
             continue;
+        if (!replica.empty() && snap.replicas[i].id == replica)
+            return free_on(i);
         any = true;
-        if (at_cap(i))
-            continue;
-        if (cfg_.replica_max_inflight <= 0)
-            return SIZE_MAX;
-        free += static_cast<std::size_t>(cfg_.replica_max_inflight -
-                                         snapshot_.replica_at(i)->inflight.load());
+        const std::size_t f = free_on(i);
+        free = f == SIZE_MAX || free == SIZE_MAX ? SIZE_MAX : free + f;
     }
     return any ? free : SIZE_MAX; // nothing routable at all: no wait helps, dispatch answers
+}
+
+std::string proxy::preferred_replica(const dispatch_plan& plan) {
+    std::lock_guard lock(policy_mutex_);
+    if (snapshot_.refresh(clock_type::now(), cfg_.stale_after)) {
+        policy_->on_replicas_changed(snapshot_.view());
+        forward_policy_->on_replicas_changed(snapshot_.view());
+    }
+    const pool_snapshot& snap = snapshot_.view();
+    if (snapshot_.serving(plan.model, serves_) == snapshot_cache::model_serving::none)
+        return {};
+    route_request rr = plan.rr;
+    rr.serves = snapshot_.serving(plan.model, serves_) == snapshot_cache::model_serving::some
+                    ? std::span<const char>(serves_)
+                    : std::span<const char>();
+    policy& chooser = plan.by_policy ? *policy_ : *forward_policy_;
+    const decision d = chooser.pick(rr, snap, {});
+    // Worth waiting for only where something is cached for the request: a matched prefix, its
+    // session, or its response's state. A pick by load alone takes any replica with room.
+    const bool affinity = d.matched_blocks > 0 || d.reason == route_reason::session_sticky ||
+                          d.reason == route_reason::response_affinity;
+    return d.replica && affinity ? snap.replicas[*d.replica].id : std::string();
 }
 
 asio::awaitable<bool> proxy::admit(http::request& req, http::response_writer& out,
                                    const dispatch_plan& plan, admission::ticket& ticket) {
     if (!admission_.enabled())
         co_return true;
-    admission::request_info info{plan.model, plan.who.identity, 0};
+    admission::request_info info{plan.model, plan.who.identity, 0, {}};
+    if (plan.by_policy && cfg_.admission.affinity_wait.count() > 0 &&
+        (cfg_.replica_max_inflight > 0 || cfg_.replica_queue_threshold > 0))
+        info.preferred = preferred_replica(plan);
     if (const auto h = req.find("x-lanes-priority")) {
         std::int64_t p = 0;
         const auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), p);

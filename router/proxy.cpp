@@ -62,7 +62,9 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
               a.replica_caps = cfg.replica_max_inflight > 0 || cfg.replica_queue_threshold > 0;
               return a;
           }(),
-          [this](const std::string& model) { return free_slots(model); })
+          [this](const std::string& model, const std::string& replica) {
+              return free_slots(model, replica);
+          })
     , refresh_models_(std::move(refresh_models))
     , policy_(std::move(pol))
     , forward_policy_(make_policy("least_loaded", cfg.policy_knobs))

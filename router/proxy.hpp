@@ -123,7 +123,10 @@ private:
                                           client who);
     // How many more requests the routable replicas serving `model` can take before each is at
     // its cap (admission's room); SIZE_MAX when no cap applies or none is routable.
-    std::size_t free_slots(const std::string& model);
+    std::size_t free_slots(const std::string& model, const std::string& replica);
+    // The replica the request's policy would pick if no replica were full (what admission waits
+    // for a while); "" when there is none.
+    std::string preferred_replica(const dispatch_plan& plan);
     // Whether snapshot replica `i` is at its cap (--replica-max-inflight,
     // --replica-queue-threshold). Under policy_mutex_.
     bool at_cap(std::size_t i) const;

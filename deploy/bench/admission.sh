@@ -5,8 +5,8 @@
 # (--replica-max-inflight 8, so requests past the engines' batch wait in the router). Each
 # replica's vllm:num_requests_waiting is sampled every 100 ms. Writes results/admission-<date>/
 # (no-queue.json, queue.json, waiting-*.csv, summary.json) and prints a table.
-#   ADMISSION_CONCURRENCY (96), ADMISSION_GROUPS (24), ADMISSION_PER_GROUP (12),
-#   ADMISSION_OUTPUT (32), ADMISSION_SPEEDUP (4), LANES_BUILD_DIR (build), ADMISSION_OUT.
+#   ADMISSION_CONCURRENCY (96), ADMISSION_GROUPS (32), ADMISSION_PER_GROUP (24),
+#   ADMISSION_OUTPUT (64), ADMISSION_SPEEDUP (4), LANES_BUILD_DIR (build), ADMISSION_OUT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/bench/scratch.sh
@@ -15,25 +15,36 @@ out="${ADMISSION_OUT:-results/admission-$(date -u +%Y%m%d-%H%M)}"
 mkdir -p "$out"
 concurrency="${ADMISSION_CONCURRENCY:-96}"
 
+port_of() { # waits for "<name> listening on http://host:PORT" in a log file
+    for _ in $(seq 500); do
+        p=$(grep -o "$2 listening on http://[^ ]*" "$1" 2>/dev/null | head -1 | sed 's/.*://')
+        [ -n "$p" ] && { echo "$p"; return 0; }
+        sleep 0.02
+    done
+    echo "admission.sh: no port in $1" >&2; cat "$1" >&2; return 1
+}
+
 run() { # run NAME ROUTER-ARGS...
     local name=$1
     shift
-    local base=$((20000 + RANDOM % 20000)) rp=() urls=() ports=()
+    local rp=() urls=() ports=()
     for i in 0 1 2 3; do
-        local p=$((base + 1 + i))
-        ports+=("$p")
-        "$bin/replica/lanes-replica" --host 127.0.0.1 --port "$p" --seed "$i" --backend sim \
-            --sim-speedup "${ADMISSION_SPEEDUP:-4}" --max-num-seqs 8 --log-level warn \
+        "$bin/replica/lanes-replica" --host 127.0.0.1 --port 0 --seed "$i" --backend sim \
+            --sim-speedup "${ADMISSION_SPEEDUP:-4}" --max-num-seqs 8 --log-level info \
             >"$work/$name-replica$i.log" 2>&1 &
         rp+=($!)
-        urls+=(--replica "http://127.0.0.1:$p")
+        pids+=($!)
     done
-    for p in "${ports[@]}"; do
-        for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.05; done
+    for i in 0 1 2 3; do
+        ports+=("$(port_of "$work/$name-replica$i.log" lanes-replica)")
+        urls+=(--replica "http://127.0.0.1:${ports[$i]}")
     done
-    "$bin/router/lanes-router" --host 127.0.0.1 --port "$base" --admin-port 0 --access-log false \
-        --log-level warn --scrape-interval 100ms "${urls[@]}" "$@" >"$work/$name-router.log" 2>&1 &
+    "$bin/router/lanes-router" --host 127.0.0.1 --port 0 --admin-port 0 --access-log false \
+        --scrape-interval 100ms "${urls[@]}" "$@" >"$work/$name-router.log" 2>&1 &
     local router=$!
+    pids+=($!)
+    local base
+    base=$(port_of "$work/$name-router.log" lanes-router)
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$base/readiness" >/dev/null && break; sleep 0.05; done
     # The engines' own queues, sampled while the burst runs.
     (
@@ -51,10 +62,14 @@ run() { # run NAME ROUTER-ARGS...
         done
     ) >"$out/waiting-$name.csv" &
     local sampler=$!
+    pids+=($!)
+    # Exit 1 (some requests failed) is a result; 2 (could not run) is not.
+    local rc=0
     "$bin/bench/lanes-bench" --url "http://127.0.0.1:$base" --workload shared-prefix \
-        --concurrency "$concurrency" --groups "${ADMISSION_GROUPS:-24}" \
-        --prompts-per-group "${ADMISSION_PER_GROUP:-12}" --output-len "${ADMISSION_OUTPUT:-32}" \
-        --out "$out/$name.json" >/dev/null
+        --concurrency "$concurrency" --groups "${ADMISSION_GROUPS:-32}" \
+        --prompts-per-group "${ADMISSION_PER_GROUP:-24}" --output-len "${ADMISSION_OUTPUT:-64}" \
+        --out "$out/$name.json" >/dev/null || rc=$?
+    [ "$rc" -lt 2 ] || { echo "admission.sh: lanes-bench failed ($rc)" >&2; exit 1; }
     curl -s "http://127.0.0.1:$base/metrics" >"$out/$name-router-metrics.txt"
     kill "$router" "${rp[@]}" 2>/dev/null || true
     wait "$router" "${rp[@]}" 2>/dev/null || true

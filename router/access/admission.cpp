@@ -23,7 +23,10 @@ struct admission::waiter {
     std::string client;
     std::int64_t priority = 0;
     std::uint64_t sequence = 0;
+    std::string preferred;
+    clock_type::time_point queued_at{};
     bool granted = false;          // under the gate's lock
+    std::string granted_on;        // the replica it was let in for, "" for any
     std::atomic<bool> gone{false}; // the client left
 
     // Ends the current wait, from any thread.
@@ -32,8 +35,7 @@ struct admission::waiter {
     }
 };
 
-admission::admission(admission_settings settings,
-                     std::function<std::size_t(const std::string&)> room)
+admission::admission(admission_settings settings, room_fn room)
     : settings_(settings)
     , room_(std::move(room))
     , enabled_(settings.max_concurrent > 0 || settings.replica_caps) {}
@@ -41,28 +43,30 @@ admission::admission(admission_settings settings,
 admission::ticket::ticket(ticket&& o) noexcept
     : gate_(std::exchange(o.gate_, nullptr))
     , model_(std::move(o.model_))
-    , reserved_(std::exchange(o.reserved_, false)) {}
+    , reserved_(std::exchange(o.reserved_, false))
+    , reserved_on_(std::move(o.reserved_on_)) {}
 
 admission::ticket& admission::ticket::operator=(ticket&& o) noexcept {
     if (this != &o) {
         if (gate_)
-            gate_->release(model_, reserved_);
+            gate_->release(model_, reserved_, reserved_on_);
         gate_ = std::exchange(o.gate_, nullptr);
         model_ = std::move(o.model_);
         reserved_ = std::exchange(o.reserved_, false);
+        reserved_on_ = std::move(o.reserved_on_);
     }
     return *this;
 }
 
 admission::ticket::~ticket() {
     if (gate_)
-        gate_->release(model_, reserved_);
+        gate_->release(model_, reserved_, reserved_on_);
 }
 
 void admission::ticket::routed() {
     if (gate_ && reserved_) {
         reserved_ = false;
-        gate_->routed(model_);
+        gate_->routed(model_, reserved_on_);
     }
 }
 
@@ -73,13 +77,41 @@ std::size_t admission::queued(const model_state& m) {
     return n;
 }
 
-bool admission::has_room(const std::string& model, const model_state& m) const {
+bool admission::has_room(const std::string& model, const model_state& m,
+                         const std::string& replica) const {
     if (settings_.max_concurrent > 0 && m.active >= settings_.max_concurrent)
         return false;
     if (!settings_.replica_caps)
         return true;
-    const std::size_t free = room_(model);
-    return free == SIZE_MAX || free > m.reserved;
+    const std::size_t free = room_(model, {});
+    if (free != SIZE_MAX && free <= m.reserved)
+        return false;
+    if (replica.empty())
+        return true;
+    const std::size_t here = room_(model, replica);
+    const auto held = m.reserved_on.find(replica);
+    return here == SIZE_MAX || here > (held == m.reserved_on.end() ? 0 : held->second);
+}
+
+void admission::grant(model_state& m, const std::shared_ptr<waiter>& w,
+                      const std::string& replica) {
+    w->granted = true;
+    w->granted_on = replica;
+    ++m.active;
+    if (settings_.replica_caps) {
+        ++m.reserved;
+        if (!replica.empty())
+            ++m.reserved_on[replica];
+    }
+}
+
+void admission::unreserve(model_state& m, const std::string& replica) {
+    --m.reserved;
+    if (replica.empty())
+        return;
+    const auto it = m.reserved_on.find(replica);
+    if (it != m.reserved_on.end() && --it->second == 0)
+        m.reserved_on.erase(it);
 }
 
 void admission::remove(model_state& m, const std::shared_ptr<waiter>& w) {
@@ -97,43 +129,55 @@ void admission::remove(model_state& m, const std::shared_ptr<waiter>& w) {
 }
 
 void admission::pump(const std::string& model, model_state& m) {
-    while (!m.by_client.empty() && has_room(model, m)) {
-        // The next client after the one served last, in turn.
+    const auto now = clock_type::now();
+    // Rounds over the clients in turn, from the one after the client served last; each client's
+    // first waiter goes when there is room for it: on the replica it prefers, or anywhere once it
+    // has held out for that long enough. A round that lets nobody in ends the pumping.
+    bool progress = true;
+    while (progress && !m.by_client.empty() && has_room(model, m)) {
+        progress = false;
         auto it = m.by_client.upper_bound(m.last_client);
-        if (it == m.by_client.end())
-            it = m.by_client.begin();
-        auto& q = it->second;
-        std::shared_ptr<waiter> w = q.front();
-        q.pop_front();
-        --waiting_;
-        m.last_client = it->first;
-        if (q.empty())
-            m.by_client.erase(it);
-        if (w->gone.load())
-            continue; // it will find itself out of the queue
-        w->granted = true;
-        ++m.active;
-        if (settings_.replica_caps)
-            ++m.reserved;
-        waiter::wake(w);
+        for (std::size_t seen = 0, n = m.by_client.size(); seen < n; ++seen) {
+            if (it == m.by_client.end())
+                it = m.by_client.begin();
+            auto& q = it->second;
+            const std::shared_ptr<waiter> w = q.front();
+            const bool any = w->preferred.empty() || now - w->queued_at >= settings_.affinity_wait;
+            const std::string target = any ? std::string() : w->preferred;
+            if (!w->gone.load() && !has_room(model, m, target)) {
+                ++it;
+                continue;
+            }
+            q.pop_front();
+            --waiting_;
+            m.last_client = it->first;
+            if (q.empty())
+                m.by_client.erase(it);
+            if (!w->gone.load()) { // a gone one finds itself out of the queue
+                grant(m, w, target);
+                waiter::wake(w);
+            }
+            progress = true;
+            break;
+        }
     }
 }
 
-void admission::release(const std::string& model, bool reserved) {
+void admission::release(const std::string& model, bool reserved, const std::string& replica) {
     std::lock_guard lock(mutex_);
     auto& m = models_[model];
     --m.active;
     if (reserved)
-        --m.reserved;
+        unreserve(m, replica);
     pump(model, m);
     if (m.active == 0 && m.by_client.empty())
         models_.erase(model);
 }
 
-void admission::routed(const std::string& model) {
+void admission::routed(const std::string& model, const std::string& replica) {
     std::lock_guard lock(mutex_);
     auto& m = models_[model];
-    --m.reserved;
+    unreserve(m, replica);
     pump(model, m); // the reservation held room that the replica's count now shows
 }
 
@@ -159,14 +203,18 @@ asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& o
     {
         std::lock_guard lock(mutex_);
         auto& m = models_[info.model];
-        // Straight in only when nobody of the model waits: a newcomer does not jump the queue.
-        if (m.by_client.empty() && has_room(info.model, m)) {
+        // Straight in only when nobody of the model waits (a newcomer does not jump the queue)
+        // and its preferred replica has room.
+        if (m.by_client.empty() && has_room(info.model, m, info.preferred)) {
             ++m.active;
             out.gate_ = this;
             out.model_ = info.model;
             if (settings_.replica_caps) {
                 ++m.reserved;
                 out.reserved_ = true;
+                out.reserved_on_ = info.preferred;
+                if (!info.preferred.empty())
+                    ++m.reserved_on[info.preferred];
             }
             co_return admission_outcome::admitted;
         }
@@ -179,6 +227,8 @@ asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& o
         w->client = info.client;
         w->priority = info.priority;
         w->sequence = ++sequence_;
+        w->preferred = info.preferred;
+        w->queued_at = clock_type::now();
         auto& q = m.by_client[info.client];
         // Lower priority values first, then arrival order.
         const auto at = std::upper_bound(q.begin(), q.end(), w, [](const auto& a, const auto& b) {
@@ -198,6 +248,7 @@ asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& o
                 out.gate_ = this;
                 out.model_ = info.model;
                 out.reserved_ = settings_.replica_caps;
+                out.reserved_on_ = w->granted_on;
                 co_return admission_outcome::admitted;
             }
             const bool gone = w->gone.load();

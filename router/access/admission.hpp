@@ -32,15 +32,20 @@ struct admission_settings {
     // How often a waiting request looks again for room that no finished request announced (a
     // scrape that shows an engine's queue drained, a replica added).
     common::http::duration recheck{20};
+    // How long a waiting request holds out for the replica its policy prefers (the one caching
+    // its prefix) before it takes room on any replica; 0: any at once.
+    common::http::duration affinity_wait{1'000};
 };
 
 enum class admission_outcome { admitted, queue_full, timed_out, client_gone };
 
 class admission {
 public:
-    // `room(model)`: how many more requests the replicas serving `model` can take now (SIZE_MAX
-    // when nothing limits them, or no replica could take it at all: dispatch then answers).
-    admission(admission_settings settings, std::function<std::size_t(const std::string&)> room);
+    // `room(model, replica)`: how many more requests the replicas serving `model` can take now,
+    // or with `replica` named that one (SIZE_MAX when nothing limits them, or no replica could
+    // take it at all: dispatch then answers; a named one that is not routable counts as any).
+    using room_fn = std::function<std::size_t(const std::string&, const std::string&)>;
+    admission(admission_settings settings, room_fn room);
 
     // A request let in; releasing it (destroying it) gives its place to the next.
     class ticket {
@@ -60,12 +65,14 @@ public:
         admission* gate_ = nullptr;
         std::string model_;
         bool reserved_ = false;
+        std::string reserved_on_; // the replica it was let in for, "" for any
     };
 
     struct request_info {
         std::string model;
         std::string client;
         std::int64_t priority = 0;
+        std::string preferred; // the replica the policy would pick, caps aside ("" for any)
     };
     // Waits until the request may go (or is refused). `client_gone` is set by the caller's
     // client-closed watch; `wake` is what that watch calls to end the wait at once.
@@ -80,21 +87,25 @@ public:
 
 private:
     struct model_state {
-        std::size_t active = 0;   // let in and not yet released
-        std::size_t reserved = 0; // let in and not yet routed
+        std::size_t active = 0;                         // let in and not yet released
+        std::size_t reserved = 0;                       // let in and not yet routed
+        std::map<std::string, std::size_t> reserved_on; // of those, let in for one replica
         std::map<std::string, std::deque<std::shared_ptr<waiter>>> by_client;
         std::string last_client; // the client served last, for the turn order
     };
     // Lets in, in turn, as many waiters of `model` as there is room for; under the lock.
     void pump(const std::string& model, model_state& m);
-    bool has_room(const std::string& model, const model_state& m) const;
+    bool has_room(const std::string& model, const model_state& m,
+                  const std::string& replica = {}) const;
+    void grant(model_state& m, const std::shared_ptr<waiter>& w, const std::string& replica);
+    void unreserve(model_state& m, const std::string& replica);
     static std::size_t queued(const model_state& m);
-    void release(const std::string& model, bool reserved);
-    void routed(const std::string& model);
+    void release(const std::string& model, bool reserved, const std::string& replica);
+    void routed(const std::string& model, const std::string& replica);
     void remove(model_state& m, const std::shared_ptr<waiter>& w);
 
     admission_settings settings_;
-    std::function<std::size_t(const std::string&)> room_;
+    room_fn room_;
     bool enabled_;
     mutable std::mutex mutex_;
     std::map<std::string, model_state> models_;

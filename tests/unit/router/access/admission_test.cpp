@@ -56,7 +56,7 @@ router::admission_settings capped(std::size_t max_concurrent, std::size_t queue 
 
 TEST_CASE("admission: a cap per model, and the clients' queues take turns", "[admission]") {
     asio::io_context io;
-    admission gate(capped(1), [](const std::string&) { return SIZE_MAX; });
+    admission gate(capped(1), [](const std::string&, const std::string&) { return SIZE_MAX; });
     REQUIRE(gate.enabled());
     std::vector<std::string> order;
     std::vector<entry> e(6);
@@ -85,7 +85,7 @@ TEST_CASE("admission: a cap per model, and the clients' queues take turns", "[ad
 
 TEST_CASE("admission: lower priority values first within a client", "[admission]") {
     asio::io_context io;
-    admission gate(capped(1), [](const std::string&) { return SIZE_MAX; });
+    admission gate(capped(1), [](const std::string&, const std::string&) { return SIZE_MAX; });
     std::vector<std::string> order;
     std::vector<entry> e(4);
     e[0].name = "holder";
@@ -109,7 +109,7 @@ TEST_CASE("admission: a full queue refuses at once, a wait ends at its timeout",
     asio::io_context io;
     auto s = capped(1, 1);
     s.queue_timeout = 100ms;
-    admission gate(s, [](const std::string&) { return SIZE_MAX; });
+    admission gate(s, [](const std::string&, const std::string&) { return SIZE_MAX; });
     std::vector<std::string> order;
     std::vector<entry> e(3);
     start(io, gate, e[0], {"m", "a", 0}, order);
@@ -127,7 +127,7 @@ TEST_CASE("admission: a full queue refuses at once, a wait ends at its timeout",
 
 TEST_CASE("admission: a client that leaves is dropped from the queue", "[admission]") {
     asio::io_context io;
-    admission gate(capped(1), [](const std::string&) { return SIZE_MAX; });
+    admission gate(capped(1), [](const std::string&, const std::string&) { return SIZE_MAX; });
     std::vector<std::string> order;
     std::vector<entry> e(3);
     e[2].name = "stayed";
@@ -151,7 +151,7 @@ TEST_CASE("admission: replica room, reserved until routed, and room found by rec
     std::atomic<std::size_t> room{2};
     router::admission_settings s = capped(0);
     s.replica_caps = true;
-    admission gate(s, [&room](const std::string&) { return room.load(); });
+    admission gate(s, [&room](const std::string&, const std::string&) { return room.load(); });
     std::vector<std::string> order;
     std::vector<entry> e(4);
     for (int i = 0; i < 4; ++i) {
@@ -177,7 +177,8 @@ TEST_CASE("admission: replica room, reserved until routed, and room found by rec
 
 TEST_CASE("admission without caps lets everything through untracked", "[admission]") {
     asio::io_context io;
-    admission gate(router::admission_settings{}, [](const std::string&) { return 0; });
+    admission gate(router::admission_settings{},
+                   [](const std::string&, const std::string&) { return std::size_t{0}; });
     CHECK_FALSE(gate.enabled());
     std::vector<std::string> order;
     std::vector<entry> e(50);
@@ -185,4 +186,35 @@ TEST_CASE("admission without caps lets everything through untracked", "[admissio
         start(io, gate, x, {"m", "a", 0}, order);
     run_a_little(io);
     CHECK(order.size() == 50);
+}
+
+TEST_CASE("admission: a waiter holds out for its preferred replica, then takes any",
+          "[admission]") {
+    asio::io_context io;
+    std::atomic<std::size_t> free_a{0}, free_b{1};
+    router::admission_settings s = capped(0);
+    s.replica_caps = true;
+    s.affinity_wait = 200ms;
+    admission gate(s, [&](const std::string&, const std::string& replica) -> std::size_t {
+        if (replica == "a")
+            return free_a.load();
+        if (replica == "b")
+            return free_b.load();
+        return free_a.load() + free_b.load();
+    });
+    std::vector<std::string> order;
+    std::vector<entry> e(2);
+    e[0].name = "wants-a";
+    e[1].name = "wants-b";
+    start(io, gate, e[0], {"m", "c1", 0, "a"}, order);
+    run_a_little(io);
+    CHECK(order.empty()); // b has room, but it wants a
+    start(io, gate, e[1], {"m", "c2", 0, "b"}, order);
+    run_a_little(io);
+    CHECK(order == std::vector<std::string>{"wants-b"}); // the other client's turn was not lost
+    free_b = 1;                                          // (b's request is routed elsewhere)
+    e[1].ticket.routed();
+    io.restart();
+    io.run_for(400ms); // past affinity_wait: it takes b
+    CHECK(order == std::vector<std::string>{"wants-b", "wants-a"});
 }
