@@ -188,6 +188,8 @@ std::optional<openai::api_error> api::make_engine_request(const openai::generati
     er.sampling.seed = g.seed ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
     er.sampling.stop = g.stop;
     er.sampling.ignore_eos = g.ignore_eos;
+    if (g.cache_salt)
+        er.hash_root = common::salted_root(*g.cache_salt);
     return std::nullopt;
 }
 

@@ -29,6 +29,9 @@ common::flag_set make_flags(router_config& cfg) {
           "client API keys, one 'KEY [NAME] [rps=N] [burst=N] [tpm=N]' a line (re-read on "
           "SIGHUP; LANES_API_KEYS adds comma-separated entries); none: the router is open");
     f.add("metrics-public", cfg.metrics_public, "serve /metrics without a key when keys are set");
+    f.add("isolate-cache-by-key", cfg.isolate_cache_by_key,
+          "give each API key's requests a cache_salt of their own, so tenants share no cached "
+          "prefix (closes the cache timing side channel, costs hit rate)");
     f.add("route-headers", cfg.upstream.route_headers,
           "send x-lanes-replica and x-lanes-route-reason on answers (false: keep the fleet's "
           "layout from clients)");

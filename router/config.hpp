@@ -70,8 +70,9 @@ struct router_config {
     // (api_keys_env, read from the environment by main, not a flag).
     std::string api_key_file;
     std::string api_keys_env;
-    bool metrics_public = false; // /metrics without a key when keys are configured
-    rate_settings rate;          // the default limits; a key's own win (access/rate_limit.hpp)
+    bool metrics_public = false;       // /metrics without a key when keys are configured
+    bool isolate_cache_by_key = false; // a cache_salt per key (access/cache_salt.hpp)
+    rate_settings rate; // the default limits; a key's own win (access/rate_limit.hpp)
     // Admission control (access/admission.hpp); a replica is at its cap with replica_max_inflight
     // requests in flight from this router, or replica_queue_threshold waiting in its last scrape
     // (0: not used).

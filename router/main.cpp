@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
                             [&monitor] { return monitor.refresh_models(); });
+        if (cfg.isolate_cache_by_key && !front.keys_configured())
+            return common::report_config_errors(
+                "lanes-router", {"--isolate-cache-by-key needs API keys (--api-key-file or "
+                                 "LANES_API_KEYS): the salt is per key"});
         if (front.keys_configured()) {
             std::vector<std::string> key_errors;
             if (!front.load_keys(key_errors))

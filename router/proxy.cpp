@@ -6,6 +6,7 @@
 #include "common/access/secret.hpp"
 #include "common/http/routes.hpp"
 #include "common/openai/error.hpp"
+#include "router/access/cache_salt.hpp"
 #include "router/access/request_cost.hpp"
 #include "router/policies/factory.hpp"
 #include "router/request/routing_key.hpp"
@@ -259,6 +260,18 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         return answered(out.send(openai::error_response(req, *read.error)));
     }
     request_view& view = *read.view;
+    std::string salt;
+    if (cfg_.isolate_cache_by_key && plan.who.key) {
+        if (has_field(req.body(), "cache_salt")) {
+            count_for_key(plan.who, 400);
+            return answered(out.send(openai::error_response(
+                req,
+                openai::api_error::bad_request(
+                    "cache_salt is set by the router (--isolate-cache-by-key)", "cache_salt"))));
+        }
+        salt = cache_salt_for(plan.who.key->name);
+        view.context_hash ^= common::salted_root(salt); // the router's blocks split by key too
+    }
     plan.model = resolve_model(view.model);
     plan.capture_response_id = kind == body_kind::responses;
     if (view.previous_response_id)
@@ -271,6 +284,9 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
     plan.rr.session = request_session(req, view.user, cfg_.session_key_limit);
     if (auto refused = over_token_limit(req, plan.who, plan.rr.prompt_tokens))
         return answered(out.send(std::move(*refused)));
+    // Last: the view read above points into the body this replaces.
+    if (!salt.empty())
+        req.body() = with_cache_salt(req.body(), salt);
     return dispatch(req, out, std::move(plan));
 }
 

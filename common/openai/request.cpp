@@ -343,6 +343,12 @@ maybe_error parse_object(const json& body, generation_request& req, const reques
         return e;
     }
     note_unsupported(body, req);
+    if (auto e = read_string(body, "cache_salt", req.cache_salt)) {
+        return e;
+    }
+    if (req.cache_salt && req.cache_salt->empty()) {
+        return api_error::bad_request("cache_salt must not be empty", "cache_salt");
+    }
     return read_string(body, "user", req.user);
 }
 

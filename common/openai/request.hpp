@@ -37,6 +37,8 @@ struct generation_request {
     std::optional<std::int64_t> seed;
     bool ignore_eos = false;
     std::optional<std::string> user;
+    // vLLM's cache_salt: prefix-cache blocks are shared only between requests of one salt.
+    std::optional<std::string> cache_salt;
     // The first field asking for something lanes replicas do not do (logprobs, top_logprobs,
     // echo, best_of > 1, beam search): the replica refuses it by name; a router passes it on
     // (a vLLM replica does them).

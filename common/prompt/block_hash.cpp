@@ -126,7 +126,7 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
 }
 
 void extend_block_hashes(std::vector<block_hash>& hashes, std::span<const token_id> tokens,
-                         std::size_t block_size) {
+                         std::size_t block_size, block_hash root) {
     if (block_size == 0) {
         return;
     }
@@ -135,11 +135,21 @@ void extend_block_hashes(std::vector<block_hash>& hashes, std::span<const token_
         return;
     }
     hashes.reserve(full);
-    block_hash parent = hashes.empty() ? root_block_hash : hashes.back();
+    block_hash parent = hashes.empty() ? root : hashes.back();
     for (std::size_t i = hashes.size(); i < full; ++i) {
         parent = hash_block(parent, tokens.subspan(i * block_size, block_size));
         hashes.push_back(parent);
     }
+}
+
+} // namespace lanes::common
+
+namespace lanes::common {
+
+block_hash salted_root(std::string_view salt) {
+    if (salt.empty())
+        return root_block_hash;
+    return XXH3_64bits_withSeed(salt.data(), salt.size(), root_block_hash ^ 0x73616c74ULL);
 }
 
 } // namespace lanes::common

@@ -39,6 +39,11 @@ std::vector<block_hash> hash_prompt_blocks(std::string_view text, std::size_t bl
 // Extends `hashes` with the hashes of the full blocks of `tokens` not yet hashed (incremental:
 // used as a sequence grows during decode).
 void extend_block_hashes(std::vector<block_hash>& hashes, std::span<const token_id> tokens,
-                         std::size_t block_size);
+                         std::size_t block_size, block_hash root = root_block_hash);
+
+// Block 0's parent for a request with vLLM's `cache_salt`: root_block_hash without one, else a
+// hash of the salt, so blocks of different salts never match (in the replica's cache, and in the
+// router's index, which folds the same salt into its root).
+block_hash salted_root(std::string_view salt);
 
 } // namespace lanes::common

@@ -34,6 +34,7 @@ struct engine::live : sequence {
         , stops(req.sampling.stop) {
         tokens = req.prompt;
         num_prompt = tokens.size();
+        hash_root = req.hash_root;
     }
 };
 

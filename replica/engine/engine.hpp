@@ -41,6 +41,9 @@ struct sampling_params {
 struct engine_request {
     std::string id;
     std::vector<common::token_id> prompt;
+    // Keeps its blocks apart in the prefix cache from requests of another salt (vLLM's
+    // cache_salt, common::salted_root).
+    common::block_hash hash_root = common::root_block_hash;
     sampling_params sampling;
     engine_clock::time_point arrival = engine_clock::now();
 };

@@ -80,7 +80,7 @@ schedule_output scheduler::schedule() {
 }
 
 bool scheduler::try_admit(sequence* seq, std::size_t budget, schedule_output& out) {
-    common::extend_block_hashes(seq->hashes, seq->tokens, cfg_.block_size);
+    common::extend_block_hashes(seq->hashes, seq->tokens, cfg_.block_size, seq->hash_root);
     // Cap the hit so at least one token is computed (its logits are needed).
     const std::size_t max_hit_blocks = (seq->tokens.size() - 1) / cfg_.block_size;
     const std::size_t hit_blocks = std::min(blocks_.count_cached(seq->hashes), max_hit_blocks);
@@ -112,7 +112,7 @@ bool scheduler::try_admit(sequence* seq, std::size_t budget, schedule_output& ou
 
 void scheduler::on_computed(sequence* seq, std::size_t num_tokens) {
     seq->num_computed += num_tokens;
-    common::extend_block_hashes(seq->hashes, seq->tokens, cfg_.block_size);
+    common::extend_block_hashes(seq->hashes, seq->tokens, cfg_.block_size, seq->hash_root);
     const std::size_t full = std::min(seq->num_computed / cfg_.block_size, seq->hashes.size());
     for (; seq->num_registered < full; ++seq->num_registered)
         blocks_.cache_block(seq->blocks[seq->num_registered], seq->hashes[seq->num_registered]);

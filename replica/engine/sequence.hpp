@@ -19,9 +19,11 @@ struct sequence {
     std::size_t num_computed = 0;           // leading tokens whose K/V is in the cache
     std::vector<block_id> blocks;           // block table
     std::vector<common::block_hash> hashes; // hashes of the full blocks of `tokens`
-    std::size_t num_registered = 0;         // leading blocks offered to the prefix cache
-    bool admitted_before = false;           // counted in the prefix-cache metrics already
-    std::size_t cached_tokens = 0;          // prefix-cache hit at first admission
+    // Block 0's parent: root_block_hash, or the request's cache_salt hashed (salted_root).
+    common::block_hash hash_root = common::root_block_hash;
+    std::size_t num_registered = 0; // leading blocks offered to the prefix cache
+    bool admitted_before = false;   // counted in the prefix-cache metrics already
+    std::size_t cached_tokens = 0;  // prefix-cache hit at first admission
 
     std::size_t num_generated() const { return tokens.size() - num_prompt; }
     std::size_t uncomputed() const { return tokens.size() - num_computed; }

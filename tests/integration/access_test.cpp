@@ -236,3 +236,47 @@ TEST_CASE("route headers off keep the fleet's layout from clients", "[access]") 
         CHECK_FALSE(r.header("x-request-id").empty());
     }
 }
+
+TEST_CASE("cache isolation by key: a salt per key upstream, cached prefixes not shared",
+          "[access]") {
+    temp_file keys("sk-a tenant-a\nsk-b tenant-b\n");
+    // What reaches an engine: each key's requests carry their own salt; a client's is refused.
+    {
+        fake_engine engine({"m"});
+        auto router =
+            keyed_router(engine, {"--api-key-file", keys.path, "--isolate-cache-by-key"}, "sk-a");
+        const auto port = router->port();
+        CHECK(post_json(port, "/v1/completions", body, bearer("sk-b")).status == 200);
+        const auto a = json::parse(engine.requests("/v1/completions").front().body);
+        const auto b = json::parse(engine.requests("/v1/completions").back().body);
+        REQUIRE(a.contains("cache_salt"));
+        REQUIRE(b.contains("cache_salt"));
+        CHECK(a["cache_salt"] != b["cache_salt"]);
+        CHECK(a["prompt"] == "hello"); // nothing else changed
+        const auto own =
+            post_json(port, "/v1/completions", R"({"model":"m","prompt":"x","cache_salt":"mine"})",
+                      bearer("sk-a"));
+        CHECK(own.status == 400);
+        CHECK(json::parse(own.body)["error"]["param"] == "cache_salt");
+    }
+    // A lanes replica honours the salt: the same prompt hits for its own key only.
+    test::process replica(LANES_REPLICA_BIN, {"--port", "0", "--backend", "sim"});
+    REQUIRE(wait_healthy(replica.port(), 10s));
+    test::process router(LANES_ROUTER_BIN,
+                         {"--host", "127.0.0.1", "--port", "0", "--replica", replica.url(),
+                          "--api-key-file", keys.path, "--isolate-cache-by-key"});
+    REQUIRE(wait_healthy(router.port(), 10s));
+    const std::string prompt = R"({"prompt":")" + std::string(600, 'p') + R"(","max_tokens":1})";
+    const auto cached = [&](const std::string& key) {
+        const auto r = post_json(router.port(), "/v1/completions", prompt, bearer(key));
+        REQUIRE(r.status == 200);
+        const auto usage = json::parse(r.body)["usage"];
+        return usage.contains("prompt_tokens_details")
+                   ? usage["prompt_tokens_details"]["cached_tokens"].get<int>()
+                   : 0;
+    };
+    CHECK(cached("sk-a") == 0);
+    CHECK(cached("sk-a") > 500); // its own prefix
+    CHECK(cached("sk-b") == 0);  // the other tenant's is not shared
+    CHECK(cached("sk-b") > 500);
+}
