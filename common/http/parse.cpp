@@ -51,10 +51,6 @@ constexpr std::array<unsigned char, 256> byte_class = [] {
     return t;
 }();
 
-bool is_tchar(unsigned char c) {
-    return byte_class[c] & tchar;
-}
-
 // Without early exits, so the loops stay branch-free (and the second one vectorizes).
 bool all_tchar(std::string_view s) {
     unsigned char all = tchar;
@@ -133,61 +129,13 @@ bool token_list(std::string_view list) {
     return ok;
 }
 
-// A quoted-string at the start of `s` (RFC 9110 5.6.4): its length with the quotes, 0 if none.
-std::size_t quoted_length(std::string_view s) {
-    if (s.empty() || s.front() != '"')
-        return 0;
-    for (std::size_t i = 1; i < s.size(); ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c == '"')
-            return i + 1;
-        if (c == '\\') {
-            if (++i == s.size())
-                return 0;
-            continue;
-        }
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return 0;
-    }
-    return 0;
-}
-
-// One coding's parameters, each "; name[=value]" with a token name and a token or quoted-string
-// value (the grammar Beast's parser reads them with; a bare ';' or a broken value is malformed).
-bool coding_parameters(std::string_view rest) {
-    while (!(rest = trim(rest)).empty()) {
-        if (rest.front() != ';')
-            return false;
-        rest = trim(rest.substr(1));
-        std::size_t n = 0;
-        while (n < rest.size() && is_tchar(static_cast<unsigned char>(rest[n])))
-            ++n;
-        if (n == 0)
-            return false;
-        rest = trim(rest.substr(n));
-        if (rest.empty() || rest.front() != '=')
-            continue;
-        rest = trim(rest.substr(1));
-        std::size_t v = quoted_length(rest);
-        if (v == 0)
-            while (v < rest.size() && is_tchar(static_cast<unsigned char>(rest[v])))
-                ++v;
-        if (v == 0)
-            return false;
-        rest = rest.substr(v);
-    }
-    return true;
-}
-
-// A Transfer-Encoding list: each coding a token, with parameters after ';' (RFC 9112 6.1).
+// A Transfer-Encoding list: codings as plain tokens. RFC 9112 lets a coding carry parameters
+// after ';', but Beast's parser reads the field as a token list and so does not see "chunked"
+// after one: no engine sends them, and a field two parsers read two ways is malformed (found by
+// the response fuzz target).
 bool coding_list(std::string_view list) {
     bool ok = !trim(list).empty(); // a field with no coding at all frames nothing: malformed
-    for_each_item(list, [&ok](std::string_view item) {
-        const auto semi = item.find(';');
-        const std::string_view name = trim(item.substr(0, semi));
-        ok = ok && !name.empty() && all_tchar(name) &&
-             (semi == std::string_view::npos || coding_parameters(item.substr(semi)));
-    });
+    for_each_item(list, [&ok](std::string_view item) { ok = ok && all_tchar(item); });
     return ok;
 }
 

@@ -273,25 +273,17 @@ TEST_CASE("a Transfer-Encoding of anything but codings is malformed, as Beast re
                      ec) == 0);
     CHECK(ec);
     ec = {};
-    CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;q=1, chunked\r\n\r\n", false,
-                     16384, ec) > 0);
-    CHECK(head.framing() == body_framing::chunked);
-    // Parameters are "; name[=token or quoted-string]"; anything else is malformed (found by
-    // the response fuzz target: "u\t;,chunked", which Beast does not read as chunked).
-    for (const char* good : {"gzip;q", "gzip ; q = 1", "gzip;a=\"x y\";b=2"}) {
-        INFO(good);
-        CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: " + std::string(good) +
-                             ", chunked\r\n\r\n",
-                         false, 16384, ec) > 0);
-    }
-    // (A quoted comma splits the list here: refused, where Beast would take it. Stricter.)
-    for (const char* bad : {"u\t;", "gzip;", "gzip;=1", "gzip;q=", "gzip;q=\"open", "gzip;q=1 x",
-                            "gzip;a=\"x, y\""}) {
+    // Codings are plain tokens: a parameter, which Beast's token list stops at (so it does not
+    // see "chunked" after it), is malformed (found by the response fuzz target).
+    for (const char* bad : {"gzip;q=1", "u\t;", "gzip;", "gzip ; q", "gzip;a=\"x y\""}) {
         INFO(bad);
         CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: " + std::string(bad) +
-                             ",chunked\r\n\r\n",
+                             ", chunked\r\n\r\n",
                          false, 16384, ec) == 0);
     }
+    CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", false, 16384,
+                     ec) > 0);
+    CHECK(head.framing() == body_framing::chunked);
     // An empty Transfer-Encoding names no coding: broken too.
     CHECK(head.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n",
                      false, 16384, ec) == 0);
