@@ -134,9 +134,13 @@ bool token_list(std::string_view list) {
 // after one: no engine sends them, and a field two parsers read two ways is malformed (found by
 // the response fuzz target).
 bool coding_list(std::string_view list) {
-    bool ok = !trim(list).empty(); // a field with no coding at all frames nothing: malformed
-    for_each_item(list, [&ok](std::string_view item) { ok = ok && all_tchar(item); });
-    return ok;
+    bool ok = true;
+    std::size_t codings = 0; // a field with no coding at all (empty, or commas) frames nothing
+    for_each_item(list, [&](std::string_view item) {
+        ok = ok && all_tchar(item);
+        ++codings;
+    });
+    return ok && codings > 0;
 }
 
 // Walks the field lines from `pos` (the start of the first) to the blank line that ends the
