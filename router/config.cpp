@@ -68,6 +68,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("admin-token", cfg.admin_token,
           "bearer token the admin API requires (reads and changes)");
     f.add("admin-token-file", cfg.admin_token_file, "file whose first line is the admin token");
+    f.add("admin-max-connections", cfg.admin_max_connections,
+          "connections the admin listener takes at once (past it new ones are closed)");
     f.add("admin-insecure-loopback", cfg.admin_insecure_loopback,
           "without a token, let loopback clients change the fleet (with Content-Type: "
           "application/json)");
@@ -362,6 +364,7 @@ std::vector<std::string> validate(const router_config& cfg) {
         std::string why;
         need(proxies.parse(cfg.trusted_proxies, why), "--trusted-proxies: " + why);
     }
+    need(cfg.admin_max_connections >= 1, "--admin-max-connections must be at least 1");
     need(cfg.admin_token.empty() || cfg.admin_token_file.empty(),
          "give --admin-token or --admin-token-file, not both");
     return errors;

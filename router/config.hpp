@@ -86,8 +86,9 @@ struct router_config {
     unsigned short admin_port = 8090;
     std::string admin_token;
     std::string admin_token_file;
-    bool admin_insecure_loopback = false; // mutations from loopback peers without a token
-    std::int64_t threads = 0;             // I/O threads; 0 = number of cores
+    bool admin_insecure_loopback = false;   // mutations from loopback peers without a token
+    std::size_t admin_max_connections = 16; // client connections the admin listener takes
+    std::int64_t threads = 0;               // I/O threads; 0 = number of cores
     std::int64_t block_size = 16; // tokens per block for prefix hashing (the replicas' block size)
     std::string log_level = "info";
     std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread

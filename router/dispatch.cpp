@@ -39,14 +39,18 @@ struct proxy::pick_result {
     std::chrono::milliseconds backoff_left{0}; // with no pick: the longest backoff in the way
 };
 
-proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried) {
-    pick_result out;
-    const auto now = clock_type::now();
-    std::lock_guard lock(policy_mutex_);
+void proxy::refresh_snapshot(clock_type::time_point now) {
     if (snapshot_.refresh(now, cfg_.stale_after)) {
         policy_->on_replicas_changed(snapshot_.view());
         forward_policy_->on_replicas_changed(snapshot_.view());
     }
+}
+
+proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried) {
+    pick_result out;
+    const auto now = clock_type::now();
+    std::lock_guard lock(policy_mutex_);
+    refresh_snapshot(now);
     const pool_snapshot& snap = snapshot_.view();
     // Which replicas serve the model; none that does (all lists known) makes it unknown.
     const auto serving = snapshot_.serving(plan.model, serves_);
@@ -213,10 +217,7 @@ bool proxy::at_cap(std::size_t i) const {
 std::size_t proxy::free_slots(const std::string& model, const std::string& replica) {
     std::lock_guard lock(policy_mutex_);
     const auto now = clock_type::now();
-    if (snapshot_.refresh(now, cfg_.stale_after)) {
-        policy_->on_replicas_changed(snapshot_.view());
-        forward_policy_->on_replicas_changed(snapshot_.view());
-    }
+    refresh_snapshot(now);
     const pool_snapshot& snap = snapshot_.view();
     const auto serving = snapshot_.serving(model, serves_);
     if (serving == snapshot_cache::model_serving::none)
@@ -248,10 +249,7 @@ std::size_t proxy::free_slots(const std::string& model, const std::string& repli
 
 std::string proxy::preferred_replica(const dispatch_plan& plan) {
     std::lock_guard lock(policy_mutex_);
-    if (snapshot_.refresh(clock_type::now(), cfg_.stale_after)) {
-        policy_->on_replicas_changed(snapshot_.view());
-        forward_policy_->on_replicas_changed(snapshot_.view());
-    }
+    refresh_snapshot(clock_type::now());
     const pool_snapshot& snap = snapshot_.view();
     if (snapshot_.serving(plan.model, serves_) == snapshot_cache::model_serving::none)
         return {};

@@ -19,13 +19,6 @@
 #include <memory>
 #include <thread>
 
-namespace {
-
-// Client connections the admin listener takes at once.
-constexpr std::size_t admin_connections = 16;
-
-} // namespace
-
 int main(int argc, char** argv) {
     using namespace lanes;
     router::router_config cfg;
@@ -110,7 +103,7 @@ int main(int argc, char** argv) {
         server.listen(cfg.host, cfg.port);
         // The admin API on a listener of its own, on the main context (few, short requests).
         common::http::server_config admin_http = cfg.http;
-        admin_http.max_connections = admin_connections;
+        admin_http.max_connections = cfg.admin_max_connections;
         common::http::server admin_server(
             io, admin_http,
             [&front](common::http::request& req, common::http::response_writer& out) {

@@ -153,6 +153,9 @@ private:
     // the pinned replica) and tells it of its choice. The chosen replica's in-flight count is
     // raised already (release it with an inflight_guard).
     pick_result pick(dispatch_plan& plan, const tried_set& tried);
+    // Brings the snapshot up to date and tells the policies when its membership changed. Under
+    // policy_mutex_.
+    void refresh_snapshot(std::chrono::steady_clock::time_point now);
     // The model a request is for: as named, else --default-model, else the fleet's only one.
     std::string resolve_model(const std::optional<std::string>& named) const;
     // The routing metrics of a dispatched attempt (predicted hit and query tokens).

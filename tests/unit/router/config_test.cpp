@@ -168,6 +168,7 @@ TEST_CASE("router config: the admin listener's settings", "[config][admin]") {
         CHECK(problems({}, cfg).empty());
         CHECK(cfg.admin_host == "127.0.0.1");
         CHECK(cfg.admin_port == 8090);
+        CHECK(cfg.admin_max_connections == 16);
         CHECK(cfg.admin_token.empty());
         CHECK_FALSE(cfg.admin_insecure_loopback);
     }
