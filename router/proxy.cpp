@@ -17,6 +17,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 
 namespace lanes::router {
 
@@ -190,8 +191,26 @@ asio::awaitable<void> proxy::metrics_page(http::request& req, http::response_wri
     return status_.metrics(req, out);
 }
 
+// Right after start a healthy replica's first /v1/models read may still be out: the answer waits
+// for it (at most --models-timeout) rather than leave that replica's models out of the union.
 asio::awaitable<void> proxy::models(http::request& req, http::response_writer& out, client) {
-    return status_.models(req, out);
+    const auto unread = [this] {
+        for (const auto& r : pool_.all())
+            if (r->healthy() && !r->models()->known)
+                return true;
+        return false;
+    };
+    if (unread()) {
+        if (refresh_models_)
+            co_await refresh_models_();
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        const auto until = std::chrono::steady_clock::now() + cfg_.monitor.models_timeout;
+        while (unread() && std::chrono::steady_clock::now() < until) {
+            timer.expires_after(std::chrono::milliseconds(10));
+            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+    }
+    co_await status_.models(req, out);
 }
 
 http::response proxy::rate_limited(const http::request& req, const client& who,

@@ -146,6 +146,17 @@ TEST_CASE("drop-in: two models on three replicas are routed apart", "[dropin]") 
     CHECK(get(router->port(), "/metrics").body.find("model=\"big\"") != std::string::npos);
 }
 
+TEST_CASE("drop-in: /v1/models right after start waits for the first model reads", "[dropin]") {
+    fake_engine a({"llama"}), b({"qwen"});
+    a.set_models_delay(400ms);
+    b.set_models_delay(400ms);
+    process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica", a.url(),
+                                      "--replica", b.url(), "--access-log", "false"});
+    REQUIRE(wait_healthy(router.port(), 10s));
+    // Asked before either read is back: the answer still lists both engines' models.
+    CHECK(router_models(router.port()) == std::set<std::string>{"llama", "qwen"});
+}
+
 TEST_CASE("drop-in: the engine's own headers reach the client", "[dropin]") {
     fake_engine engine({"m"});
     engine.set_script([](const fake_engine::received& r) {

@@ -20,6 +20,7 @@ namespace bhttp = boost::beast::http;
 struct fake_engine::state {
     mutable std::mutex mutex;
     std::vector<std::string> models;
+    std::chrono::milliseconds models_delay{0};
     std::string owned_by;
     int health = 200;
     std::string metrics;
@@ -58,6 +59,7 @@ asio::awaitable<void> serve(fake_engine::state* st, http::request& req,
     if (req.method() == bhttp::verb::get &&
         (path == "/health" || path == "/metrics" || path == "/v1/models")) {
         int health = 200;
+        std::chrono::milliseconds delay{0};
         std::string body, type = "application/json";
         {
             std::lock_guard lock(st->mutex);
@@ -71,7 +73,12 @@ asio::awaitable<void> serve(fake_engine::state* st, http::request& req,
                 for (const auto& m : st->models)
                     data.push_back({{"id", m}, {"object", "model"}, {"owned_by", st->owned_by}});
                 body = nlohmann::json{{"object", "list"}, {"data", data}}.dump();
+                delay = st->models_delay;
             }
+        }
+        if (delay.count() > 0) {
+            asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
         }
         const int status = path == "/health" ? health : 200;
         co_await out.send(static_cast<bhttp::status>(status), type, {}, body);
@@ -136,6 +143,11 @@ void fake_engine::set_script(script s) {
 void fake_engine::set_models(std::vector<std::string> models) {
     std::lock_guard lock(st_->mutex);
     st_->models = std::move(models);
+}
+
+void fake_engine::set_models_delay(std::chrono::milliseconds delay) {
+    std::lock_guard lock(st_->mutex);
+    st_->models_delay = delay;
 }
 
 void fake_engine::set_health(int status) {

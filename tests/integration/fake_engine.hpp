@@ -6,6 +6,7 @@
 
 #include "common/http/message.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,8 @@ public:
     // How POSTs (and any other method but the GETs below) are answered; the default is `answer{}`.
     void set_script(script s);
     void set_models(std::vector<std::string> models);
+    // How long each /v1/models answer waits before it is sent (none by default).
+    void set_models_delay(std::chrono::milliseconds delay);
     void set_health(int status);
     void set_metrics(std::string text);
 
