@@ -60,9 +60,11 @@ int main(int argc, char** argv) {
             },
             "lanes-replica", common::openai::error_page);
         server.listen(cfg.host, cfg.port);
+        common::http::shutdown_steps steps;
+        steps.on_hangup = [&server] { server.reload_tls(); };
         const int code = common::http::run_until_signal(
             io, static_cast<unsigned>(cfg.threads), cfg.http.shutdown_grace, [&] { server.stop(); },
-            [&] { return server.active_requests() == 0; });
+            [&] { return server.active_requests() == 0; }, steps);
         eng.stop();
         server.release_listener();
         io_owner.reset();

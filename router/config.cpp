@@ -107,6 +107,11 @@ common::flag_set make_flags(router_config& cfg) {
           "requests that bring no Authorization of their own");
     f.add("replica-api-key-file", cfg.replica_api_key_file,
           "file holding --replica-api-key (its first line)");
+    f.add("replica-ca", cfg.replica_ca,
+          "PEM CA bundle that https:// replicas' certificates are checked against (default: the "
+          "system's)");
+    f.add("replica-insecure-skip-verify", cfg.replica_insecure_skip_verify,
+          "do not check https:// replicas' certificates at all (for tests only)");
     f.add("replace-client-auth", cfg.upstream.replace_client_auth,
           "send the replica key instead of a client's own Authorization");
     f.add("retry-after", cfg.retry_after,

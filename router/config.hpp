@@ -113,6 +113,10 @@ struct router_config {
     // balancers notice), then the router drains.
     common::http::duration shutdown_delay{0};
     std::string replica_api_key_file;
+    // https replicas: the CA bundle their certificates are checked against ("" = the system's),
+    // or no check at all (tests only).
+    std::string replica_ca;
+    bool replica_insecure_skip_verify = false;
 
     // Replica state.
     common::http::duration stale_after{2'000}; // scraped values older than this are ignored

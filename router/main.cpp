@@ -2,6 +2,7 @@
 #include "common/access/secret.hpp"
 #include "common/http/run_loop.hpp"
 #include "common/http/server.hpp"
+#include "common/http/tls.hpp"
 #include "common/http/url.hpp"
 #include "common/log.hpp"
 #include "common/openai/error.hpp"
@@ -48,6 +49,11 @@ int main(int argc, char** argv) {
     }
 
     try {
+        common::http::set_client_trust({cfg.replica_ca, cfg.replica_insecure_skip_verify});
+        if (cfg.replica_insecure_skip_verify)
+            LANES_LOG(warn, "router",
+                      "--replica-insecure-skip-verify: https replicas' certificates are not "
+                      "checked (for tests only)");
         router::replica_pool pool(cfg.health);
         for (const auto& text : cfg.replicas)
             pool.add(*common::http::parse_url(text), "flag");
@@ -131,7 +137,9 @@ int main(int argc, char** argv) {
         common::http::shutdown_steps steps;
         steps.on_notice = [&front] { front.set_shutting_down(); };
         steps.delay = cfg.shutdown_delay;
-        steps.on_hangup = [&front] {
+        steps.on_hangup = [&front, &server, &admin_server] {
+            server.reload_tls();
+            admin_server.reload_tls();
             if (!front.keys_configured())
                 return;
             std::vector<std::string> key_errors;

@@ -5,6 +5,8 @@
 #include "common/http/chunked.hpp"
 #include "common/http/io/read_later.hpp"
 #include "common/http/io/socket_write.hpp"
+#include "common/http/io/transport.hpp"
+#include "common/http/tls.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -36,62 +38,67 @@ constexpr std::uint32_t response_header_limit = 64 * 1024;
 } // namespace
 
 client_connection::client_connection(asio::any_io_executor ex)
-    : stream_(std::in_place, std::move(ex)) {}
+    : io_(std::make_unique<transport>(std::move(ex))) {}
 
 client_connection::~client_connection() = default;
 
 void client_connection::start_deadline(duration timeout) {
-    stream_->expires_never(); // the read's deadline is deadline_'s, not Beast's
-    deadline_.start(stream_->socket(), timeout);
+    io_->tcp().expires_never(); // the read's deadline is deadline_'s, not Beast's
+    deadline_.start(io_->socket(), timeout);
 }
 
 asio::awaitable<error_code> client_connection::connect(const url& target, duration timeout) {
     target_ = target;
-    tcp::resolver resolver(stream_->get_executor());
+    const auto executor = io_->tcp().get_executor();
+    deadline_.release();
+    io_ = std::make_unique<transport>(executor); // a connection made again starts afresh
+    open_ = false;
+    tcp::resolver resolver(executor);
     auto [rec, results] =
         co_await resolver.async_resolve(target_.host, std::to_string(target_.port), use_tuple);
     if (rec)
         co_return rec;
-    stream_->expires_after(timeout);
-    auto [ec, ep] = co_await stream_->async_connect(results, use_tuple);
+    io_->tcp().expires_after(timeout);
+    auto [ec, ep] = co_await io_->tcp().async_connect(results, use_tuple);
+    io_->tcp().expires_never();
     if (ec)
         co_return ec;
-    stream_->socket().set_option(tcp::no_delay(true));
-    prepare_for_write_now(*stream_);
+    error_code ignored;
+    io_->socket().set_option(tcp::no_delay(true), ignored);
+    if (target_.tls) {
+        if (const auto tec =
+                co_await io_->connect_tls(client_tls_context(), target_.host, timeout)) {
+            close();
+            co_return tec;
+        }
+    }
+    prepare_for_write_now(*io_);
     open_ = true;
     buffer_.clear();
     co_return error_code{};
 }
 
 bool client_connection::is_open() const {
-    return open_ && stream_->socket().is_open();
+    return open_ && io_->socket().is_open();
 }
 
 void client_connection::rebind(asio::any_io_executor ex) {
-    if (stream_->get_executor() == ex)
+    if (io_->tcp().get_executor() == ex)
         return;
     deadline_.abandon(); // its timer belongs to the old executor
-    error_code ec;
-    const auto protocol = stream_->socket().local_endpoint(ec).protocol();
-    if (ec || !stream_->socket().is_open()) {
+    io_->rebind(std::move(ex));
+    if (!io_->socket().is_open()) {
         open_ = false;
-        stream_.emplace(std::move(ex));
         return;
     }
-    const auto native = stream_->socket().release(ec);
-    if (ec) {
-        close();
-        return;
-    }
-    stream_.emplace(tcp::socket(std::move(ex), protocol, native));
-    prepare_for_write_now(*stream_);
+    prepare_for_write_now(*io_);
 }
 
 void client_connection::close() {
     deadline_.release();
     error_code ec;
-    stream_->socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_->socket().close(ec);
+    io_->socket().shutdown(tcp::socket::shutdown_both, ec);
+    io_->socket().close(ec);
     open_ = false;
 }
 
@@ -109,9 +116,9 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
-    auto w = write_now(*stream_, wire.data(), wire.size());
+    auto w = write_now(*io_, wire.data(), wire.size());
     if (!w.done)
-        w.ec = co_await write_rest(*stream_, wire.data(), wire.size(), w.written, timeout);
+        w.ec = co_await write_rest(*io_, wire.data(), wire.size(), w.written, timeout);
     if (w.ec)
         open_ = false;
     co_return w.ec;
@@ -169,8 +176,8 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     for (;;) {
         // Read right after the request went out, the answer is not there yet: start the read
         // behind the handlers already ready.
-        auto [rec, n] = co_await read_some_later(stream_->socket(),
-                                                 buffer_.prepare(chunk_buffer_size), &deadline_);
+        auto [rec, n] =
+            co_await read_some_later(*io_, buffer_.prepare(chunk_buffer_size), &deadline_);
         if ((ec = header_bytes_read(rec, n)) || take_buffered_header(ec))
             co_return ec;
     }
@@ -222,8 +229,7 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
     error_code ec;
     while (!take_buffered_piece(out, ec)) {
         start_deadline(idle_timeout);
-        auto [rec, n] = co_await stream_->socket().async_read_some(
-            buffer_.prepare(chunk_buffer_size), use_tuple);
+        auto [rec, n] = co_await io_->read_some_bare(buffer_.prepare(chunk_buffer_size));
         deadline_.stop();
         rec = deadline_.result(rec);
         if (rec == asio::error::eof) { // the end of a body that runs to the close, or a cut
@@ -273,8 +279,8 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
             co_return beast_http::error::buffer_overflow;
         }
         start_deadline(idle_timeout);
-        auto [ec, n] = co_await stream_->socket().async_read_some(
-            buffer_.prepare(std::min(chunk_buffer_size, max_buffered - buffer_.size())), use_tuple);
+        auto [ec, n] = co_await io_->read_some_bare(
+            buffer_.prepare(std::min(chunk_buffer_size, max_buffered - buffer_.size())));
         deadline_.stop();
         ec = deadline_.result(ec);
         if (ec) {

@@ -11,7 +11,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include <memory>
 #include <optional>
@@ -21,6 +20,8 @@
 #include <vector>
 
 namespace lanes::common::http {
+
+class transport;
 
 // An error of this process's own resources (out of file descriptors, buffers, memory or local
 // ports), not of the peer: never a reason to think the peer is down.
@@ -33,6 +34,8 @@ public:
     client_connection(const client_connection&) = delete;
     client_connection& operator=(const client_connection&) = delete;
 
+    // Connects to `target`, over TLS for an https URL (with client_tls_context()'s trust; the
+    // handshake within the same `timeout`).
     boost::asio::awaitable<boost::system::error_code> connect(const url& target, duration timeout);
     bool is_open() const;
     void close();
@@ -79,7 +82,7 @@ private:
     void start_deadline(duration timeout);
     boost::system::error_code header_bytes_read(boost::system::error_code ec, std::size_t n);
 
-    std::optional<boost::beast::tcp_stream> stream_; // re-created by rebind()
+    std::unique_ptr<transport> io_; // its socket is re-created by rebind()
     read_deadline deadline_;
     boost::beast::flat_buffer buffer_;
     response_head head_;

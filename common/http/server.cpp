@@ -148,6 +148,9 @@ void server::spread_over(std::vector<asio::io_context*> workers) {
 
 unsigned short server::listen(const std::string& host, unsigned short port) {
     auto& st = *state_;
+    const auto& cfg = st.ctx->cfg;
+    if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty())
+        st.ctx->tls = std::make_shared<tls_identity>(cfg.tls_cert_file, cfg.tls_key_file);
     tcp::endpoint ep{asio::ip::make_address(host), port};
     st.acceptor.emplace(*st.accept_strand);
     st.acceptor->open(ep.protocol());
@@ -157,8 +160,8 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
     const unsigned short bound = st.acceptor->local_endpoint().port();
     const std::string shown = ep.address().is_v6() ? "[" + host + "]" : host;
     LANES_LOG(info, "http",
-              st.ctx->name << " listening on http://" << shown << ":" << bound << " ("
-                           << allocator_name() << ")");
+              st.ctx->name << " listening on " << (st.ctx->tls ? "https" : "http") << "://" << shown
+                           << ":" << bound << " (" << allocator_name() << ")");
     asio::co_spawn(*st.accept_strand, accept_loop(state_), asio::detached);
     return bound;
 }
@@ -178,6 +181,21 @@ void server::stop() {
     for (const auto& weak : st->sessions)
         if (auto s = weak.lock())
             s->close_if_idle();
+}
+
+std::string server::reload_tls() {
+    const auto& tls = state_->ctx->tls;
+    if (!tls)
+        return {};
+    std::string error = tls->reload();
+    if (error.empty())
+        LANES_LOG(info, "http",
+                  state_->ctx->name << ": TLS certificate re-read from " << tls->cert_file());
+    else
+        LANES_LOG(error, "http",
+                  state_->ctx->name << ": TLS certificate not re-read, the one in force stays: "
+                                    << error);
+    return error;
 }
 
 void server::release_listener() {

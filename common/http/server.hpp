@@ -47,6 +47,12 @@ struct server_config {
     // A connection waiting for its next request keeps a read buffer and request storage of at
     // most this many bytes each; bigger ones (left by a big request) are given back.
     std::size_t idle_buffer_bytes = 64 * 1024;
+    // TLS on every connection when both are set (PEM files: the certificate chain and its key);
+    // re-read by reload_tls(). Otherwise plain HTTP.
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    duration tls_handshake_timeout{10'000}; // accept -> handshake done
+    duration tls_close_timeout{1'000};      // our close_notify -> the client's
     // Threads running the io_context. With one, connections skip strands (nothing can run
     // concurrently), which saves a dispatch per I/O completion.
     unsigned threads = 1;
@@ -65,11 +71,15 @@ public:
     // strand. Call before listen(). Without workers, connections stay on the server's io_context.
     void spread_over(std::vector<boost::asio::io_context*> workers);
     // Binds and starts accepting; returns the bound port (port 0 picks a free one) and logs
-    // "<name> listening on http://host:port". Throws boost::system::system_error on bind failure.
+    // "<name> listening on http(s)://host:port". Throws boost::system::system_error on bind
+    // failure, std::runtime_error when the TLS certificate or key cannot be used.
     unsigned short listen(const std::string& host, unsigned short port);
     // Stops accepting, closes idle keep-alive connections and lets requests in progress finish
     // (their connections close afterwards). Thread-safe; idempotent.
     void stop();
+    // Reads the TLS certificate and key again (new connections get them; open ones keep theirs).
+    // Returns "" when done or not TLS, else why the old ones stay (also logged).
+    std::string reload_tls();
     // Destroys the listening socket once the io_contexts no longer run, before any of them is
     // destroyed (its io_context first, then the workers: a pending accept holds a socket of a
     // worker's). Not thread-safe: from main, after the run.

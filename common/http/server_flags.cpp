@@ -28,6 +28,14 @@ void add_server_flags(flag_set& f, server_config& cfg) {
     f.add("shutdown-grace", cfg.shutdown_grace, "how long SIGTERM lets requests finish");
     f.add("client-watch-delay", cfg.client_watch_delay,
           "how soon a request starts watching for its client leaving (0: at once)");
+    f.add("tls-cert", cfg.tls_cert_file,
+          "PEM certificate chain: serve TLS (1.2 and later, ALPN http/1.1) with it; re-read on "
+          "SIGHUP");
+    f.add("tls-key", cfg.tls_key_file, "PEM private key of --tls-cert; re-read on SIGHUP");
+    f.add("tls-handshake-timeout", cfg.tls_handshake_timeout,
+          "time from accepting a TLS connection to the end of its handshake");
+    f.add("tls-close-timeout", cfg.tls_close_timeout,
+          "how long a closing TLS connection waits for the client's close_notify");
 }
 
 void check_server_config(const server_config& cfg, std::vector<std::string>& errors) {
@@ -50,6 +58,10 @@ void check_server_config(const server_config& cfg, std::vector<std::string>& err
     need(cfg.write_timeout.count() > 0, "--write-timeout must be positive");
     need(cfg.lingering_timeout.count() >= 0, "--lingering-timeout must be >= 0");
     need(cfg.client_watch_delay.count() >= 0, "--client-watch-delay must be >= 0");
+    need(cfg.tls_cert_file.empty() == cfg.tls_key_file.empty(),
+         "--tls-cert and --tls-key go together");
+    need(cfg.tls_handshake_timeout.count() > 0, "--tls-handshake-timeout must be positive");
+    need(cfg.tls_close_timeout.count() >= 0, "--tls-close-timeout must be >= 0");
 }
 
 } // namespace lanes::common::http

@@ -11,6 +11,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 namespace lanes::common::http {
@@ -62,20 +63,20 @@ std::string framing_problem(const beast_http::request_header<>& h, bool chunked)
 
 session::session(tcp::socket socket, std::shared_ptr<session_context> ctx,
                  std::shared_ptr<watch_delay> watches)
-    : stream_(std::move(socket))
+    : io_(std::move(socket))
     , ctx_(std::move(ctx))
-    , writer_(stream_, ctx_->cfg.write_timeout, ctx_->stopping)
+    , writer_(io_, ctx_->cfg.write_timeout, ctx_->stopping)
     , buffer_(
           std::max(ctx_->cfg.header_limit + ctx_->cfg.framing_buffer_limit + 4, first_read_size))
     , watch_delay_(std::move(watches)) {
     boost::system::error_code ec;
-    remote_ = stream_.socket().remote_endpoint(ec);
+    remote_ = io_.socket().remote_endpoint(ec);
     // No Nagle: a streamed response is a header and then one small write per token. With Nagle
     // each small write after the first waited for the peer's (delayed) ACK of the one before,
     // which added tens of milliseconds to time to first token (as nginx, whose tcp_nodelay is on
     // by default for keep-alive connections).
-    stream_.socket().set_option(tcp::no_delay(true), ec);
-    prepare_for_write_now(stream_);
+    io_.socket().set_option(tcp::no_delay(true), ec);
+    prepare_for_write_now(io_);
 }
 
 session::~session() {
@@ -84,10 +85,10 @@ session::~session() {
 }
 
 void session::close_if_idle() {
-    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+    asio::post(io_.tcp().get_executor(), [self = shared_from_this()] {
         if (self->idle_) {
             boost::system::error_code ignored;
-            self->stream_.socket().close(ignored);
+            self->io_.socket().close(ignored);
         }
     });
 }
@@ -95,25 +96,28 @@ void session::close_if_idle() {
 // Reads and serves requests until the connection is to close.
 asio::awaitable<void> session::run() {
     const auto& cfg = ctx_->cfg;
-    while (!ctx_->stopping.load()) {
+    bool started = true;
+    if (ctx_->tls)
+        started = co_await start_tls();
+    while (started && !ctx_->stopping.load()) {
         idle_ = true;
         if (buffer_.size() == 0) {
             // A big request's buffers are not kept while the connection waits for the next.
             if (buffer_.capacity() > cfg.idle_buffer_bytes)
                 buffer_.shrink_to_fit();
             req_.release_large(cfg.idle_buffer_bytes);
-            stream_.expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
-            idle_deadline_.start(stream_.socket(), cfg.idle_timeout);
+            io_.tcp().expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
+            idle_deadline_.start(io_.socket(), cfg.idle_timeout);
             // Right after an answer, the next request is seldom there yet: start the read later.
-            auto [ec, n] = co_await read_some_later(
-                stream_.socket(), buffer_.prepare(first_read_size), &idle_deadline_);
+            auto [ec, n] =
+                co_await read_some_later(io_, buffer_.prepare(first_read_size), &idle_deadline_);
             idle_deadline_.stop();
             if (ec) {
                 LANES_LOG(debug, "http",
                           "connection from " << remote_ << " closed: " << ec.message());
                 break; // idle timeout, client closed, or shutdown
             }
-            if (!stream_.socket().is_open())
+            if (!io_.socket().is_open())
                 break; // closed by server::stop() after the bytes came: as if just before
             buffer_.commit(n);
         }
@@ -143,11 +147,39 @@ asio::awaitable<void> session::run() {
             break;
     }
     idle_deadline_.release();
+    if (tls_up_ && !writer_.broken())
+        co_await io_.close_tls(cfg.tls_close_timeout);
     boost::system::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    io_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (refused_ && !ec && !writer_.broken())
         co_await linger();
-    stream_.socket().close(ec);
+    io_.socket().close(ec);
+}
+
+// The first bytes tell a TLS ClientHello (a handshake record, 0x16) from plain HTTP, which gets a
+// plain-text 400 (as nginx answers it) rather than a failed handshake its client cannot read.
+asio::awaitable<bool> session::start_tls() {
+    const auto& cfg = ctx_->cfg;
+    io_.tcp().expires_after(cfg.tls_handshake_timeout);
+    auto [ec, n] = co_await io_.tcp().async_read_some(buffer_.prepare(first_read_size), use_tuple);
+    io_.tcp().expires_never();
+    if (ec)
+        co_return false; // closed or timed out before saying anything
+    buffer_.commit(n);
+    if (*static_cast<const unsigned char*>(buffer_.data().data()) != 0x16) {
+        LANES_LOG(debug, "http", "plain HTTP from " << remote_ << " on a TLS port");
+        co_await refuse(400, "this port speaks TLS: send the request with https://");
+        co_return false;
+    }
+    const auto hec =
+        co_await io_.accept_tls(ctx_->tls->current(), buffer_.data(), cfg.tls_handshake_timeout);
+    buffer_.consume(buffer_.size());
+    if (hec) {
+        LANES_LOG(debug, "http", "TLS handshake with " << remote_ << " failed: " << hec.message());
+        co_return false;
+    }
+    tls_up_ = true;
+    co_return true;
 }
 
 asio::awaitable<void> session::linger() {
@@ -155,11 +187,11 @@ asio::awaitable<void> session::linger() {
     if (cfg.lingering_timeout.count() == 0)
         co_return;
     buffer_.consume(buffer_.size());
-    stream_.expires_after(cfg.lingering_timeout);
+    io_.tcp().expires_after(cfg.lingering_timeout);
     std::size_t dropped = 0;
     while (dropped < cfg.lingering_bytes && !ctx_->stopping.load()) {
-        auto [ec, n] = co_await stream_.async_read_some(
-            buffer_.prepare(std::min<std::size_t>(buffer_.max_size(), 16384)), use_tuple);
+        auto [ec, n] = co_await io_.read_some(
+            buffer_.prepare(std::min<std::size_t>(buffer_.max_size(), 16384)));
         if (ec)
             break; // the client closed, or the time is up
         dropped += n;
@@ -210,7 +242,7 @@ bool session::finish_serving(const std::string& failure) {
 // coroutine of its own, so that the parser's space is not part of every request's frame.
 asio::awaitable<bool> session::read_with_parser() {
     const auto& cfg = ctx_->cfg;
-    stream_.expires_after(cfg.header_read_timeout);
+    io_.tcp().expires_after(cfg.header_read_timeout);
     const header_read got = co_await read_header_bytes();
     if (got == header_read::too_large) {
         co_await refuse(431, "request header fields too large");
@@ -277,13 +309,14 @@ asio::awaitable<bool> session::read_with_parser() {
         req_.add(sv(f.name_string()), sv(f.value()));
     if (version_ >= 11 && beast::iequals(msg[beast_http::field::expect], "100-continue") &&
         !parser.is_done()) {
-        beast_http::response<beast_http::empty_body> cont{beast_http::status::continue_, 11};
-        stream_.expires_after(cfg.write_timeout);
-        auto [cec, cn] = co_await beast_http::async_write(stream_, cont, use_tuple);
+        static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+        const std::array<asio::const_buffer, 1> wire{asio::buffer(cont)};
+        io_.tcp().expires_after(cfg.write_timeout);
+        auto [cec, cn] = co_await io_.write(wire);
         if (cec)
             co_return false;
     }
-    stream_.expires_after(cfg.body_read_timeout);
+    io_.tcp().expires_after(cfg.body_read_timeout);
     std::size_t wire = 0; // body bytes read, framing included
     while (!parser.is_done()) {
         boost::system::error_code bec;
@@ -319,7 +352,7 @@ asio::awaitable<bool> session::read_with_parser() {
             co_return false;
         }
         const std::size_t room = std::min<std::size_t>(buffer_.max_size() - buffer_.size(), 65536);
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(room), use_tuple);
+        auto [ec, n] = co_await io_.read_some(buffer_.prepare(room));
         if (ec) {
             LANES_LOG(debug, "http", "body from " << remote_ << " not read: " << ec.message());
             co_return false; // timed out, or the client went away mid-body
@@ -362,7 +395,7 @@ asio::awaitable<session::header_read> session::read_header_bytes() {
             co_return header_read::too_large;
         searched = data.size() > 3 ? data.size() - 3 : 0;
         const std::size_t room = std::min<std::size_t>(limit + 4 - data.size(), 16384);
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(room), use_tuple);
+        auto [ec, n] = co_await io_.read_some(buffer_.prepare(room));
         if (ec) {
             LANES_LOG(debug, "http", "header from " << remote_ << " not read: " << ec.message());
             co_return header_read::closed;
@@ -398,7 +431,7 @@ void session::watch_now() {
     auto self = weak_from_this().lock();
     if (!self)
         return; // going away
-    asio::dispatch(stream_.get_executor(), [self] {
+    asio::dispatch(io_.tcp().get_executor(), [self] {
         if (self->watch_wanted_ && !self->watch_armed_)
             self->arm_watch();
     });
@@ -406,11 +439,12 @@ void session::watch_now() {
 
 // A receive with MSG_PEEK, pending while the handler works: it completes with 0 bytes (eof) when
 // the peer closes, with an error when it resets, and with data (left in the socket, not consumed)
-// when the client pipelines its next request, which means it is still there. Unlike async_wait,
+// when the client pipelines its next request, which means it is still there. On a TLS connection
+// it peeks at the records under the TLS session. Unlike async_wait,
 // a pending read op needs no epoll_ctl to arm: the socket is registered for input once.
 void session::arm_watch() {
     watch_armed_ = true;
-    stream_.socket().async_receive(
+    io_.socket().async_receive(
         asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
         [self = shared_from_this(), generation = watch_generation_](boost::system::error_code ec,
                                                                     std::size_t n) {
@@ -419,7 +453,10 @@ void session::arm_watch() {
             self->watch_armed_ = false;
             if (!self->on_closed_)
                 return;
-            if (!ec && n > 0) {
+            // On TLS the peeked byte starts a record: an alert (21) is the client's close_notify
+            // or a fatal error, either way its leaving; anything else is its next request.
+            const bool alert = self->tls_up_ && static_cast<unsigned char>(self->watch_byte_) == 21;
+            if (!ec && n > 0 && !alert) {
                 self->on_closed_ = nullptr; // pipelined data: the client is still there
                 return;
             }
@@ -441,7 +478,7 @@ void session::stop_watching() {
     if (watch_armed_) {
         watch_armed_ = false;
         boost::system::error_code ec;
-        stream_.socket().cancel(ec); // only the watch is pending here
+        io_.socket().cancel(ec); // only the watch is pending here
     }
 }
 

@@ -4,15 +4,16 @@
 #pragma once
 
 #include "common/http/io/read_deadline.hpp"
+#include "common/http/io/transport.hpp"
 #include "common/http/io/watch_delay.hpp"
 #include "common/http/response_writer.hpp"
 #include "common/http/server.hpp"
 #include "common/http/session_writer.hpp"
+#include "common/http/tls.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 
 #include <atomic>
@@ -35,6 +36,7 @@ struct session_context {
     const handler h;
     const error_writer errors;
     const std::string name;
+    std::shared_ptr<tls_identity> tls; // set before the server listens: every connection is TLS
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> active{0}; // requests being served
 };
@@ -90,10 +92,13 @@ private:
     boost::asio::awaitable<void> refuse(int status, const std::string& message);
     // After a refusal: drops what the client still sends, within the lingering bounds.
     boost::asio::awaitable<void> linger();
+    // A TLS listener's first step: the handshake, or a plain refusal of plain HTTP. False when
+    // the connection is to close.
+    boost::asio::awaitable<bool> start_tls();
     void stop_watching();
     void arm_watch();
 
-    boost::beast::tcp_stream stream_;
+    transport io_;
     std::shared_ptr<session_context> ctx_;
     session_writer writer_;
     read_deadline idle_deadline_; // the keep-alive wait for the next request
@@ -105,6 +110,7 @@ private:
     boost::asio::ip::tcp::endpoint remote_;
     bool idle_ = true;
     bool refused_ = false;  // the connection ends on a refusal: linger before closing
+    bool tls_up_ = false;   // the TLS handshake succeeded: close with close_notify
     unsigned version_ = 11; // of the request being read or served
     std::shared_ptr<watch_delay> watch_delay_;
     std::function<void()> on_closed_;

@@ -4,11 +4,11 @@
 // that fails marks the connection broken, and every later call then returns false.
 #pragma once
 
+#include "common/http/io/transport.hpp"
 #include "common/http/message.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include <array>
 #include <atomic>
@@ -22,8 +22,7 @@ namespace lanes::common::http {
 class session_writer {
 public:
     // `stopping`: the server's flag; once set, no answer keeps its connection.
-    session_writer(boost::beast::tcp_stream& stream, duration write_timeout,
-                   const std::atomic<bool>& stopping)
+    session_writer(transport& stream, duration write_timeout, const std::atomic<bool>& stopping)
         : stream_(stream)
         , write_timeout_(write_timeout)
         , stopping_(stopping) {}
@@ -57,7 +56,7 @@ private:
     boost::asio::awaitable<void> write_the_rest(const boost::asio::const_buffer* wire,
                                                 std::size_t count, std::size_t written);
 
-    boost::beast::tcp_stream& stream_;
+    transport& stream_;
     const duration write_timeout_;
     const std::atomic<bool>& stopping_;
     unsigned version_ = 11;

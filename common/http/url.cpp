@@ -11,7 +11,7 @@ std::string url::authority() const {
 }
 
 std::string url::str() const {
-    return "http://" + authority() + base_path;
+    return (tls ? "https://" : "http://") + authority() + base_path;
 }
 
 namespace {
@@ -70,13 +70,16 @@ std::optional<url> parse_url(std::string_view text, std::string* error) {
     if (text.size() > max_url_length)
         return fail("longer than " + std::to_string(max_url_length) + " bytes");
     std::string_view rest = text;
-    if (rest.starts_with("https://"))
-        return fail("https is not supported; put TLS in front of lanes or use http://");
-    if (rest.starts_with("http://"))
-        rest.remove_prefix(7);
-    else if (rest.find("://") != std::string_view::npos)
-        return fail("only http:// URLs are supported");
     url u;
+    if (rest.starts_with("https://")) {
+        rest.remove_prefix(8);
+        u.tls = true;
+        u.port = 443;
+    } else if (rest.starts_with("http://")) {
+        rest.remove_prefix(7);
+    } else if (rest.find("://") != std::string_view::npos) {
+        return fail("only http:// and https:// URLs are supported");
+    }
     const auto slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
     if (slash != std::string_view::npos) {

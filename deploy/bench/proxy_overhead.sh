@@ -5,8 +5,10 @@
 # POST /v1/completions bodies. Runs alternate between the three, ROUNDS times; every server
 # listens on 127.0.0.1 only. Prints a table and writes results to OUT (default
 # build/proxy_overhead.json). BASELINE_ROUTER=path/to/another/lanes-router adds that build as a
-# fourth contestant, paired with this one round by round (a change's cost, measured).
-#   ROUNDS=3 DURATION=10s CONNECTIONS=32 deploy/bench/proxy_overhead.sh
+# fourth contestant, paired with this one round by round (a change's cost, measured). TLS=1 puts
+# TLS on the client side of every proxy (one certificate made here, each with OpenSSL's defaults:
+# TLS 1.3, TLS_AES_256_GCM_SHA384), the backend hop staying plain.
+#   ROUNDS=3 DURATION=10s CONNECTIONS=32 [TLS=1] deploy/bench/proxy_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds="${ROUNDS:-3}"
@@ -26,6 +28,17 @@ fi
 [ -x "$router_bin" ] || scripts/build.sh
 
 source deploy/bench/scratch.sh
+
+scheme=http nginx_tls="" haproxy_tls="" lanes_tls=()
+if [ "${TLS:-0}" = 1 ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=bench \
+        -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+    cat "$work/cert.pem" "$work/key.pem" >"$work/both.pem"
+    scheme=https
+    nginx_tls=" ssl; ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem"
+    haproxy_tls=" ssl crt $work/both.pem"
+    lanes_tls=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
+fi
 
 backend_port=18101 nginx_port=18102 haproxy_port=18103 lanes_port=18104 baseline_port=18105
 reply='{"id":"cmpl-0","object":"text_completion","created":0,"model":"m","choices":[{"index":0,"text":"hello world","logprobs":null,"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":1025,"total_tokens":1027,"completion_tokens":2}}'
@@ -58,7 +71,7 @@ http {
     keepalive_requests 1000000;
     upstream replicas { least_conn; server 127.0.0.1:$backend_port; keepalive 64; }
     server {
-        listen 127.0.0.1:$nginx_port;
+        listen 127.0.0.1:$nginx_port$nginx_tls;
         location / {
             proxy_pass http://replicas;
             proxy_http_version 1.1;
@@ -78,7 +91,7 @@ defaults
     timeout server 60s
     http-reuse always
 frontend f
-    bind 127.0.0.1:$haproxy_port
+    bind 127.0.0.1:$haproxy_port$haproxy_tls
     default_backend replicas
 backend replicas
     balance leastconn
@@ -90,12 +103,12 @@ nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
 haproxy -f "$work/haproxy.cfg" -q & pids+=($!)
 # shellcheck disable=SC2046
 "$router_bin" --host 127.0.0.1 --port "$lanes_port" --threads 1 --policy prefix $(admin_flags "$router_bin") \
-    --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
+    --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" "${lanes_tls[@]}" & pids+=($!)
 names=(nginx haproxy lanes)
 if [ -n "$baseline_bin" ]; then
     # shellcheck disable=SC2046
     "$baseline_bin" --host 127.0.0.1 --port "$baseline_port" --threads 1 --policy prefix $(admin_flags "$baseline_bin") \
-        --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" & pids+=($!)
+        --access-log false --log-level warn --replica "http://127.0.0.1:$backend_port" "${lanes_tls[@]}" & pids+=($!)
     names+=(baseline)
 fi
 sleep 1
@@ -124,7 +137,7 @@ for round in $(seq 1 "$rounds"); do
     for name in "${names[@]:shift_by}" "${names[@]:0:shift_by}"; do
         port_var="${name}_port"
         line=$(wrk -t1 -c"$connections" -d"$duration" -s "$work/post.lua" \
-            "http://127.0.0.1:${!port_var}/v1/completions" | grep '^RESULT')
+            "$scheme://127.0.0.1:${!port_var}/v1/completions" | grep '^RESULT')
         read -r _ r a b <<<"$line"
         echo "round $round $name: $r req/s, p50 $a ms, p99 $b ms"
         rps[$name]="${rps[$name]:-} $r"; p50[$name]="${p50[$name]:-} $a"; p99[$name]="${p99[$name]:-} $b"

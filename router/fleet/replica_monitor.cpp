@@ -166,8 +166,15 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     const busy_release release{r->probe_busy};
     const auto res = co_await get(*r, "/health", cfg_.health_timeout);
     // A probe this process could not make (out of descriptors) says nothing of the replica.
-    if (!stopping_->load() && still_in_pool(*r) && !common::http::local_resource_error(res.ec))
-        report_health(*r, !res.ec && res.status == 200, metrics_, failure_origin::probe);
+    if (stopping_->load() || !still_in_pool(*r) || common::http::local_resource_error(res.ec))
+        co_return;
+    const bool ok = !res.ec && res.status == 200;
+    if (!ok)
+        LANES_LOG_THROTTLED(
+            info, "health",
+            r->id() << " /health probe failed: "
+                    << (res.ec ? res.ec.message() : "status " + std::to_string(res.status)));
+    report_health(*r, ok, metrics_, failure_origin::probe);
 }
 
 // What a replica serves, from its /v1/models. A read that fails keeps what was known.

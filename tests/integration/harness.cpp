@@ -70,15 +70,18 @@ process::process(std::string binary, std::vector<std::string> args) {
         ::_exit(127);
     }
     ::close(fd);
-    // Each listener by its own line: "<name> listening on http://host:port", the admin one
+    // Each listener by its own line: "<name> listening on http(s)://host:port", the admin one
     // named "admin".
-    const std::regex listening(R"((\S+) listening on http://[^ \n]*:(\d+))");
+    const std::regex listening(R"((\S+) listening on (https?)://[^ \n]*:(\d+))");
     const auto deadline = std::chrono::steady_clock::now() + port_deadline;
     while (std::chrono::steady_clock::now() < deadline) {
         const std::string text = read_file(log_path_);
         for (std::sregex_iterator it(text.begin(), text.end(), listening), end; it != end; ++it) {
-            const auto port = static_cast<unsigned short>(std::stoi((*it)[2].str()));
-            ((*it)[1].str() == "admin" ? admin_port_ : port_) = port;
+            const auto port = static_cast<unsigned short>(std::stoi((*it)[3].str()));
+            const bool admin = (*it)[1].str() == "admin";
+            (admin ? admin_port_ : port_) = port;
+            if (!admin)
+                secure_ = (*it)[2].str() == "https";
         }
         if (port_ != 0 && (!router || admin_port_ != 0))
             return;

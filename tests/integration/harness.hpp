@@ -22,7 +22,9 @@ public:
     unsigned short port() const { return port_; }
     // The router's admin listener (0 for other programs).
     unsigned short admin_port() const { return admin_port_; }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    std::string url() const {
+        return (secure_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_);
+    }
     int pid() const { return pid_; }
     void signal(int sig);
     // Waits for exit; returns the exit code, or -1 on timeout, or 128+signal.
@@ -33,6 +35,7 @@ private:
     int pid_ = -1;
     unsigned short port_ = 0;
     unsigned short admin_port_ = 0;
+    bool secure_ = false; // the main listener speaks TLS
     std::string log_path_;
     bool exited_ = false;
 };

@@ -1,12 +1,14 @@
 #include "common/http/io/read_later.hpp"
 
 #include "common/http/io/read_deadline.hpp"
+#include "common/http/io/transport.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <utility>
@@ -49,6 +51,26 @@ read_some_later(asio::ip::tcp::socket& socket, asio::mutable_buffer buffer,
     auto token = asio::as_tuple(asio::use_awaitable);
     return asio::async_initiate<decltype(token), void(error_code, std::size_t)>(
         start_later{}, token, &socket, buffer, deadline);
+}
+
+namespace {
+
+asio::awaitable<std::tuple<error_code, std::size_t>>
+secure_read_later(transport& connection, asio::mutable_buffer buffer,
+                  const read_deadline* deadline) {
+    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+    if (deadline && deadline->fired())
+        co_return std::tuple{error_code(asio::error::operation_aborted), std::size_t{0}};
+    co_return co_await connection.read_some_bare(buffer);
+}
+
+} // namespace
+
+asio::awaitable<std::tuple<error_code, std::size_t>>
+read_some_later(transport& connection, asio::mutable_buffer buffer, const read_deadline* deadline) {
+    if (connection.secure())
+        return secure_read_later(connection, buffer, deadline);
+    return read_some_later(connection.socket(), buffer, deadline);
 }
 
 } // namespace lanes::common::http

@@ -18,6 +18,7 @@
 namespace lanes::common::http {
 
 class read_deadline;
+class transport;
 
 // async_read_some on `socket` into `buffer`, started behind the ready handlers. `deadline`, when
 // given, is the read's deadline, already started: if it fires before the read starts, the read
@@ -25,6 +26,10 @@ class read_deadline;
 // wait with nothing left to cancel it. The socket must outlive the read.
 boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>>
 read_some_later(boost::asio::ip::tcp::socket& socket, boost::asio::mutable_buffer buffer,
+                const read_deadline* deadline);
+// The same on a connection: through TLS when it is secure (the deadline is on its socket).
+boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>>
+read_some_later(transport& connection, boost::asio::mutable_buffer buffer,
                 const read_deadline* deadline);
 
 } // namespace lanes::common::http

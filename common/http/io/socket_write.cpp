@@ -12,16 +12,15 @@ namespace lanes::common::http {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-void prepare_for_write_now(boost::beast::tcp_stream& stream) {
+void prepare_for_write_now(transport& stream) {
     error_code ec;
     stream.socket().non_blocking(true, ec);
 }
 
-write_attempt write_now(boost::beast::tcp_stream& stream, const asio::const_buffer* buffers,
-                        std::size_t count) {
+write_attempt write_now(transport& stream, const asio::const_buffer* buffers, std::size_t count) {
     const std::span<const asio::const_buffer> all(buffers, count);
     write_attempt w;
-    if (!stream.socket().non_blocking())
+    if (stream.secure() || !stream.socket().non_blocking())
         return w; // not prepared: the asynchronous path does it all
     // Asio picks send() for a single buffer and sendmsg() for a sequence; sendmsg's iovec
     // handling costs the kernel more. An empty last buffer (a body copied into the head) is
@@ -36,9 +35,8 @@ write_attempt write_now(boost::beast::tcp_stream& stream, const asio::const_buff
     return w;
 }
 
-asio::awaitable<error_code> write_rest(boost::beast::tcp_stream& stream,
-                                       const asio::const_buffer* buffers, std::size_t count,
-                                       std::size_t written, duration timeout) {
+asio::awaitable<error_code> write_rest(transport& stream, const asio::const_buffer* buffers,
+                                       std::size_t count, std::size_t written, duration timeout) {
     // The buffers past the first `written` bytes.
     std::vector<asio::const_buffer> rest;
     for (const auto& b : std::span<const asio::const_buffer>(buffers, count)) {
@@ -49,8 +47,9 @@ asio::awaitable<error_code> write_rest(boost::beast::tcp_stream& stream,
         rest.push_back(b + written);
         written = 0;
     }
-    stream.expires_after(timeout);
-    auto [ec, n] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
+    stream.tcp().expires_after(timeout);
+    auto [ec, n] = co_await stream.write(rest);
+    stream.tcp().expires_never();
     co_return ec;
 }
 

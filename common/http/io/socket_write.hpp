@@ -6,7 +6,7 @@
 
 #include "common/http/message.hpp"
 
-#include <boost/beast/core/tcp_stream.hpp>
+#include "common/http/io/transport.hpp"
 
 #include <cstddef>
 
@@ -18,8 +18,9 @@ namespace lanes::common::http {
 inline constexpr std::size_t copy_body_limit = 4096;
 
 // Puts the socket in non-blocking mode, which write_now needs; call it on every socket written
-// this way (a socket re-created from a native handle loses the setting).
-void prepare_for_write_now(boost::beast::tcp_stream& stream);
+// this way (a socket re-created from a native handle loses the setting). On a secure connection
+// write_now takes nothing (TLS records are written by the ssl_stream) and write_rest does it all.
+void prepare_for_write_now(transport& stream);
 
 // A write in two steps, so that the common case costs no coroutine frame either:
 //     auto w = write_now(stream, buffers, count);
@@ -31,10 +32,10 @@ struct write_attempt {
     std::size_t written = 0; // bytes the socket took
     boost::system::error_code ec;
 };
-write_attempt write_now(boost::beast::tcp_stream& stream, const boost::asio::const_buffer* buffers,
+write_attempt write_now(transport& stream, const boost::asio::const_buffer* buffers,
                         std::size_t count);
 boost::asio::awaitable<boost::system::error_code>
-write_rest(boost::beast::tcp_stream& stream, const boost::asio::const_buffer* buffers,
-           std::size_t count, std::size_t written, duration timeout);
+write_rest(transport& stream, const boost::asio::const_buffer* buffers, std::size_t count,
+           std::size_t written, duration timeout);
 
 } // namespace lanes::common::http

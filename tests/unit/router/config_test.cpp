@@ -31,7 +31,7 @@ TEST_CASE("router config: file values, command line wins, all problems listed", 
         CHECK(validate(cfg).empty());
     }
     {
-        std::ofstream(path) << R"({"policy": "nope", "replica": "https://x", "bogus": 1})";
+        std::ofstream(path) << R"({"policy": "nope", "replica": "ftp://x", "bogus": 1})";
         const char* argv[] = {"lanes-router", "--config", path, "--threads", "-1"};
         router_config cfg;
         bool help = false;
@@ -39,7 +39,7 @@ TEST_CASE("router config: file values, command line wins, all problems listed", 
         auto errors = load_config(5, argv, cfg, help, usage);
         const auto more = validate(cfg);
         errors.insert(errors.end(), more.begin(), more.end());
-        // unknown key, unknown policy, https replica, negative threads: all at once
+        // unknown key, unknown policy, ftp replica, negative threads: all at once
         CHECK(errors.size() == 4);
     }
     {

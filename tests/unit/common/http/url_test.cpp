@@ -20,9 +20,16 @@ TEST_CASE("parse_url accepts base URLs and rejects others", "[http]") {
     CHECK(u->base_path == "/v1");
     CHECK(u->authority() == "[::1]:9000");
     CHECK(http::parse_url("localhost:80")->port == 80);
+    CHECK(!http::parse_url("localhost:80")->tls);
+    u = http::parse_url("https://replica.internal/v1");
+    REQUIRE(u);
+    CHECK(u->tls);
+    CHECK(u->port == 443);
+    CHECK(u->str() == "https://replica.internal:443/v1");
+    CHECK(http::parse_url("https://127.0.0.1:8443")->port == 8443);
     std::string why;
-    CHECK(!http::parse_url("https://x", &why));
-    CHECK(why.find("https") != std::string::npos);
+    CHECK(!http::parse_url("ftp://x", &why));
+    CHECK(why.find("http://") != std::string::npos);
     CHECK(!http::parse_url("http://x:99999"));
     CHECK(!http::parse_url("http://:80"));
 }

@@ -27,16 +27,16 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A tcp_stream connected to a plain socket over loopback.
+// A plain transport connected to a plain socket over loopback.
 struct stream_pair {
     explicit stream_pair(asio::io_context& io)
-        : near(io)
+        : near(io.get_executor())
         , far(io) {
         tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
         near.socket().connect(acceptor.local_endpoint());
         acceptor.accept(far);
     }
-    beast::tcp_stream near;
+    http::transport near;
     tcp::socket far;
 };
 
