@@ -83,6 +83,18 @@ bool tls_healthy(unsigned short port, std::chrono::milliseconds within) {
                       within);
 }
 
+// A replica serving TLS with `cert` (`extra` flags after), healthy, and this process trusting it.
+std::unique_ptr<process> tls_replica(const test_cert& cert, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--port", "0"};
+    for (const auto& a : cert.serve_args())
+        args.push_back(a);
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto replica = std::make_unique<process>(LANES_REPLICA_BIN, args);
+    http::set_client_trust({cert.cert(), false});
+    REQUIRE(tls_healthy(replica->port(), 10s));
+    return replica;
+}
+
 // The first bytes a server sends back to `request`, on a plain TCP connection.
 std::string plain_exchange(unsigned short port, const std::string& request) {
     boost::asio::io_context io;
@@ -119,13 +131,9 @@ const std::string completion = R"({"prompt":"Once upon a time","max_tokens":4,"i
 
 TEST_CASE("tls: client to router to replica over TLS with keep-alive and streams", "[tls]") {
     test_cert cert("lanes-test");
-    http::set_client_trust({cert.cert(), false});
-    std::vector<std::string> replica_args = {"--port", "0", "--log-level", "debug"};
-    for (const auto& a : cert.serve_args())
-        replica_args.push_back(a);
-    process replica(LANES_REPLICA_BIN, replica_args);
+    const auto owned = tls_replica(cert, {"--log-level", "debug"});
+    process& replica = *owned;
     CHECK(replica.log().find("listening on https://") != std::string::npos);
-    REQUIRE(tls_healthy(replica.port(), 10s));
 
     std::vector<std::string> router_args = {
         "--host",       "127.0.0.1", "--port",       "0",    "--replica", replica.url(),
@@ -160,12 +168,8 @@ TEST_CASE("tls: client to router to replica over TLS with keep-alive and streams
 TEST_CASE("tls: replicas' certificates are checked unless told not to", "[tls]") {
     test_cert cert("lanes-test");
     test_cert other("someone-else");
-    std::vector<std::string> replica_args = {"--port", "0"};
-    for (const auto& a : cert.serve_args())
-        replica_args.push_back(a);
-    process replica(LANES_REPLICA_BIN, replica_args);
-    http::set_client_trust({cert.cert(), false});
-    REQUIRE(tls_healthy(replica.port(), 10s));
+    const auto owned = tls_replica(cert);
+    process& replica = *owned;
 
     // Trusting another CA: the replica never passes its probes, and requests are not sent to it.
     process wrong(LANES_ROUTER_BIN,
@@ -191,12 +195,8 @@ TEST_CASE(
     "tls: plain HTTP to a TLS port gets a plain 400 and TLS 1.2 or 1.3 agrees on ALPN http/1.1",
     "[tls]") {
     test_cert cert("lanes-test");
-    std::vector<std::string> args = {"--port", "0"};
-    for (const auto& a : cert.serve_args())
-        args.push_back(a);
-    process replica(LANES_REPLICA_BIN, args);
-    http::set_client_trust({cert.cert(), false});
-    REQUIRE(tls_healthy(replica.port(), 10s));
+    const auto owned = tls_replica(cert);
+    process& replica = *owned;
 
     const std::string got =
         plain_exchange(replica.port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
