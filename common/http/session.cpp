@@ -311,8 +311,7 @@ asio::awaitable<bool> session::read_with_parser() {
         !parser.is_done()) {
         static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
         const std::array<asio::const_buffer, 1> wire{asio::buffer(cont)};
-        io_.tcp().expires_after(cfg.write_timeout);
-        auto [cec, cn] = co_await io_.write(wire);
+        auto [cec, cn] = co_await io_.write(wire, cfg.write_timeout);
         if (cec)
             co_return false;
     }

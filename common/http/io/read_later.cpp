@@ -8,7 +8,6 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <utility>
@@ -53,23 +52,10 @@ read_some_later(asio::ip::tcp::socket& socket, asio::mutable_buffer buffer,
         start_later{}, token, &socket, buffer, deadline);
 }
 
-namespace {
-
-asio::awaitable<std::tuple<error_code, std::size_t>>
-secure_read_later(transport& connection, asio::mutable_buffer buffer,
-                  const read_deadline* deadline) {
-    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
-    if (deadline && deadline->fired())
-        co_return std::tuple{error_code(asio::error::operation_aborted), std::size_t{0}};
-    co_return co_await connection.read_some_bare(buffer);
-}
-
-} // namespace
-
 asio::awaitable<std::tuple<error_code, std::size_t>>
 read_some_later(transport& connection, asio::mutable_buffer buffer, const read_deadline* deadline) {
     if (connection.secure())
-        return secure_read_later(connection, buffer, deadline);
+        return connection.read_secure_later(buffer, deadline);
     return read_some_later(connection.socket(), buffer, deadline);
 }
 

@@ -37,6 +37,10 @@ write_attempt write_now(transport& stream, const asio::const_buffer* buffers, st
 
 asio::awaitable<error_code> write_rest(transport& stream, const asio::const_buffer* buffers,
                                        std::size_t count, std::size_t written, duration timeout) {
+    if (written == 0) { // all of it (a secure connection's writes always come here)
+        auto [ec, n] = co_await stream.write({buffers, count}, timeout);
+        co_return ec;
+    }
     // The buffers past the first `written` bytes.
     std::vector<asio::const_buffer> rest;
     for (const auto& b : std::span<const asio::const_buffer>(buffers, count)) {
@@ -47,9 +51,7 @@ asio::awaitable<error_code> write_rest(transport& stream, const asio::const_buff
         rest.push_back(b + written);
         written = 0;
     }
-    stream.tcp().expires_after(timeout);
-    auto [ec, n] = co_await stream.write(rest);
-    stream.tcp().expires_never();
+    auto [ec, n] = co_await stream.write(rest, timeout);
     co_return ec;
 }
 

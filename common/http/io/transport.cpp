@@ -1,6 +1,10 @@
 #include "common/http/io/transport.hpp"
 
+#include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -93,11 +97,54 @@ asio::awaitable<transport::read_result> transport::read_some_bare(asio::mutable_
     co_return co_await tcp_->socket().async_read_some(buffer, use_tuple);
 }
 
+namespace {
+
+// One initiation for read_secure_later: no coroutine frame of its own around the TLS read.
+struct start_secure_later {
+    template <typename Handler, typename Stream>
+    void operator()(Handler&& h, Stream* stream, asio::mutable_buffer buffer,
+                    const read_deadline* deadline) const {
+        const auto ex = asio::get_associated_executor(h, stream->get_executor());
+        auto start = [stream, buffer, deadline, ex, h = std::forward<Handler>(h)]() mutable {
+            if (deadline && deadline->fired()) {
+                asio::dispatch(ex, asio::append(std::move(h),
+                                                transport::error_code(asio::error::operation_aborted),
+                                                std::size_t{0}));
+                return;
+            }
+            stream->async_read_some(
+                buffer, asio::bind_executor(ex, [h = std::move(h)](transport::error_code ec,
+                                                                   std::size_t n) mutable {
+                    if (ec == ssl::error::stream_truncated)
+                        ec = asio::error::eof; // as as_plain
+                    std::move(h)(ec, n);
+                }));
+        };
+        asio::post(ex, std::move(start));
+    }
+};
+
+} // namespace
+
 asio::awaitable<transport::read_result>
-transport::write(std::span<const asio::const_buffer> buffers) {
-    if (tls_)
-        co_return co_await asio::async_write(tls_->stream, buffers, use_tuple);
-    co_return co_await asio::async_write(*tcp_, buffers, use_tuple);
+transport::read_secure_later(asio::mutable_buffer buffer, const read_deadline* deadline) {
+    auto token = use_tuple;
+    return asio::async_initiate<decltype(token), void(error_code, std::size_t)>(
+        start_secure_later{}, token, &tls_->stream, buffer, deadline);
+}
+
+asio::awaitable<transport::read_result> transport::write(std::span<const asio::const_buffer> buffers,
+                                                         duration timeout) {
+    if (!tls_) {
+        tcp_->expires_after(timeout);
+        auto result = co_await asio::async_write(*tcp_, buffers, use_tuple);
+        tcp_->expires_never();
+        co_return result;
+    }
+    write_deadline_.start(tcp_->socket(), timeout);
+    auto [ec, n] = co_await asio::async_write(tls_->stream, buffers, use_tuple);
+    write_deadline_.stop();
+    co_return read_result{write_deadline_.result(ec), n};
 }
 
 asio::awaitable<void> transport::close_tls(duration timeout) {
@@ -111,6 +158,7 @@ asio::awaitable<void> transport::close_tls(duration timeout) {
 void transport::rebind(asio::any_io_executor ex) {
     if (tcp_->get_executor() == ex)
         return;
+    write_deadline_.abandon(); // its timer belongs to the old executor
     error_code ec;
     const auto protocol = tcp_->socket().local_endpoint(ec).protocol();
     if (ec || !tcp_->socket().is_open()) {

@@ -5,6 +5,7 @@
 // TLS records. The TLS headers stay in transport.cpp.
 #pragma once
 
+#include "common/http/io/read_deadline.hpp"
 #include "common/http/message.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -57,8 +58,13 @@ public:
     // One read that arms none of the tcp_stream's timers (set expires_never first): bounded by a
     // read_deadline on socket(), which cancels it.
     boost::asio::awaitable<read_result> read_some_bare(boost::asio::mutable_buffer buffer);
-    // Writes all of `buffers`, under the tcp_stream's expiry.
-    boost::asio::awaitable<read_result> write(std::span<const boost::asio::const_buffer> buffers);
+    // A secure connection's read_some_bare, started behind the handlers already ready (as
+    // read_later.hpp does for a socket); a `deadline` that fired before it starts ends it at once.
+    boost::asio::awaitable<read_result> read_secure_later(boost::asio::mutable_buffer buffer,
+                                                          const read_deadline* deadline);
+    // Writes all of `buffers` within `timeout` (a timeout is reported as Beast's).
+    boost::asio::awaitable<read_result> write(std::span<const boost::asio::const_buffer> buffers,
+                                              duration timeout);
     // A secure connection's close_notify, waiting at most `timeout` for the peer's; nothing on a
     // plain one. The socket stays open.
     boost::asio::awaitable<void> close_tls(duration timeout);
@@ -69,6 +75,9 @@ public:
 
 private:
     std::optional<boost::beast::tcp_stream> tcp_;
+    // A secure connection's writes: one lazily re-armed timer, where the tcp_stream's expiry
+    // would arm and cancel one around every TLS record written.
+    read_deadline write_deadline_;
     struct tls;
     std::unique_ptr<tls> tls_;
 };
