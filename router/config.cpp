@@ -58,6 +58,9 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("queue-affinity-wait", cfg.admission.affinity_wait,
           "how long a queued request holds out for the replica caching its prefix before it "
           "takes any replica with room (0: any at once)");
+    f.add("queue-scan-depth", cfg.admission.scan_depth,
+          "of each client's first N queued requests, the first whose replica has room goes "
+          "(1: strictly in order)");
     f.add("queue-recheck", cfg.admission.recheck,
           "how often a waiting request looks for room no finished request announced");
     f.add("trusted-proxies", cfg.trusted_proxies,
@@ -121,7 +124,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("upstream-body-limit", cfg.upstream.body_limit,
           "largest non-streamed upstream body, and largest single chunk of a stream");
     f.add("replica-dns", cfg.monitor.dns_names,
-          "host:port resolved periodically; every address becomes a replica (repeatable)");
+          "host:port resolved periodically; every address becomes a replica (repeatable); "
+          "https://host:port for TLS, each certificate checked for host");
     f.add("stale-after", cfg.stale_after, "ignore scraped replica metrics older than this");
     f.add("scrape-interval", cfg.monitor.scrape_interval, "how often to read replicas' /metrics");
     f.add("scrape-timeout", cfg.monitor.scrape_timeout, "timeout of one /metrics scrape");
@@ -339,18 +343,21 @@ std::vector<std::string> validate(const router_config& cfg) {
              cfg.policy_knobs.prefix.min_match_ratio <= 1,
          "--min-match-ratio must be in 0..1");
     for (const auto& name : cfg.monitor.dns_names) {
-        const auto colon = name.rfind(':');
+        std::string_view spec = name;
+        if (spec.starts_with("https://"))
+            spec.remove_prefix(8);
+        const auto colon = spec.rfind(':');
         unsigned port = 0;
-        const char* port_end = name.data() + name.size();
+        const char* port_end = spec.data() + spec.size();
         const bool port_ok =
             colon != std::string::npos &&
-            std::from_chars(name.data() + colon + 1, port_end, port).ptr == port_end && port >= 1 &&
+            std::from_chars(spec.data() + colon + 1, port_end, port).ptr == port_end && port >= 1 &&
             port <= 65535;
         // A name for the resolver: no brackets (the resolver takes a bare IPv6 address), no path.
-        const bool host_ok = colon != std::string::npos &&
-                             common::http::valid_host(std::string_view(name).substr(0, colon));
+        const bool host_ok =
+            colon != std::string::npos && common::http::valid_host(spec.substr(0, colon));
         need(port_ok && host_ok, "--replica-dns '" + common::http::printable(name) +
-                                     "' must be host:port (a DNS name, port 1..65535)");
+                                     "' must be [https://]host:port (a DNS name, port 1..65535)");
     }
     common::log::level lvl;
     need(common::log::parse_level(cfg.log_level, lvl),
@@ -364,6 +371,7 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.admission.queue_timeout.count() > 0, "--queue-timeout must be positive");
     need(cfg.admission.recheck.count() > 0, "--queue-recheck must be positive");
     need(cfg.admission.affinity_wait.count() >= 0, "--queue-affinity-wait must be >= 0");
+    need(cfg.admission.scan_depth >= 1, "--queue-scan-depth must be at least 1");
     {
         trusted_proxies proxies;
         std::string why;

@@ -247,10 +247,15 @@ std::size_t proxy::free_slots(const std::string& model, const std::string& repli
     return any ? free : SIZE_MAX; // nothing routable at all: no wait helps, dispatch answers
 }
 
-std::string proxy::preferred_replica(const dispatch_plan& plan) {
+std::string proxy::preferred_replica(const dispatch_plan& plan, bool with_room) {
     std::lock_guard lock(policy_mutex_);
     refresh_snapshot(clock_type::now());
     const pool_snapshot& snap = snapshot_.view();
+    tried_set full; // with_room: the replicas at their cap are left out
+    if (with_room)
+        for (std::size_t i = 0; i < snap.replicas.size(); ++i)
+            if (at_cap(i))
+                full.push_back(snap.replicas[i].id);
     if (snapshot_.serving(plan.model, serves_) == snapshot_cache::model_serving::none)
         return {};
     route_request rr = plan.rr;
@@ -258,7 +263,7 @@ std::string proxy::preferred_replica(const dispatch_plan& plan) {
                     ? std::span<const char>(serves_)
                     : std::span<const char>();
     policy& chooser = plan.by_policy ? *policy_ : *forward_policy_;
-    const decision d = chooser.pick(rr, snap, {});
+    const decision d = chooser.pick(rr, snap, full);
     // Worth waiting for only where something is cached for the request: a matched prefix, its
     // session, or its response's state. A pick by load alone takes any replica with room.
     const bool affinity = d.matched_blocks > 0 || d.reason == route_reason::session_sticky ||
@@ -272,8 +277,13 @@ asio::awaitable<bool> proxy::admit(http::request& req, http::response_writer& ou
         co_return true;
     admission::request_info info{plan.model, plan.who.identity, 0, {}};
     if (plan.by_policy && cfg_.admission.affinity_wait.count() > 0 &&
-        (cfg_.replica_max_inflight > 0 || cfg_.replica_queue_threshold > 0))
-        info.preferred = preferred_replica(plan);
+        (cfg_.replica_max_inflight > 0 || cfg_.replica_queue_threshold > 0)) {
+        info.preferred = preferred_replica(plan, false);
+        // While it waits: another replica that caches its prefix as well and has room (where an
+        // earlier request of the same prefix went) takes it at once.
+        if (!info.preferred.empty())
+            info.repick = [this, &plan] { return preferred_replica(plan, true); };
+    }
     if (const auto h = req.find("x-lanes-priority")) {
         std::int64_t p = 0;
         const auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), p);

@@ -126,7 +126,9 @@ private:
     std::size_t free_slots(const std::string& model, const std::string& replica);
     // The replica the request's policy would pick if no replica were full (what admission waits
     // for a while); "" when there is none.
-    std::string preferred_replica(const dispatch_plan& plan);
+    // The replica the policy picks for `plan` when that pick has affinity (a matched prefix, a
+    // session, a response's state), else ""; with_room: among the replicas below their cap.
+    std::string preferred_replica(const dispatch_plan& plan, bool with_room);
     // Whether snapshot replica `i` is at its cap (--replica-max-inflight,
     // --replica-queue-threshold). Under policy_mutex_.
     bool at_cap(std::size_t i) const;

@@ -66,8 +66,9 @@ asio::awaitable<error_code> client_connection::connect(const url& target, durati
     error_code ignored;
     io_->socket().set_option(tcp::no_delay(true), ignored);
     if (target_.tls) {
-        if (const auto tec =
-                co_await io_->connect_tls(client_tls_context(), target_.host, timeout)) {
+        const std::string& name = target_.tls_name.empty() ? target_.host : target_.tls_name;
+        const auto tec = co_await io_->connect_tls(client_tls_context(), name, timeout);
+        if (tec) {
             close();
             co_return tec;
         }

@@ -13,6 +13,9 @@ struct url {
     unsigned short port = 80;
     std::string base_path; // "" or "/prefix" (no trailing slash)
     bool tls = false;      // https: TLS to the server (port 443 unless given)
+    // With tls: the name sent as SNI and checked against the certificate, when the host is an
+    // address the name resolved to (DNS discovery); "" means the host itself.
+    std::string tls_name;
 
     std::string authority() const; // host:port, IPv6 in brackets
     std::string str() const;       // http(s)://authority + base_path

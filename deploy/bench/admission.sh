@@ -6,7 +6,8 @@
 # replica's vllm:num_requests_waiting is sampled every 100 ms. Writes results/admission-<date>/
 # (no-queue.json, queue.json, waiting-*.csv, summary.json) and prints a table.
 #   ADMISSION_CONCURRENCY (96), ADMISSION_GROUPS (32), ADMISSION_PER_GROUP (24),
-#   ADMISSION_OUTPUT (64), ADMISSION_SPEEDUP (4), LANES_BUILD_DIR (build), ADMISSION_OUT.
+#   ADMISSION_OUTPUT (64), ADMISSION_SPEEDUP (4), LANES_BUILD_DIR (build), ADMISSION_OUT,
+#   ADMISSION_QUEUE_ARGS (more router flags for the queued run, e.g. --queue-affinity-wait 3s).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/bench/scratch.sh
@@ -77,7 +78,8 @@ run() { # run NAME ROUTER-ARGS...
 }
 
 run no-queue
-run queue --replica-max-inflight 8 --queue-size 1024 --queue-timeout 60s
+# shellcheck disable=SC2086
+run queue --replica-max-inflight 8 --queue-size 1024 --queue-timeout 60s ${ADMISSION_QUEUE_ARGS:-}
 python3 - "$out" <<'PY'
 import csv, json, sys
 out = sys.argv[1]

@@ -130,9 +130,11 @@ void admission::remove(model_state& m, const std::shared_ptr<waiter>& w) {
 
 void admission::pump(const std::string& model, model_state& m) {
     const auto now = clock_type::now();
-    // Rounds over the clients in turn, from the one after the client served last; each client's
-    // first waiter goes when there is room for it: on the replica it prefers, or anywhere once it
-    // has held out for that long enough. A round that lets nobody in ends the pumping.
+    // Rounds over the clients in turn, from the one after the client served last. Of each client's
+    // first --queue-scan-depth waiters (in priority, then arrival order), the first that has room
+    // goes: on the replica it prefers, or anywhere once it has held out for that long enough. So
+    // a waiter held out for a busy replica does not hold back those behind it that prefer one
+    // with room (no head-of-line blocking of affinity). A round that lets nobody in ends it.
     bool progress = true;
     while (progress && !m.by_client.empty() && has_room(model, m)) {
         progress = false;
@@ -141,14 +143,26 @@ void admission::pump(const std::string& model, model_state& m) {
             if (it == m.by_client.end())
                 it = m.by_client.begin();
             auto& q = it->second;
-            const std::shared_ptr<waiter> w = q.front();
-            const bool any = w->preferred.empty() || now - w->queued_at >= settings_.affinity_wait;
-            const std::string target = any ? std::string() : w->preferred;
-            if (!w->gone.load() && !has_room(model, m, target)) {
+            auto pick = q.end();
+            std::string target;
+            const std::size_t depth =
+                std::min(q.size(), std::max<std::size_t>(settings_.scan_depth, 1));
+            for (auto at = q.begin(); at != q.begin() + static_cast<std::ptrdiff_t>(depth); ++at) {
+                const auto& c = *at;
+                const bool any =
+                    c->preferred.empty() || now - c->queued_at >= settings_.affinity_wait;
+                target = any ? std::string() : c->preferred;
+                if (c->gone.load() || has_room(model, m, target)) {
+                    pick = at;
+                    break;
+                }
+            }
+            if (pick == q.end()) {
                 ++it;
                 continue;
             }
-            q.pop_front();
+            const std::shared_ptr<waiter> w = *pick;
+            q.erase(pick);
             --waiting_;
             m.last_client = it->first;
             if (q.empty())
@@ -240,10 +254,15 @@ asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& o
         self = w;
         pump(info.model, m);
     }
-    for (;;) {
+    for (bool first = true;; first = false) {
+        std::string better;
+        if (!first && info.repick)
+            better = info.repick();
         {
             std::lock_guard lock(mutex_);
             auto& m = models_[info.model];
+            if (!better.empty() && !w->granted)
+                w->preferred = std::move(better);
             if (w->granted) {
                 out.gate_ = this;
                 out.model_ = info.model;

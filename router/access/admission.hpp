@@ -4,7 +4,8 @@
 // concurrency limiter). Fair across clients: the waiting requests of each client (API key name or
 // address) form a queue of their own, and room goes to the clients in turn, so one tenant's burst
 // cannot starve another; within a client, lower priority values first (as vLLM), then arrival
-// order. The queue is bounded (full: refused at once) and so is each wait.
+// order, save that a waiter whose preferred replica is full lets one behind it go to a replica
+// with room. The queue is bounded (full: refused at once) and so is each wait.
 #pragma once
 
 #include "common/http/message.hpp"
@@ -35,6 +36,9 @@ struct admission_settings {
     // How long a waiting request holds out for the replica its policy prefers (the one caching
     // its prefix) before it takes room on any replica; 0: any at once.
     common::http::duration affinity_wait{1'000};
+    // How many of a client's first waiters are looked at for one that can go now (the head may
+    // be holding out for its replica while those behind it prefer one with room).
+    std::size_t scan_depth = 64;
 };
 
 enum class admission_outcome { admitted, queue_full, timed_out, client_gone };
@@ -73,6 +77,9 @@ public:
         std::string client;
         std::int64_t priority = 0;
         std::string preferred; // the replica the policy would pick, caps aside ("" for any)
+        // Called (outside the gate's lock) on each recheck while waiting for `preferred`: a
+        // replica with room that would serve it as well ("" for none), taken as the new one.
+        std::function<std::string()> repick;
     };
     // Waits until the request may go (or is refused). `client_gone` is set by the caller's
     // client-closed watch; `wake` is what that watch calls to end the wait at once.

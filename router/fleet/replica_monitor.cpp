@@ -238,8 +238,11 @@ asio::awaitable<void> replica_monitor::dns_loop() {
     asio::ip::tcp::resolver resolver(co_await asio::this_coro::executor);
     while (!stopping->load()) {
         for (const auto& name : cfg_.dns_names) {
-            const auto colon = name.rfind(':');
-            const std::string host = name.substr(0, colon), port = name.substr(colon + 1);
+            // "https://name:port": TLS to every address, each certificate checked for `name`.
+            const bool tls = name.starts_with("https://");
+            const std::string_view spec = std::string_view(name).substr(tls ? 8 : 0);
+            const auto colon = spec.rfind(':');
+            const std::string host(spec.substr(0, colon)), port(spec.substr(colon + 1));
             auto [ec, results] =
                 co_await resolver.async_resolve(host, port, asio::as_tuple(asio::use_awaitable));
             if (ec) {
@@ -251,7 +254,8 @@ asio::awaitable<void> replica_monitor::dns_loop() {
                 addresses.push_back(entry.endpoint().address());
             std::set<std::string> seen;
             for (const auto& address : one_per_host(addresses)) {
-                http::url u{address.to_string(), results.begin()->endpoint().port(), ""};
+                http::url u{address.to_string(), results.begin()->endpoint().port(), "", tls,
+                            tls ? host : ""};
                 seen.insert(u.str());
                 if (pool_.add(u, name))
                     LANES_LOG(info, "dns", name << ": added " << u.str());

@@ -195,6 +195,16 @@ TEST_CASE("tls: replicas' certificates are checked unless told not to", "[tls]")
     CHECK(eventually(
         [&] { return wrong.log().find("certificate verify failed") != std::string::npos; }, 5s));
 
+    // Discovered by DNS over TLS: each address's certificate is checked for the name looked up.
+    process discovered(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica-dns",
+                                          "https://localhost:" + std::to_string(replica.port()),
+                                          "--replica-ca", cert.cert(), "--dns-interval", "100ms"});
+    REQUIRE(wait_healthy(discovered.port(), 10s));
+    CHECK(eventually(
+        [&] { return post_json(discovered.port(), "/v1/completions", completion).status == 200; },
+        5s));
+    CHECK(discovered.log().find("added https://127.0.0.1:") != std::string::npos);
+
     // --replica-insecure-skip-verify: no check, and a warning at start.
     process skip(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica",
                                     replica.url(), "--replica-insecure-skip-verify"});

@@ -53,15 +53,13 @@ transport::transport(asio::any_io_executor ex)
 
 transport::~transport() = default;
 
+// accept_tls and connect_tls are plain functions that set the session up and return the
+// handshake's coroutine, which takes no parameter of class type (GCC 12 mishandles those).
 asio::awaitable<transport::error_code> transport::accept_tls(std::shared_ptr<ssl::context> ctx,
                                                              asio::const_buffer first,
                                                              duration timeout) {
     tls_ = std::make_unique<tls>(*tcp_, std::move(ctx));
-    tcp_->expires_after(timeout);
-    auto [ec, used] =
-        co_await tls_->stream.async_handshake(ssl::stream_base::server, first, use_tuple);
-    tcp_->expires_never();
-    co_return ec;
+    return handshake(true, first, timeout);
 }
 
 asio::awaitable<transport::error_code> transport::connect_tls(std::shared_ptr<ssl::context> ctx,
@@ -79,10 +77,23 @@ asio::awaitable<transport::error_code> transport::connect_tls(std::shared_ptr<ss
     } else if (verify) { // an address: no SNI (RFC 6066), the certificate's IP entries
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(native), address.to_string().c_str());
     }
+    return handshake(false, {}, timeout);
+}
+
+asio::awaitable<transport::error_code> transport::handshake(bool server, asio::const_buffer first,
+                                                            duration timeout) {
     tcp_->expires_after(timeout);
-    auto [hec] = co_await tls_->stream.async_handshake(ssl::stream_base::client, use_tuple);
+    error_code ec;
+    if (server) {
+        auto [hec, used] =
+            co_await tls_->stream.async_handshake(ssl::stream_base::server, first, use_tuple);
+        ec = hec;
+    } else {
+        auto [hec] = co_await tls_->stream.async_handshake(ssl::stream_base::client, use_tuple);
+        ec = hec;
+    }
     tcp_->expires_never();
-    co_return hec;
+    co_return ec;
 }
 
 asio::awaitable<transport::read_result> transport::read_some(asio::mutable_buffer buffer) {
@@ -107,9 +118,10 @@ struct start_secure_later {
         const auto ex = asio::get_associated_executor(h, stream->get_executor());
         auto start = [stream, buffer, deadline, ex, h = std::forward<Handler>(h)]() mutable {
             if (deadline && deadline->fired()) {
-                asio::dispatch(ex, asio::append(std::move(h),
-                                                transport::error_code(asio::error::operation_aborted),
-                                                std::size_t{0}));
+                asio::dispatch(ex,
+                               asio::append(std::move(h),
+                                            transport::error_code(asio::error::operation_aborted),
+                                            std::size_t{0}));
                 return;
             }
             stream->async_read_some(
@@ -133,8 +145,8 @@ transport::read_secure_later(asio::mutable_buffer buffer, const read_deadline* d
         start_secure_later{}, token, &tls_->stream, buffer, deadline);
 }
 
-asio::awaitable<transport::read_result> transport::write(std::span<const asio::const_buffer> buffers,
-                                                         duration timeout) {
+asio::awaitable<transport::read_result>
+transport::write(std::span<const asio::const_buffer> buffers, duration timeout) {
     if (!tls_) {
         tcp_->expires_after(timeout);
         auto result = co_await asio::async_write(*tcp_, buffers, use_tuple);

@@ -74,6 +74,9 @@ public:
     void rebind(boost::asio::any_io_executor ex);
 
 private:
+    boost::asio::awaitable<error_code> handshake(bool server, boost::asio::const_buffer first,
+                                                 duration timeout);
+
     std::optional<boost::beast::tcp_stream> tcp_;
     // A secure connection's writes: one lazily re-armed timer, where the tcp_stream's expiry
     // would arm and cancel one around every TLS record written.

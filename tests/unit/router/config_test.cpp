@@ -69,10 +69,15 @@ TEST_CASE("router config: file values, command line wins, all problems listed", 
         CHECK(errors.size() == 3); // inf, nan, 1e300s
         const auto more = validate(cfg);
         CHECK(more.size() == 5); // three zeros, two DNS names
-        const char* good[] = {"lanes-router", "--replica-dns", "replicas.ns.svc:8000",
-                              "--eject-time", "2.5s"};
+        const char* good[] = {"lanes-router",
+                              "--replica-dns",
+                              "replicas.ns.svc:8000",
+                              "--replica-dns",
+                              "https://replicas.ns.svc:8443",
+                              "--eject-time",
+                              "2.5s"};
         router_config ok;
-        CHECK(load_config(5, good, ok, help, usage).empty());
+        CHECK(load_config(7, good, ok, help, usage).empty());
         CHECK(validate(ok).empty());
         CHECK(ok.health.open_time == std::chrono::milliseconds(2500));
     }

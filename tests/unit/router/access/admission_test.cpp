@@ -218,3 +218,56 @@ TEST_CASE("admission: a waiter holds out for its preferred replica, then takes a
     io.run_for(400ms); // past affinity_wait: it takes b
     CHECK(order == std::vector<std::string>{"wants-b", "wants-a"});
 }
+
+TEST_CASE("admission: within a client a waiter for a full replica lets one behind it go",
+          "[admission]") {
+    std::atomic<std::size_t> free_a{0}, free_b{1};
+    router::admission_settings s = capped(0);
+    s.replica_caps = true;
+    s.affinity_wait = 10s;
+    const auto room = [&](const std::string&, const std::string& replica) -> std::size_t {
+        if (replica == "a")
+            return free_a.load();
+        if (replica == "b")
+            return free_b.load();
+        return free_a.load() + free_b.load();
+    };
+    {
+        asio::io_context io; // one each: a waiter left at the end must not outlive its gate
+        admission gate(s, room);
+        std::vector<std::string> order;
+        std::vector<entry> e(3);
+        e[0].name = "wants-a";
+        e[1].name = "wants-a-too";
+        e[2].name = "wants-b";
+        start(io, gate, e[0], {"m", "one-client", 0, "a"}, order);
+        start(io, gate, e[1], {"m", "one-client", 0, "a"}, order);
+        start(io, gate, e[2], {"m", "one-client", 0, "b"}, order);
+        run_a_little(io);
+        // b had room: its waiter went past the two that hold out for a.
+        CHECK(order == std::vector<std::string>{"wants-b"});
+        CHECK(gate.waiting() == 2);
+        free_a = 1;
+        run_a_little(io);
+        CHECK(order == std::vector<std::string>{"wants-b", "wants-a"}); // then in order
+    }
+    {
+        // --queue-scan-depth 1: strictly in order, the head holds the rest back.
+        s.scan_depth = 1;
+        free_a = 0;
+        free_b = 1;
+        asio::io_context io;
+        admission gate(s, room);
+        std::vector<std::string> order;
+        std::vector<entry> e(2);
+        e[0].name = "wants-a";
+        e[1].name = "wants-b";
+        start(io, gate, e[0], {"m", "one-client", 0, "a"}, order);
+        start(io, gate, e[1], {"m", "one-client", 0, "b"}, order);
+        run_a_little(io);
+        CHECK(order.empty()); // b had room, but its waiter is behind the head
+        free_a = 1;
+        run_a_little(io);
+        CHECK(order.size() == 2); // the head went, and then the one behind it
+    }
+}
