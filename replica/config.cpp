@@ -51,6 +51,15 @@ common::flag_set make_flags(replica_config& cfg) {
           "most stop strings in one request (0: no cap; OpenAI allows 4)");
     f.add("max-stop-bytes", cfg.request_limits.max_stop_bytes, "longest stop string, bytes");
     f.add("threads", cfg.threads, "HTTP I/O threads");
+    f.add("kv-events-endpoint", cfg.kv_events.endpoint,
+          "publish KV-cache events (vLLM's format) on a ZeroMQ PUB socket bound here, e.g. "
+          "tcp://127.0.0.1:5557 (a port of * picks one and logs it); off when empty");
+    f.add("kv-events-replay-endpoint", cfg.kv_events.replay_endpoint,
+          "ZeroMQ ROUTER socket bound here answering replay requests (vLLM's); none when empty");
+    f.add("kv-events-topic", cfg.kv_events.topic, "topic frame of every published batch");
+    f.add("kv-events-buffer-steps", cfg.kv_events.buffer_steps, "batches kept for replay requests");
+    f.add("kv-events-queue", cfg.kv_events.max_queue,
+          "batches waiting to be sent; past it a batch is dropped (and counted)");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
     f.add("log-queue-bytes", cfg.log_queue_bytes,
           "log lines held for the log's writer thread, bytes (past it lines are dropped and "
@@ -96,6 +105,13 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(common::log::parse_level(cfg.log_level, lvl),
          "--log-level must be debug, info, warn or error");
     need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");
+    need(cfg.kv_events.endpoint.empty() || cfg.kv_events.endpoint.starts_with("tcp://") ||
+             cfg.kv_events.endpoint.starts_with("ipc://"),
+         "--kv-events-endpoint must be tcp://host:port or ipc://path");
+    need(cfg.kv_events.replay_endpoint.empty() || !cfg.kv_events.endpoint.empty(),
+         "--kv-events-replay-endpoint needs --kv-events-endpoint");
+    need(cfg.kv_events.buffer_steps >= 1, "--kv-events-buffer-steps must be at least 1");
+    need(cfg.kv_events.max_queue >= 1, "--kv-events-queue must be at least 1");
     return errors;
 }
 

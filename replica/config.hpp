@@ -6,6 +6,7 @@
 #include "common/http/server.hpp"
 #include "common/openai/request.hpp"
 #include "replica/backends/sim_cost_model.hpp"
+#include "replica/kv_events/publisher.hpp"
 
 #include <cstdint>
 #include <string>
@@ -37,6 +38,7 @@ struct replica_config {
     std::string log_level = "info";
     std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread
     common::http::server_config http;
+    kv_events_config kv_events;                    // published when kv_events.endpoint is set
     common::openai::request_limits request_limits; // what one request body may ask
     std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)
     std::int64_t cpu_threads = 1; // OpenBLAS threads of the cpu backend

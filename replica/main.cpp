@@ -7,6 +7,7 @@
 #include "replica/backends/backend.hpp"
 #include "replica/config.hpp"
 #include "replica/engine/engine.hpp"
+#include "replica/kv_events/publisher.hpp"
 #include "replica/metrics.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -43,6 +44,16 @@ int main(int argc, char** argv) {
         replica::replica_metrics metrics(cfg.model_name, static_cast<long>(cfg.block_size),
                                          static_cast<long>(cfg.kv_blocks));
         replica::engine eng(cfg, metrics, replica::build_backend(cfg, kind));
+        std::unique_ptr<replica::kv_event_publisher> events;
+        if (!cfg.kv_events.endpoint.empty()) {
+            events = std::make_unique<replica::kv_event_publisher>(cfg.kv_events);
+            auto& dropped =
+                metrics.announce_kv_events(events->endpoint(), events->replay_endpoint());
+            eng.publish_kv_events([p = events.get(), &dropped](common::kv_events::batch b) {
+                if (!p->publish(std::move(b)))
+                    dropped.inc();
+            });
+        }
         eng.start();
         replica::api front(cfg, eng, metrics);
         // Owned through a pointer so it can be destroyed (with every pending coroutine frame)

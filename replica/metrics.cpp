@@ -93,4 +93,18 @@ replica_metrics::replica_metrics(const std::string& model, long block_size, long
         success(reason);
 }
 
+common::metrics::counter& replica_metrics::announce_kv_events(const std::string& endpoint,
+                                                              const std::string& replay_endpoint) {
+    registry_
+        .add_gauge("lanes_replica_kv_events_info",
+                   "Where this replica publishes its KV-cache events (ZeroMQ, vLLM's format).",
+                   {"endpoint", "replay_endpoint"})
+        .with({endpoint, replay_endpoint})
+        .set(1);
+    return registry_
+        .add_counter("lanes_replica_kv_events_dropped_total",
+                     "KV-event batches dropped because the send queue was full.", {})
+        .with({});
+}
+
 } // namespace lanes::replica

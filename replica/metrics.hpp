@@ -18,6 +18,12 @@ public:
 
     std::string expose() const { return registry_.expose(); }
 
+    // lanes_replica_kv_events_info{endpoint, replay_endpoint} 1, which a router's scrape reads
+    // to subscribe; returns lanes_replica_kv_events_dropped_total (batches the full queue
+    // dropped).
+    common::metrics::counter& announce_kv_events(const std::string& endpoint,
+                                                 const std::string& replay_endpoint);
+
     common::metrics::gauge& running;
     common::metrics::gauge& waiting;
     common::metrics::gauge& kv_usage;

@@ -115,6 +115,20 @@ common::flag_set make_flags(router_config& cfg) {
           "system's)");
     f.add("replica-insecure-skip-verify", cfg.replica_insecure_skip_verify,
           "do not check https:// replicas' certificates at all (for tests only)");
+    f.add("kv-events", cfg.kv_events,
+          "subscribe to replicas' KV-cache events (ZeroMQ, vLLM's format) and route on them");
+    f.add("kv-events-port", cfg.kv_subscriber.port,
+          "events port on each replica's host, for replicas that do not announce one (vLLM's "
+          "--kv-events-config endpoint); 0: only announced ones");
+    f.add("kv-events-replay-port", cfg.kv_subscriber.replay_port,
+          "replay port on each replica's host that goes with --kv-events-port (0: none)");
+    f.add("kv-events-topic", cfg.kv_subscriber.topic, "topic prefix subscribed to");
+    f.add("kv-events-replay-timeout", cfg.kv_subscriber.replay_timeout,
+          "how long a replay request may take before the replica is resynced");
+    f.add("kv-events-pending-ttl", cfg.precise.pending_ttl,
+          "how long blocks just routed count as held before the replica's events confirm them");
+    f.add("kv-events-max-blocks", cfg.precise.max_blocks,
+          "blocks one replica may claim in the precise index (past it: dropped, resynced)");
     f.add("replace-client-auth", cfg.upstream.replace_client_auth,
           "send the replica key instead of a client's own Authorization");
     f.add("retry-after", cfg.retry_after,
@@ -372,6 +386,10 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.admission.recheck.count() > 0, "--queue-recheck must be positive");
     need(cfg.admission.affinity_wait.count() >= 0, "--queue-affinity-wait must be >= 0");
     need(cfg.admission.scan_depth >= 1, "--queue-scan-depth must be at least 1");
+    need(cfg.kv_subscriber.replay_timeout.count() > 0,
+         "--kv-events-replay-timeout must be positive");
+    need(cfg.precise.pending_ttl.count() >= 0, "--kv-events-pending-ttl must be >= 0");
+    need(cfg.precise.max_blocks >= 1024, "--kv-events-max-blocks must be at least 1024");
     {
         trusted_proxies proxies;
         std::string why;

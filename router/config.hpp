@@ -2,6 +2,9 @@
 // here, filled from flags and an optional JSON config file, validated in one place.
 #pragma once
 
+#include "router/fleet/kv_subscriber.hpp"
+#include "router/fleet/precise_index.hpp"
+
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
 #include "router/access/admission.hpp"
@@ -117,6 +120,11 @@ struct router_config {
     // or no check at all (tests only).
     std::string replica_ca;
     bool replica_insecure_skip_verify = false;
+    // KV events: subscribe to the replicas that publish them (announced in their metrics, or on
+    // kv_events_port), and route on their word.
+    bool kv_events = true;
+    kv_subscriber_config kv_subscriber;
+    precise_index_settings precise;
 
     // Replica state.
     common::http::duration stale_after{2'000}; // scraped values older than this are ignored

@@ -7,10 +7,12 @@
 #include "common/log.hpp"
 #include "common/openai/error.hpp"
 #include "router/config.hpp"
+#include "router/fleet/kv_subscriber.hpp"
 #include "router/fleet/replica_monitor.hpp"
 #include "router/fleet/replica_pool.hpp"
 #include "router/metrics.hpp"
 #include "router/proxy.hpp"
+#include "router/request/routing_key.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -80,6 +82,20 @@ int main(int argc, char** argv) {
             cfg.http.max_connections = common::http::fitting_max_connections(fds.soft, 2);
         pool.update_fleet(cfg.monitor.default_block_size, cfg.monitor.bytes_per_token);
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
+        std::shared_ptr<router::precise_index> precise;
+        std::unique_ptr<router::kv_subscriber> subscriber;
+        if (cfg.kv_events) {
+            precise = std::make_shared<router::precise_index>(cfg.precise);
+            cfg.policy_knobs.precise = precise;
+            subscriber = std::make_unique<router::kv_subscriber>(
+                pool, *precise, metrics, cfg.kv_subscriber,
+                [](const router::replica& r, const std::string& lora) {
+                    const auto models = r.models();
+                    const std::string model =
+                        !lora.empty() ? lora : (models->ids.size() == 1 ? models->ids.front() : "");
+                    return router::affinity_root(model, 0);
+                });
+        }
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
                             [&monitor] { return monitor.refresh_models(); });
         if (cfg.isolate_cache_by_key && !front.keys_configured())
@@ -124,6 +140,8 @@ int main(int argc, char** argv) {
                                   ? ", and lets them change the fleet (--admin-insecure-loopback)"
                                   : ", read-only"));
         monitor.start();
+        if (subscriber)
+            subscriber->start();
         LANES_LOG(info, "router",
                   "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
                             << " I/O thread(s), at most " << cfg.http.max_connections
@@ -132,6 +150,8 @@ int main(int argc, char** argv) {
             server.stop();
             admin_server.stop();
             monitor.stop();
+            if (subscriber)
+                subscriber->stop();
         };
         const auto drained = [&] { return server.active_requests() == 0; };
         common::http::shutdown_steps steps;

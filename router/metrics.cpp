@@ -116,7 +116,18 @@ router_metrics::router_metrics()
               .add_counter("lanes_router_client_connections_refused_total",
                            "Client connections closed at once because --max-connections were "
                            "open.")
-              .with({})) {}
+              .with({}))
+    , kv_event_batches(registry_.add_counter("lanes_router_kv_event_batches_total",
+                                             "KV-event batches applied, per replica.", {"replica"}))
+    , kv_event_gaps(registry_.add_counter(
+          "lanes_router_kv_event_gaps_total",
+          "Sequence gaps in a replica's KV events: replayed (filled) or resync (entries dropped).",
+          {"replica", "outcome"}))
+    , kv_event_errors(registry_.add_counter("lanes_router_kv_event_errors_total",
+                                            "KV-event batches that did not decode.", {"replica"}))
+    , kv_event_live(registry_.add_gauge(
+          "lanes_router_kv_events_live",
+          "1 while a replica's precise index is complete and routed on, else 0.", {"replica"})) {}
 
 std::string router_metrics::expose(const replica_pool& pool) {
     std::lock_guard lock(expose_mutex_);
@@ -127,15 +138,15 @@ std::string router_metrics::expose(const replica_pool& pool) {
                            [&v](const auto& r) { return r->id() == v.front(); });
     };
     for (auto* g : {&replica_up, &replica_draining, &replica_inflight, &replica_kv_usage,
-                    &replica_waiting, &replica_running})
+                    &replica_waiting, &replica_running, &kv_event_live})
         g->retain(present);
     // Their counters go too (the router would otherwise keep every replica it ever saw, as
     // DNS names churn): the request counter's "none" (answered by the router) stays.
     const auto present_or_none = [&present](const common::metrics::label_values& v) {
         return v.front() == "none" || present(v);
     };
-    for (auto* c :
-         {&requests, &ejections, &backpressure, &replica_prefix_hits, &replica_prefix_queries})
+    for (auto* c : {&requests, &ejections, &backpressure, &replica_prefix_hits,
+                    &replica_prefix_queries, &kv_event_batches, &kv_event_gaps, &kv_event_errors})
         c->retire(present_or_none);
     for (const auto& r : replicas) {
         const std::vector<std::string> label{r->id()};

@@ -49,6 +49,10 @@ public:
     common::metrics::family<common::metrics::counter>& queue_rejections; // reason
     common::metrics::gauge& client_connections;
     common::metrics::counter& refused_connections;
+    common::metrics::family<common::metrics::counter>& kv_event_batches; // replica
+    common::metrics::family<common::metrics::counter>& kv_event_gaps;    // replica, outcome
+    common::metrics::family<common::metrics::counter>& kv_event_errors;  // replica
+    common::metrics::family<common::metrics::gauge>& kv_event_live;      // replica
 
     // The client listener's counts, read at each expose(): open connections and those closed at
     // once for --max-connections since start. Set once, before the listener serves.

@@ -12,6 +12,7 @@ packages=(
     prometheus                                 # promtool, to lint /metrics in the tests
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
     libssl-dev openssl                         # key digests and TLS; certificates in the tests
+    libzmq3-dev cppzmq-dev libmsgpack-cxx-dev  # KV events in vLLM's wire format
     clang-14 libclang-rt-14-dev                # the sanitizer tiers and libFuzzer targets (CI)
     python3                                    # scripts/check-coawait.py, the soak driver
     util-linux                                 # prlimit, for the fd-starved router test

@@ -73,8 +73,20 @@ std::optional<std::vector<block_id>> block_manager::allocate(std::size_t n) {
         auto& blk = blocks_[static_cast<std::size_t>(b)];
         if (blk.has_hash) { // evict: the cached prefix it held is gone
             auto it = cached_.find(blk.hash);
-            if (it != cached_.end() && it->second == b)
+            if (it != cached_.end() && it->second == b) {
                 cached_.erase(it);
+                if (record_block_size_ > 0) {
+                    auto* last =
+                        events_.empty()
+                            ? nullptr
+                            : std::get_if<common::kv_events::block_removed>(&events_.back());
+                    if (!last) {
+                        events_.emplace_back(common::kv_events::block_removed{{}, "GPU"});
+                        last = &std::get<common::kv_events::block_removed>(events_.back());
+                    }
+                    last->block_hashes.push_back(common::kv_events::int_hash(blk.hash));
+                }
+            }
             blk.has_hash = false;
         }
         blk.refs = 1;
@@ -83,7 +95,8 @@ std::optional<std::vector<block_id>> block_manager::allocate(std::size_t n) {
     return ids;
 }
 
-void block_manager::cache_block(block_id b, common::block_hash h) {
+void block_manager::cache_block(block_id b, common::block_hash h, common::block_hash parent,
+                                std::span<const common::token_id> tokens) {
     auto& blk = blocks_[static_cast<std::size_t>(b)];
     if (blk.has_hash)
         return;
@@ -92,6 +105,23 @@ void block_manager::cache_block(block_id b, common::block_hash h) {
     blk.has_hash = true;
     blk.hash = h;
     cached_.emplace(h, b);
+    if (record_block_size_ == 0 || tokens.size() != record_block_size_)
+        return;
+    namespace ev = common::kv_events;
+    const ev::engine_hash parent_hash = ev::int_hash(parent);
+    auto* last = events_.empty() ? nullptr : std::get_if<ev::block_stored>(&events_.back());
+    // The next block of the sequence the last event stored: one event for the run, as vLLM's.
+    if (!last || last->block_hashes.empty() || last->block_hashes.back() != parent_hash) {
+        ev::block_stored s;
+        if (parent != common::root_block_hash)
+            s.parent = parent_hash; // a salted root stands in the parent's place
+        s.block_size = record_block_size_;
+        s.medium = "GPU";
+        events_.emplace_back(std::move(s));
+        last = &std::get<ev::block_stored>(events_.back());
+    }
+    last->block_hashes.push_back(ev::int_hash(h));
+    last->token_ids.insert(last->token_ids.end(), tokens.begin(), tokens.end());
 }
 
 void block_manager::release(std::span<const block_id> table) {

@@ -8,6 +8,7 @@
 // Single-threaded: owned by the engine thread.
 #pragma once
 
+#include "common/kv_events/events.hpp"
 #include "common/prompt/block_hash.hpp"
 
 #include <cstdint>
@@ -38,8 +39,15 @@ public:
     // `n` fresh blocks (ref_count 1, no hash), or nullopt when fewer than n are free.
     std::optional<std::vector<block_id>> allocate(std::size_t n);
     // Registers a full block's hash so later sequences can share it. A hash already cached in
-    // another block is left alone (tables are append-only, as vLLM's).
-    void cache_block(block_id b, common::block_hash h);
+    // another block is left alone (tables are append-only, as vLLM's). With events recorded,
+    // `parent` (the previous block's hash, or the sequence's root) and the block's `tokens` go
+    // into its BlockStored event.
+    void cache_block(block_id b, common::block_hash h, common::block_hash parent = 0,
+                     std::span<const common::token_id> tokens = {});
+    // From now on, every block cached and every cached block evicted is recorded, in vLLM's
+    // event form (consecutive blocks of one sequence in one BlockStored), until take_events().
+    void record_events(std::size_t block_size) { record_block_size_ = block_size; }
+    std::vector<common::kv_events::event> take_events() { return std::move(events_); }
     // Drops one reference from each block, tail first; blocks reaching zero join the free list.
     void release(std::span<const block_id> table);
 
@@ -67,6 +75,8 @@ private:
     block_id free_tail_ = -1;
     std::size_t free_count_ = 0;
     std::unordered_map<common::block_hash, block_id> cached_;
+    std::size_t record_block_size_ = 0; // 0: no events recorded
+    std::vector<common::kv_events::event> events_;
 };
 
 } // namespace lanes::replica

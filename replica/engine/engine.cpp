@@ -67,7 +67,28 @@ std::size_t engine::max_sequence_tokens() const {
                                  num_blocks_ * static_cast<std::size_t>(cfg_.block_size));
 }
 
+void engine::publish_kv_events(std::function<void(common::kv_events::batch)> sink) {
+    kv_sink_ = std::move(sink);
+    blocks_.record_events(static_cast<std::size_t>(cfg_.block_size));
+}
+
+namespace {
+
+double unix_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
 void engine::start() {
+    if (kv_sink_) {
+        common::kv_events::batch first;
+        first.ts = unix_seconds();
+        first.events.emplace_back(common::kv_events::all_blocks_cleared{});
+        first.data_parallel_rank = 0;
+        kv_sink_(std::move(first));
+    }
     thread_ = std::thread([this] { run(); });
 }
 
@@ -194,6 +215,16 @@ void engine::step() {
             it = live_.erase(it);
         } else {
             ++it;
+        }
+    }
+    if (kv_sink_) {
+        auto events = blocks_.take_events();
+        if (!events.empty()) {
+            common::kv_events::batch b;
+            b.ts = unix_seconds();
+            b.events = std::move(events);
+            b.data_parallel_rank = 0;
+            kv_sink_(std::move(b));
         }
     }
 }

@@ -72,6 +72,10 @@ public:
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
 
+    // Before start(): every step's KV-cache events (blocks stored, blocks evicted) go to `sink`
+    // as one batch, on the engine thread; the first batch is AllBlocksCleared (the cache this
+    // process starts with is empty). `sink` must not block.
+    void publish_kv_events(std::function<void(common::kv_events::batch)> sink);
     void start();
     void stop(); // finishes every request with "abort" and joins the thread
 
@@ -105,6 +109,7 @@ private:
     bool stopping_ = false;
     load_snapshot snapshot_;
 
+    std::function<void(common::kv_events::batch)> kv_sink_;
     // Engine thread only.
     block_manager blocks_;
     scheduler scheduler_;

@@ -114,8 +114,13 @@ void scheduler::on_computed(sequence* seq, std::size_t num_tokens) {
     seq->num_computed += num_tokens;
     common::extend_block_hashes(seq->hashes, seq->tokens, cfg_.block_size, seq->hash_root);
     const std::size_t full = std::min(seq->num_computed / cfg_.block_size, seq->hashes.size());
-    for (; seq->num_registered < full; ++seq->num_registered)
-        blocks_.cache_block(seq->blocks[seq->num_registered], seq->hashes[seq->num_registered]);
+    for (; seq->num_registered < full; ++seq->num_registered) {
+        const std::size_t i = seq->num_registered;
+        const common::block_hash parent = i == 0 ? seq->hash_root : seq->hashes[i - 1];
+        blocks_.cache_block(seq->blocks[i], seq->hashes[i], parent,
+                            std::span<const common::token_id>(seq->tokens)
+                                .subspan(i * cfg_.block_size, cfg_.block_size));
+    }
 }
 
 } // namespace lanes::replica

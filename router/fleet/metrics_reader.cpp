@@ -56,6 +56,20 @@ std::optional<std::int64_t> label_int(const common::prom::sample& s, std::string
     return value;
 }
 
+// The port of a tcp:// endpoint a replica announces, or nullopt.
+std::optional<unsigned short> endpoint_port(const common::prom::sample& s, std::string_view key) {
+    const auto text = s.label(key);
+    if (!text || !text->starts_with("tcp://"))
+        return std::nullopt;
+    const auto colon = text->rfind(':');
+    unsigned port = 0;
+    const char* end = text->data() + text->size();
+    auto [ptr, ec] = std::from_chars(text->data() + colon + 1, end, port);
+    if (ec != std::errc{} || ptr != end || port == 0 || port > 65535)
+        return std::nullopt;
+    return static_cast<unsigned short>(port);
+}
+
 } // namespace
 
 scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
@@ -86,6 +100,13 @@ scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
         if (const auto size = label_int(sample, "block_size");
             !s.block_size && size && *size > 0 && *size <= max_block_size)
             s.block_size = size;
+    }
+    for (const auto& sample : p.samples) {
+        if (sample.name != "lanes_replica_kv_events_info" || sample.value != 1)
+            continue;
+        s.kv_events_port = endpoint_port(sample, "endpoint");
+        s.kv_replay_port = endpoint_port(sample, "replay_endpoint");
+        break;
     }
     return s;
 }

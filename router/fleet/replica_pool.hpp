@@ -29,6 +29,10 @@ struct scraped_stats {
     std::optional<double> prefix_cache_queries; // tokens, cumulative
     std::optional<std::int64_t> num_blocks;
     std::optional<std::int64_t> block_size;
+    // The ports of the KV-event sockets it announces (lanes_replica_kv_events_info); only the
+    // port is taken, the host is always the replica's own.
+    std::optional<unsigned short> kv_events_port;
+    std::optional<unsigned short> kv_replay_port;
     std::chrono::steady_clock::time_point at{};
 };
 

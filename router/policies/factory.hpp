@@ -2,6 +2,8 @@
 // too, so an unknown name fails before anything listens.
 #pragma once
 
+#include "router/fleet/precise_index.hpp"
+
 #include "router/policies/kv_aware.hpp"
 #include "router/policies/load.hpp"
 #include "router/policies/prefix.hpp"
@@ -25,6 +27,8 @@ struct policy_options {
     prefix_knobs prefix;
     kv_aware_knobs kv_aware;
     session_knobs session;
+    // The replicas' own word on what they hold (KV events), where they publish it; null: none.
+    std::shared_ptr<precise_index> precise;
 };
 
 // nullptr for an unknown name.

@@ -10,6 +10,7 @@ namespace lanes::router {
 
 kv_aware_policy::kv_aware_policy(const policy_options& options)
     : index_(options.index.capacity)
+    , precise_(options.precise)
     , overlap_weight_(options.kv_aware.overlap_weight)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 namespace {
@@ -28,6 +29,8 @@ double decode_load(const replica_view& r, std::size_t request_blocks) {
 } // namespace
 
 std::size_t kv_aware_policy::on_routed(const route_request& req, const std::string& replica_id) {
+    if (precise_)
+        precise_->expect(replica_id, req.blocks);
     return index_.insert(replica_id, req.blocks); // pending until on_outcome
 }
 
@@ -70,7 +73,9 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
     std::optional<scored> best;
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
-        const std::size_t matched = index_.match_at(i, req.blocks);
+        const std::string& id = pool.replicas[i].id;
+        const std::size_t matched = precise_ && precise_->live(id) ? precise_->match(id, req.blocks)
+                                                                   : index_.match_at(i, req.blocks);
         const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
         const scored s{i, cost, matched};
         if (better(s, best))

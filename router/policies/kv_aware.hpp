@@ -9,6 +9,7 @@
 // on_routed records the request's blocks under the replica it went to.
 #pragma once
 
+#include "router/fleet/precise_index.hpp"
 #include "router/policies/policy.hpp"
 #include "router/policies/prefix_index.hpp"
 
@@ -37,6 +38,7 @@ public:
 
 private:
     prefix_index index_;
+    std::shared_ptr<precise_index> precise_; // the replicas' KV events, where they publish them
     double overlap_weight_;
     std::size_t hash_prefix_blocks_;
 };

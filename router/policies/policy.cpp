@@ -20,6 +20,8 @@ std::string_view to_string(route_reason r) {
         return "session_spill";
     case route_reason::prefix_match:
         return "prefix_match";
+    case route_reason::prefix_match_precise:
+        return "prefix_match_precise";
     case route_reason::prefix_imbalance:
         return "prefix_imbalance";
     case route_reason::prefix_overload:

@@ -23,16 +23,17 @@ enum class route_reason {
     round_robin,
     random,
     least_loaded,
-    session_sticky,    // known session, its replica is fine
-    session_new,       // new session placed by rendezvous hashing
-    session_spill,     // the session's replica is dead, draining or over the load cap
-    prefix_match,      // longest cached prefix won
-    prefix_imbalance,  // load gap too large: least-loaded instead
-    prefix_overload,   // best match over the bounded-load cap
-    prefix_miss,       // no useful match: least-loaded
-    prefix_hash,       // empty index: rendezvous hash of the first blocks
-    kv_cost,           // lowest uncached-prefill + load cost
-    response_affinity, // continues a /v1/responses answer on the replica that holds its state
+    session_sticky,       // known session, its replica is fine
+    session_new,          // new session placed by rendezvous hashing
+    session_spill,        // the session's replica is dead, draining or over the load cap
+    prefix_match,         // longest cached prefix won
+    prefix_match_precise, // the same, read from the replica's KV events
+    prefix_imbalance,     // load gap too large: least-loaded instead
+    prefix_overload,      // best match over the bounded-load cap
+    prefix_miss,          // no useful match: least-loaded
+    prefix_hash,          // empty index: rendezvous hash of the first blocks
+    kv_cost,              // lowest uncached-prefill + load cost
+    response_affinity,    // continues a /v1/responses answer on the replica that holds its state
 };
 
 std::string_view to_string(route_reason r);

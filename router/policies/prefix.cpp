@@ -13,6 +13,7 @@ namespace lanes::router {
 prefix_policy::prefix_policy(const policy_options& options)
     : fallback_(options)
     , index_(options.index.capacity)
+    , precise_(options.precise)
     , kv_weight_(options.load.kv_weight)
     , load_factor_(options.prefix.load_factor)
     , cap_floor_(options.load.cap_floor)
@@ -22,7 +23,16 @@ prefix_policy::prefix_policy(const policy_options& options)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
 std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
+    if (precise_)
+        precise_->expect(replica_id, req.blocks); // until its events confirm them
     return index_.insert(replica_id, req.blocks); // pending until on_outcome
+}
+
+std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
+                                   std::span<const common::block_hash> blocks) const {
+    if (precise_at(pool, i))
+        return precise_->match(pool.replicas[i].id, blocks);
+    return index_.match_at(i, blocks);
 }
 
 void prefix_policy::on_outcome(const route_request& req, const std::string& replica_id,
@@ -51,7 +61,7 @@ decision prefix_policy::delegate(const route_request& req, const pool_snapshot& 
                                  const tried_set& tried, route_reason reason) {
     decision d = fallback_.pick(req, pool, tried);
     d.reason = reason;
-    d.matched_blocks = d.replica ? index_.match_at(*d.replica, req.blocks) : 0;
+    d.matched_blocks = d.replica ? matched(pool, *d.replica, req.blocks) : 0;
     return d;
 }
 
@@ -78,7 +88,7 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
         if (li < lb || (li == lb && (si < sb || (si == sb && order.before(i, best)))))
             best = i;
     }
-    return {best, route_reason::prefix_miss, index_.match_at(best, req.blocks)};
+    return {best, route_reason::prefix_miss, matched(pool, best, req.blocks)};
 }
 
 decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
@@ -91,8 +101,10 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
         return delegate(req, pool, tried, route_reason::prefix_imbalance);
     if (req.blocks.empty())
         return delegate(req, pool, tried, route_reason::prefix_miss);
-    if (std::all_of(candidates.begin(), candidates.end(),
-                    [&](std::size_t i) { return index_.size_at(i) == 0; }))
+    if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+            return precise_at(pool, i) ? precise_->size(pool.replicas[i].id) == 0
+                                       : index_.size_at(i) == 0;
+        }))
         return by_hash(req, pool, candidates);
 
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
@@ -112,7 +124,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     std::optional<candidate> best_within; // the best among replicas within the load cap
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
-        const candidate c{i, load_score(r, kv_weight_), index_.match_at(i, req.blocks)};
+        const candidate c{i, load_score(r, kv_weight_), matched(pool, i, req.blocks)};
         if (better(c, best))
             best = c;
         if (within_cap(r, cap) && better(c, best_within))
@@ -123,7 +135,10 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     if (best->matched == 0 || ratio < min_match_ratio_)
         return least_cached(req, pool, candidates);
     if (within_cap(pool.replicas[best->index], cap))
-        return {best->index, route_reason::prefix_match, best->matched};
+        return {best->index,
+                precise_at(pool, best->index) ? route_reason::prefix_match_precise
+                                              : route_reason::prefix_match,
+                best->matched};
     if (best_within)
         return {best_within->index, route_reason::prefix_overload, best_within->matched};
     return delegate(req, pool, tried, route_reason::prefix_overload);

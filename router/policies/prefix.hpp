@@ -17,6 +17,7 @@
 // defaults are prefix_knobs below, index_knobs (prefix_index.hpp) and load_knobs (load.hpp).
 #pragma once
 
+#include "router/fleet/precise_index.hpp"
 #include "router/policies/least_loaded.hpp"
 #include "router/policies/policy.hpp"
 #include "router/policies/prefix_index.hpp"
@@ -66,8 +67,17 @@ private:
     decision by_hash(const route_request& req, const pool_snapshot& pool,
                      const std::vector<std::size_t>& candidates) const;
 
+    // What replica `i` holds of `blocks`: its KV events' word when it publishes them (and its
+    // stream is complete), else the approximate index's guess.
+    std::size_t matched(const pool_snapshot& pool, std::size_t i,
+                        std::span<const common::block_hash> blocks) const;
+    bool precise_at(const pool_snapshot& pool, std::size_t i) const {
+        return precise_ && precise_->live(pool.replicas[i].id);
+    }
+
     least_loaded_policy fallback_;
     prefix_index index_;
+    std::shared_ptr<precise_index> precise_;
     double kv_weight_;
     double load_factor_;
     std::int64_t cap_floor_;

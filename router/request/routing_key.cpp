@@ -8,15 +8,11 @@
 
 namespace lanes::router {
 
-namespace {
-
 common::block_hash affinity_root(std::string_view model, std::uint64_t context_hash) {
     if (model.empty() && context_hash == 0)
         return common::root_block_hash;
     return XXH3_64bits_withSeed(model.data(), model.size(), common::root_block_hash ^ context_hash);
 }
-
-} // namespace
 
 routing_key make_routing_key(request_view& view, std::string_view model, const hash_units& units,
                              std::size_t bytes_per_token) {

@@ -21,6 +21,10 @@ struct routing_key {
     std::size_t block_tokens = common::default_block_size; // tokens per block
 };
 
+// Block 0's parent for `model` and what is rendered before the prompt (`context_hash`, 0 for
+// nothing): the root of the router's own block hashes, for requests and for engines' events.
+common::block_hash affinity_root(std::string_view model, std::uint64_t context_hash);
+
 routing_key make_routing_key(request_view& view, std::string_view model, const hash_units& units,
                              std::size_t bytes_per_token);
 

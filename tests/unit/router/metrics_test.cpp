@@ -153,6 +153,10 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
         {"lanes_router_queue_rejections_total", "counter"},
         {"lanes_router_client_connections", "gauge"},
         {"lanes_router_client_connections_refused_total", "counter"},
+        {"lanes_router_kv_event_batches_total", "counter"},
+        {"lanes_router_kv_event_gaps_total", "counter"},
+        {"lanes_router_kv_event_errors_total", "counter"},
+        {"lanes_router_kv_events_live", "gauge"},
     };
     CHECK(parsed.types.size() == families.size());
     for (const auto& [name, type] : families) {

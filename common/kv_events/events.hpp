@@ -1,0 +1,69 @@
+// KV-cache events in vLLM's wire format (vllm/distributed/kv_events.py): a batch per engine step,
+// msgpack-encoded, published on ZeroMQ as three frames (topic, an 8-byte big-endian sequence
+// number, the payload). lanes writes the array form vLLM's msgspec structs had with array_like:
+//   batch        [ts, [event...], data_parallel_rank]
+//   BlockStored  ["BlockStored", [hash...], parent hash or nil, [token id...], block_size,
+//                 lora_id or nil, medium or nil]
+//   BlockRemoved ["BlockRemoved", [hash...], medium or nil]
+//   AllBlocksCleared ["AllBlocksCleared"]
+// and reads that form and the map form of newer vLLM ({"ts":..., "events": [{"type":
+// "BlockStored", "block_hashes": ...}]}), with later fields (lora_name, extra_keys, group_idx,
+// ...) allowed and ignored. A block hash is an integer (lanes, and vLLM with
+// VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES) or bytes (vLLM's default); either is kept as opaque bytes,
+// since the router never relies on the engine's hash function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace lanes::common::kv_events {
+
+// An engine's block hash as it came: 8 big-endian bytes for an integer, else the bytes.
+using engine_hash = std::string;
+engine_hash int_hash(std::uint64_t h);
+
+struct block_stored {
+    std::vector<engine_hash> block_hashes;
+    std::optional<engine_hash> parent;
+    std::vector<std::uint32_t> token_ids; // block_size of them per block, in order
+    std::size_t block_size = 0;
+    std::optional<std::int64_t> lora_id;
+    std::optional<std::string> medium;
+    std::optional<std::string> lora_name;
+};
+struct block_removed {
+    std::vector<engine_hash> block_hashes;
+    std::optional<std::string> medium;
+};
+struct all_blocks_cleared {};
+using event = std::variant<block_stored, block_removed, all_blocks_cleared>;
+
+struct batch {
+    double ts = 0;
+    std::vector<event> events;
+    std::optional<std::int64_t> data_parallel_rank;
+};
+
+// The msgpack payload of `b` in the array form. Integer hashes (8 bytes) are written as
+// integers, any other as bytes.
+std::string encode(const batch& b);
+
+struct decode_limits {
+    std::size_t max_bytes = 64u << 20; // a payload larger than this is refused
+    std::size_t max_events = 1u << 20; // per batch
+    std::size_t max_hash_bytes = 64;   // one block hash
+};
+// Reads a payload; false with `error` on anything that is not a batch of known events.
+bool decode(std::string_view payload, batch& out, std::string& error,
+            const decode_limits& lim = {});
+
+// The sequence-number frame: 8 bytes big-endian, signed (-1 ends a replay).
+std::string sequence_frame(std::int64_t seq);
+std::optional<std::int64_t> read_sequence(std::string_view frame);
+
+} // namespace lanes::common::kv_events

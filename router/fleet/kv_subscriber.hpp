@@ -1,0 +1,61 @@
+// The router's side of KV-cache events: a thread that subscribes (ZeroMQ SUB) to every replica
+// that has an event endpoint (announced in its metrics as lanes replicas do, else
+// --kv-events-port on the replica's host), decodes vLLM's batches (common/kv_events) and keeps
+// the precise index. Sequence numbers are followed per replica: a gap asks the replica's replay
+// socket for what was missed; a replay that cannot fill it (or no replay socket, or a batch that
+// does not decode) resyncs: the replica's entries are dropped and it is not live until an
+// AllBlocksCleared. A sequence that starts again (the engine restarted) starts the replica
+// over. A router that joins a running stream asks for a replay from the first batch.
+#pragma once
+
+#include "common/prompt/block_hash.hpp"
+#include "router/fleet/precise_index.hpp"
+#include "router/fleet/replica_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace lanes::router {
+
+class router_metrics;
+
+struct kv_subscriber_config {
+    unsigned short port = 0;        // tcp://<replica host>:port for replicas that announce none
+    unsigned short replay_port = 0; // their replay socket's (0: none)
+    std::string topic;              // subscription prefix ("" for every topic)
+    std::chrono::milliseconds replay_timeout{500};
+    std::chrono::milliseconds resubscribe_interval{200}; // how often the replica list is read
+};
+
+class kv_subscriber {
+public:
+    // `root_for(replica, lora_name)`: block 0's parent, in the router's hashes, of that
+    // replica's blocks.
+    using root_fn = std::function<common::block_hash(const replica&, const std::string&)>;
+    kv_subscriber(replica_pool& pool, precise_index& index, router_metrics& metrics,
+                  kv_subscriber_config cfg, root_fn root_for);
+    ~kv_subscriber();
+    kv_subscriber(const kv_subscriber&) = delete;
+    kv_subscriber& operator=(const kv_subscriber&) = delete;
+
+    void start();
+    void stop();
+
+private:
+    void run();
+    struct impl;
+
+    replica_pool& pool_;
+    precise_index& index_;
+    router_metrics& metrics_;
+    kv_subscriber_config cfg_;
+    root_fn root_for_;
+    std::atomic<bool> stopping_{false};
+    std::thread thread_;
+};
+
+} // namespace lanes::router

@@ -1,0 +1,138 @@
+#include "router/fleet/precise_index.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+namespace lanes::router {
+
+namespace ev = common::kv_events;
+
+void precise_index::clear(state& s) {
+    s.by_engine.clear();
+    s.held.clear();
+    s.pending.clear();
+}
+
+void precise_index::apply(const std::string& replica, const ev::batch& b, common::block_hash root,
+                          std::size_t* unplaced) {
+    std::unique_lock lock(mutex_);
+    state& s = replicas_[replica];
+    for (const auto& e : b.events) {
+        if (const auto* stored = std::get_if<ev::block_stored>(&e)) {
+            common::block_hash parent = root;
+            if (stored->parent) {
+                const auto it = s.by_engine.find(*stored->parent);
+                if (it == s.by_engine.end()) {
+                    if (unplaced)
+                        ++*unplaced;
+                    continue; // a parent this index never saw: nothing to chain from
+                }
+                parent = it->second;
+            }
+            const std::span<const std::uint32_t> tokens(stored->token_ids);
+            for (std::size_t i = 0; i < stored->block_hashes.size(); ++i) {
+                parent = common::hash_block(
+                    parent, tokens.subspan(i * stored->block_size, stored->block_size));
+                const auto [at, added] = s.by_engine.emplace(stored->block_hashes[i], parent);
+                if (!added) {
+                    if (at->second == parent)
+                        continue; // stored again: already counted
+                    if (auto h = s.held.find(at->second); h != s.held.end() && --h->second == 0)
+                        s.held.erase(h);
+                    at->second = parent;
+                }
+                ++s.held[parent];
+                s.pending.erase(parent);
+            }
+            if (s.by_engine.size() > settings_.max_blocks) {
+                clear(s);
+                s.live = false;
+                return;
+            }
+        } else if (const auto* removed = std::get_if<ev::block_removed>(&e)) {
+            for (const auto& eh : removed->block_hashes) {
+                const auto it = s.by_engine.find(eh);
+                if (it == s.by_engine.end())
+                    continue;
+                if (auto h = s.held.find(it->second); h != s.held.end() && --h->second == 0)
+                    s.held.erase(h);
+                s.by_engine.erase(it);
+            }
+        } else { // AllBlocksCleared: from here on the stream says everything
+            clear(s);
+            s.live = true;
+        }
+    }
+}
+
+void precise_index::reset(const std::string& replica, bool live) {
+    std::unique_lock lock(mutex_);
+    state& s = replicas_[replica];
+    clear(s);
+    s.live = live;
+}
+
+void precise_index::set_live(const std::string& replica, bool live) {
+    std::unique_lock lock(mutex_);
+    replicas_[replica].live = live;
+}
+
+void precise_index::forget(const std::string& replica) {
+    std::unique_lock lock(mutex_);
+    replicas_.erase(replica);
+}
+
+bool precise_index::live(const std::string& replica) const {
+    std::shared_lock lock(mutex_);
+    const auto it = replicas_.find(replica);
+    return it != replicas_.end() && it->second.live;
+}
+
+std::size_t precise_index::match(const std::string& replica,
+                                 std::span<const common::block_hash> blocks,
+                                 clock::time_point now) const {
+    std::shared_lock lock(mutex_);
+    const auto it = replicas_.find(replica);
+    if (it == replicas_.end())
+        return 0;
+    const state& s = it->second;
+    std::size_t n = 0;
+    for (const auto h : blocks) {
+        if (s.held.contains(h)) {
+            ++n;
+            continue;
+        }
+        const auto p = s.pending.find(h);
+        if (p == s.pending.end() || p->second < now)
+            break;
+        ++n;
+    }
+    return n;
+}
+
+void precise_index::expect(const std::string& replica, std::span<const common::block_hash> blocks,
+                           clock::time_point now) {
+    std::unique_lock lock(mutex_);
+    const auto it = replicas_.find(replica);
+    if (it == replicas_.end() || !it->second.live)
+        return;
+    state& s = it->second;
+    const auto until = now + settings_.pending_ttl;
+    for (const auto h : blocks)
+        if (!s.held.contains(h))
+            s.pending[h] = until;
+    // Expired ones are swept out each time the table doubles: amortised constant per block.
+    if (s.pending.size() >= s.pending_sweep_at) {
+        for (auto p = s.pending.begin(); p != s.pending.end();)
+            p = p->second < now ? s.pending.erase(p) : std::next(p);
+        s.pending_sweep_at = std::max<std::size_t>(4096, 2 * s.pending.size());
+    }
+}
+
+std::size_t precise_index::size(const std::string& replica) const {
+    std::shared_lock lock(mutex_);
+    const auto it = replicas_.find(replica);
+    return it == replicas_.end() ? 0 : it->second.held.size();
+}
+
+} // namespace lanes::router

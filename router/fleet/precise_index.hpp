@@ -1,0 +1,73 @@
+// The precise index: per replica, the blocks it says it holds, from its KV-cache events, keyed by
+// the router's own chained hash of each block's token ids (from the router's root for the
+// replica's model), so nothing depends on the engine's hash function or its PYTHONHASHSEED. The
+// engine's hashes are kept only to find the block a BlockRemoved, or a BlockStored's parent,
+// names. A replica is `live` while its stream is known complete (from an AllBlocksCleared, or a
+// replay from its first batch); the policies use it only then, and the approximate index
+// otherwise. Requests just routed to a live replica are expected (pending) for a while, so a
+// burst of one prefix stays together before the engine's events confirm it. Thread-safe: the
+// subscriber writes, the policies read.
+#pragma once
+
+#include "common/kv_events/events.hpp"
+#include "common/prompt/block_hash.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+namespace lanes::router {
+
+struct precise_index_settings {
+    // How long a block a request was just routed with counts as held before the replica's
+    // events confirm it.
+    std::chrono::milliseconds pending_ttl{2'000};
+    // Blocks one replica may claim; past it (a replica that never removes) its entries are
+    // dropped and it is no longer live.
+    std::size_t max_blocks = std::size_t{1} << 22;
+};
+
+class precise_index {
+public:
+    using clock = std::chrono::steady_clock;
+    explicit precise_index(precise_index_settings s = {})
+        : settings_(s) {}
+
+    // Applies one batch from `replica`; `root` is block 0's parent in the router's hashes (its
+    // model's root). Stores whose parent it does not know are skipped (counted in `unplaced`).
+    void apply(const std::string& replica, const common::kv_events::batch& b,
+               common::block_hash root, std::size_t* unplaced = nullptr);
+    // Forgets all of `replica`'s blocks; `live`: what follows is complete (its cache is empty).
+    void reset(const std::string& replica, bool live);
+    void set_live(const std::string& replica, bool live);
+    void forget(const std::string& replica);
+
+    bool live(const std::string& replica) const;
+    // The number of leading `blocks` `replica` holds (or is expected to, see expect()).
+    std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks,
+                      clock::time_point now = clock::now()) const;
+    // A request with `blocks` was just routed to `replica`.
+    void expect(const std::string& replica, std::span<const common::block_hash> blocks,
+                clock::time_point now = clock::now());
+    std::size_t size(const std::string& replica) const; // blocks held, pending ones not counted
+
+private:
+    struct state {
+        bool live = false;
+        std::unordered_map<common::kv_events::engine_hash, common::block_hash> by_engine;
+        std::unordered_map<common::block_hash, std::uint32_t> held;        // router hash -> copies
+        std::unordered_map<common::block_hash, clock::time_point> pending; // until when
+        std::size_t pending_sweep_at = 4096; // pending's size that sweeps out expired entries
+    };
+    void clear(state& s);
+
+    precise_index_settings settings_;
+    mutable std::shared_mutex mutex_;
+    std::unordered_map<std::string, state> replicas_;
+};
+
+} // namespace lanes::router
