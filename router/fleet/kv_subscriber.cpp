@@ -135,6 +135,7 @@ void kv_subscriber::run() {
             if (const auto* st = std::get_if<ev::block_stored>(&e); st && st->lora_name)
                 lora = *st->lora_name;
         index_.apply(s.id, b, root_for_(*r, lora));
+        index_.confirm(s.id, r->epoch.load());
         metrics_.kv_event_batches.with({s.id}).inc();
         return true;
     };
@@ -245,7 +246,23 @@ void kv_subscriber::run() {
                       id << ": subscribed to " << s.endpoint
                          << (s.replay_endpoint.empty() ? "" : ", replay " + s.replay_endpoint));
             index_.reset(id, false);
-            z.subs.emplace(id, std::move(s));
+            auto& placed = z.subs.emplace(id, std::move(s)).first->second;
+            // What the replica still has from its first batch on: a replica that is idle right
+            // now is then known at once, not at its next step.
+            auto got = replay(placed, 0);
+            bool complete = !got.empty() && got.front().first == 0;
+            for (std::size_t k = 0; complete && k < got.size(); ++k)
+                complete = got[k].first == static_cast<std::int64_t>(k);
+            if (complete) {
+                index_.reset(id, true);
+                for (const auto& [seq, payload] : got)
+                    if (!apply(placed, payload)) {
+                        index_.reset(id, false);
+                        break;
+                    }
+                placed.last_seq = got.back().first;
+                metrics_.kv_event_live.with({id}).set(index_.live(id) ? 1.0 : 0.0);
+            }
         }
     };
 

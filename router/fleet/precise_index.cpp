@@ -88,6 +88,17 @@ bool precise_index::live(const std::string& replica) const {
     return it != replicas_.end() && it->second.live;
 }
 
+bool precise_index::live(const std::string& replica, std::uint64_t epoch) const {
+    std::shared_lock lock(mutex_);
+    const auto it = replicas_.find(replica);
+    return it != replicas_.end() && it->second.live && it->second.epoch == epoch;
+}
+
+void precise_index::confirm(const std::string& replica, std::uint64_t epoch) {
+    std::unique_lock lock(mutex_);
+    replicas_[replica].epoch = epoch;
+}
+
 std::size_t precise_index::match(const std::string& replica,
                                  std::span<const common::block_hash> blocks,
                                  clock::time_point now) const {

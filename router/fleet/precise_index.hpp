@@ -47,6 +47,11 @@ public:
     void forget(const std::string& replica);
 
     bool live(const std::string& replica) const;
+    // Live and confirmed for `epoch`: the replica's epoch moves when the router sees its cache
+    // lost (its counters went back, an ejection), and entries are trusted again only once a batch
+    // in sequence (the same stream going on) or a fresh start confirms them.
+    bool live(const std::string& replica, std::uint64_t epoch) const;
+    void confirm(const std::string& replica, std::uint64_t epoch);
     // The number of leading `blocks` `replica` holds (or is expected to, see expect()).
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks,
                       clock::time_point now = clock::now()) const;
@@ -58,6 +63,7 @@ public:
 private:
     struct state {
         bool live = false;
+        std::uint64_t epoch = ~std::uint64_t{0}; // the replica epoch its entries are good for
         std::unordered_map<common::kv_events::engine_hash, common::block_hash> by_engine;
         std::unordered_map<common::block_hash, std::uint32_t> held;        // router hash -> copies
         std::unordered_map<common::block_hash, clock::time_point> pending; // until when

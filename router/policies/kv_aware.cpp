@@ -74,8 +74,9 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
         const std::string& id = pool.replicas[i].id;
-        const std::size_t matched = precise_ && precise_->live(id) ? precise_->match(id, req.blocks)
-                                                                   : index_.match_at(i, req.blocks);
+        const std::size_t matched = precise_ && precise_->live(id, pool.replicas[i].epoch)
+                                        ? precise_->match(id, req.blocks)
+                                        : index_.match_at(i, req.blocks);
         const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
         const scored s{i, cost, matched};
         if (better(s, best))

@@ -72,7 +72,7 @@ private:
     std::size_t matched(const pool_snapshot& pool, std::size_t i,
                         std::span<const common::block_hash> blocks) const;
     bool precise_at(const pool_snapshot& pool, std::size_t i) const {
-        return precise_ && precise_->live(pool.replicas[i].id);
+        return precise_ && precise_->live(pool.replicas[i].id, pool.replicas[i].epoch);
     }
 
     least_loaded_policy fallback_;

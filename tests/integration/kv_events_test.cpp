@@ -1,0 +1,108 @@
+// KV events through the real binaries: lanes replicas publish, the router subscribes from what
+// their metrics announce and routes on the replicas' own word; a replica killed -9 and restarted
+// on its port is not sent its old prefixes.
+#include "traffic.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <map>
+#include <set>
+
+using namespace lanes;
+using namespace lanes::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::vector<std::string> event_flags = {"--kv-events-endpoint", "tcp://127.0.0.1:*",
+                                              "--kv-events-replay-endpoint", "tcp://127.0.0.1:*"};
+
+std::unique_ptr<process> publishing_replica(unsigned short port, int seed) {
+    std::vector<std::string> args = {"--port", std::to_string(port), "--seed",
+                                     std::to_string(seed)};
+    args.insert(args.end(), event_flags.begin(), event_flags.end());
+    auto r = std::make_unique<process>(LANES_REPLICA_BIN, args);
+    REQUIRE(wait_healthy(r->port(), 10s));
+    return r;
+}
+
+bool live(unsigned short router_port, const std::string& replica_url) {
+    const std::string text = get(router_port, "/metrics").body;
+    return text.find("lanes_router_kv_events_live{replica=\"" + replica_url + "\"} 1") !=
+           std::string::npos;
+}
+
+std::string prompt(int i) {
+    std::string p = "Document " + std::to_string(i) + ": ";
+    while (p.size() < 160)
+        p += "the quick brown fox " + std::to_string(i) + " ";
+    return p;
+}
+
+reply complete(unsigned short port, int i) {
+    return post_json(port, "/v1/completions",
+                     R"({"prompt":")" + prompt(i) + R"(","max_tokens":2})");
+}
+
+} // namespace
+
+TEST_CASE("kv events: routed on the replicas' word, and a restarted replica loses its prefixes",
+          "[kv_events]") {
+    std::vector<std::unique_ptr<process>> replicas;
+    replicas.push_back(publishing_replica(0, 0));
+    replicas.push_back(publishing_replica(0, 1));
+    process router(LANES_ROUTER_BIN,
+                   {"--host", "127.0.0.1", "--port", "0", "--replica", replicas[0]->url(),
+                    "--replica", replicas[1]->url(), "--scrape-interval", "100ms",
+                    "--health-interval", "50ms", "--access-log", "false"});
+    REQUIRE(wait_healthy(router.port(), 10s));
+    for (const auto& r : replicas)
+        REQUIRE(eventually([&] { return live(router.port(), r->url()); }, 5s));
+
+    std::map<int, std::string> placed;
+    for (int i = 0; i < 8; ++i) {
+        const auto r = complete(router.port(), i);
+        REQUIRE(r.status == 200);
+        placed[i] = r.header("x-lanes-replica");
+    }
+    // The same prompts again: each where the replica's events say its prefix is.
+    for (int i = 0; i < 8; ++i) {
+        const auto r = complete(router.port(), i);
+        REQUIRE(r.status == 200);
+        CHECK(r.header("x-lanes-replica") == placed[i]);
+        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
+    }
+
+    // kill -9 the replica holding prompt 0, and start it again on its port: an empty cache.
+    const std::string victim = placed[0];
+    const std::size_t v = replicas[0]->url() == victim ? 0 : 1;
+    const unsigned short port = replicas[v]->port();
+    replicas[v]->signal(SIGKILL);
+    REQUIRE(replicas[v]->wait(5s) != -1);
+    replicas[v] = publishing_replica(port, 7);
+    const auto restarted = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(1s);
+    std::set<int> old;
+    for (const auto& [i, url] : placed)
+        if (url == victim)
+            old.insert(i);
+    REQUIRE(!old.empty());
+    for (const int i : old) {
+        const auto r = complete(router.port(), i);
+        REQUIRE(r.status == 200);
+        INFO("prompt " << i << " went to " << r.header("x-lanes-replica") << " for "
+                       << r.header("x-lanes-route-reason"));
+        // Not sent to the restarted replica on the strength of a prefix it no longer holds.
+        const bool stale = r.header("x-lanes-replica") == victim &&
+                           r.header("x-lanes-route-reason").starts_with("prefix_match");
+        CHECK_FALSE(stale);
+    }
+    // And the router follows the new process's events (it announces a new port).
+    CHECK(eventually([&] { return live(router.port(), victim); }, 5s));
+    INFO("resubscribed " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - restarted)
+                                .count()
+                         << " ms after the restart");
+    CHECK(router.log().find("subscribed to") != std::string::npos);
+}
