@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
 rss=${FUZZ_RSS_MB:-1024}
-targets=${FUZZ_TARGETS:-request_head response body_readers prom sse url}
+targets=${FUZZ_TARGETS:-request_head response body_readers prom sse url kv_events}
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DLANES_SANITIZE=address -DLANES_FUZZ=ON \
     -DLANES_CUDA=OFF >/dev/null

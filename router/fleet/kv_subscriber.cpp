@@ -17,6 +17,8 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+constexpr std::int64_t max_message_bytes = static_cast<std::int64_t>(ev::decode_limits{}.max_bytes);
+
 std::string tcp_endpoint(const common::http::url& u, unsigned short port) {
     const bool v6 = u.host.find(':') != std::string::npos;
     return "tcp://" + (v6 ? "[" + u.host + "]" : u.host) + ":" + std::to_string(port);
@@ -229,11 +231,14 @@ void kv_subscriber::run() {
                 s.sub.set(zmq::sockopt::linger, 0);
                 s.sub.set(zmq::sockopt::ipv6, 1);
                 s.sub.set(zmq::sockopt::subscribe, cfg_.topic);
+                // A frame past the decoder's bound is refused by ZeroMQ before it is stored.
+                s.sub.set(zmq::sockopt::maxmsgsize, max_message_bytes);
                 s.sub.connect(s.endpoint);
                 if (!s.replay_endpoint.empty()) {
                     s.dealer.emplace(z.ctx, zmq::socket_type::dealer);
                     s.dealer->set(zmq::sockopt::linger, 0);
                     s.dealer->set(zmq::sockopt::ipv6, 1);
+                    s.dealer->set(zmq::sockopt::maxmsgsize, max_message_bytes);
                     s.dealer->connect(s.replay_endpoint);
                 }
             } catch (const zmq::error_t& e) {
