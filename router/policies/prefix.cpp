@@ -107,6 +107,24 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
         }))
         return by_hash(req, pool, candidates);
 
+    // The replicas' own word first, where they publish it: a prefix one of them holds now. When
+    // none does (evicted everywhere, or never seen), the approximate index's memory of where
+    // the prefix went decides, as without events: sending it back there keeps one home per
+    // prefix instead of scattering copies over the fleet.
+    const bool any_precise = std::any_of(candidates.begin(), candidates.end(),
+                                         [&](std::size_t i) { return precise_at(pool, i); });
+    if (any_precise)
+        if (auto d = longest(req, pool, tried, candidates, true))
+            return *d;
+    if (auto d = longest(req, pool, tried, candidates, false))
+        return *d;
+    return least_cached(req, pool, candidates);
+}
+
+std::optional<decision> prefix_policy::longest(const route_request& req, const pool_snapshot& pool,
+                                               const tried_set& tried,
+                                               const std::vector<std::size_t>& candidates,
+                                               bool precise) {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
     // Longer match first, then lower load, then rendezvous order.
@@ -124,7 +142,9 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     std::optional<candidate> best_within; // the best among replicas within the load cap
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
-        const candidate c{i, load_score(r, kv_weight_), matched(pool, i, req.blocks)};
+        const std::size_t m =
+            precise ? matched(pool, i, req.blocks) : index_.match_at(i, req.blocks);
+        const candidate c{i, load_score(r, kv_weight_), m};
         if (better(c, best))
             best = c;
         if (within_cap(r, cap) && better(c, best_within))
@@ -133,14 +153,15 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     const double ratio =
         static_cast<double>(best->matched) / static_cast<double>(req.blocks.size());
     if (best->matched == 0 || ratio < min_match_ratio_)
-        return least_cached(req, pool, candidates);
+        return std::nullopt;
     if (within_cap(pool.replicas[best->index], cap))
-        return {best->index,
-                precise_at(pool, best->index) ? route_reason::prefix_match_precise
-                                              : route_reason::prefix_match,
-                best->matched};
+        return decision{best->index,
+                        precise && precise_at(pool, best->index)
+                            ? route_reason::prefix_match_precise
+                            : route_reason::prefix_match,
+                        best->matched};
     if (best_within)
-        return {best_within->index, route_reason::prefix_overload, best_within->matched};
+        return decision{best_within->index, route_reason::prefix_overload, best_within->matched};
     return delegate(req, pool, tried, route_reason::prefix_overload);
 }
 

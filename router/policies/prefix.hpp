@@ -22,6 +22,7 @@
 #include "router/policies/policy.hpp"
 #include "router/policies/prefix_index.hpp"
 
+#include <optional>
 #include <string>
 
 namespace lanes::router {
@@ -66,6 +67,11 @@ private:
                           const std::vector<std::size_t>& candidates) const;
     decision by_hash(const route_request& req, const pool_snapshot& pool,
                      const std::vector<std::size_t>& candidates) const;
+    // Steps 4 and 5 on one index: the precise one (where replicas publish events) or the
+    // approximate one; nullopt for a miss.
+    std::optional<decision> longest(const route_request& req, const pool_snapshot& pool,
+                                    const tried_set& tried,
+                                    const std::vector<std::size_t>& candidates, bool precise);
 
     // What replica `i` holds of `blocks`: its KV events' word when it publishes them (and its
     // stream is complete), else the approximate index's guess.
