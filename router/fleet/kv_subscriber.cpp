@@ -177,6 +177,13 @@ void kv_subscriber::run() {
         }
     };
 
+    // The replica's stream started again: its cache is new, so what the router guessed of the old
+    // one goes too (the epoch moves; the approximate index forgets it).
+    const auto cache_lost = [&](const std::string& id) {
+        if (const auto r = pool_.find(id))
+            r->epoch.fetch_add(1);
+    };
+
     const auto on_batch = [&](subscription& s, std::int64_t seq, const std::string& payload) {
         if (s.last_seq >= 0 && seq == s.last_seq + 1) {
             if (!apply(s, payload))
@@ -188,6 +195,8 @@ void kv_subscriber::run() {
         } else {
             // The first batch since subscribing, or a sequence that started again (the engine
             // restarted): from its first batch, the stream says everything.
+            if (s.last_seq >= 0)
+                cache_lost(s.id);
             if (seq == 0)
                 index_.reset(s.id, true);
             else
@@ -215,6 +224,8 @@ void kv_subscriber::run() {
             const auto w = want.find(it->first);
             if (w == want.end() || w->second.first != it->second.endpoint ||
                 w->second.second != it->second.replay_endpoint) {
+                if (w != want.end())
+                    cache_lost(it->first); // a new endpoint: a new process
                 index_.forget(it->first);
                 it = z.subs.erase(it);
             } else {
