@@ -19,10 +19,11 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelW
     -DLANES_CUDA=OFF -DLANES_WERROR="$werror" \
     -DLANES_FUZZ_SECONDS="${LANES_FUZZ_SECONDS:-60}" >/dev/null
 cmake --build "$dir"
+root=$PWD
 cd "$dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp}
 [ "$tier" = thread ] && export LANES_TEST_ROUTER_THREADS=4
 # Not here: the format and docs checks (the plain tier runs them) and GPU cases.
 ctest --output-on-failure --timeout 900 -E '^(format|docs|gpu|lint):' "${@:2}"
