@@ -12,7 +12,7 @@ packages=(
     prometheus                                 # promtool, to lint /metrics in the tests
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
     libssl-dev openssl                         # key digests and TLS; certificates in the tests
-    libzmq3-dev cppzmq-dev libmsgpack-cxx-dev  # KV events in vLLM's wire format
+    libzmq3-dev cppzmq-dev                     # KV events (ZeroMQ; msgpack is our own, see common/kv_events)
     clang-14 libclang-rt-14-dev                # the sanitizer tiers and libFuzzer targets (CI)
     python3                                    # scripts/check-coawait.py, the soak driver
     util-linux                                 # prlimit, for the fd-starved router test
