@@ -27,8 +27,11 @@ trap stop_all INT TERM EXIT
 router_args=()
 for i in $(seq 0 $((n - 1))); do
     p=$((first_replica_port + i))
+    # Each replica publishes its KV-cache events (ports picked by the kernel, announced in its
+    # /metrics), so the router routes on what they hold (docs/kv-events.md).
     "$bin/replica/lanes-replica" --host 127.0.0.1 --port "$p" --seed "$i" \
-        --backend "${LANES_BACKEND:-auto}" --preset "${LANES_PRESET:-tiny}" &
+        --backend "${LANES_BACKEND:-auto}" --preset "${LANES_PRESET:-tiny}" \
+        --kv-events-endpoint 'tcp://127.0.0.1:*' --kv-events-replay-endpoint 'tcp://127.0.0.1:*' &
     pids+=($!)
     router_args+=(--replica "http://127.0.0.1:$p")
 done
