@@ -30,8 +30,13 @@ std::size_t prefix_policy::on_routed(const route_request& req, const std::string
 
 std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
                                    std::span<const common::block_hash> blocks) const {
-    if (precise_at(pool, i))
-        return precise_->match(pool.replicas[i].id, blocks);
+    if (precise_at(pool, i)) {
+        // A replica that still holds the head of a prefix and is where the prefix has been going
+        // (the approximate index) counts as its home in full: its evicted tail is recomputed
+        // there, rather than the prefix moving to a fuller copy elsewhere.
+        const std::size_t held = precise_->match(pool.replicas[i].id, blocks);
+        return held > 0 ? std::max(held, index_.match_at(i, blocks)) : 0;
+    }
     return index_.match_at(i, blocks);
 }
 
