@@ -19,8 +19,6 @@ namespace beast = boost::beast;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
 // Obsolete line folding (a field line that starts with a space or tab) in a header's raw bytes.
 bool has_obs_fold(std::string_view header) {
     for (auto at = header.find("\r\n"); at != std::string_view::npos && at + 2 < header.size();
