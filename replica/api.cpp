@@ -1,7 +1,9 @@
 #include "replica/api.hpp"
 
+#include "common/access/secret.hpp"
 #include "common/http/routes.hpp"
 #include "common/http/sse.hpp"
+#include "common/kv_events/events.hpp"
 #include "common/log.hpp"
 #include "common/openai/error.hpp"
 #include "common/openai/request.hpp"
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <mutex>
 #include <random>
 
 namespace lanes::replica {
@@ -86,6 +89,9 @@ api::api(const replica_config& cfg, engine& eng, replica_metrics& metrics)
     , engine_(eng)
     , metrics_(metrics)
     , created_(unix_now())
+    , dump_token_(cfg.kv_dump_token.empty()
+                      ? std::nullopt
+                      : std::optional(common::access::sha256(cfg.kv_dump_token)))
     , seed_base_((static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                  std::random_device{}()) {}
 
@@ -103,13 +109,14 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
         unsigned methods;
         asio::awaitable<void> (api::*serve)(http::request&, http::response_writer&);
     };
-    static constexpr std::array<route, 6> routes{{
+    static constexpr std::array<route, 7> routes{{
         {"/v1/completions", http::method_post, &api::completions},
         {"/v1/chat/completions", http::method_post, &api::chat_completions},
         {"/v1/models", http::method_get, &api::models},
         {"/health", http::method_get, &api::health},
         {"/metrics", http::method_get, &api::metrics_page},
         {"/load", http::method_get, &api::load},
+        {"/kv-events/blocks", http::method_get, &api::kv_blocks},
     }};
     const std::string_view path = http::path_of(req.target());
     const auto match = http::match_route(routes, path, req.method());
@@ -163,6 +170,72 @@ asio::awaitable<void> api::models(http::request& req, http::response_writer& out
                                   {"max_model_len", engine_.max_sequence_tokens()}};
     const nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
     co_await out.send(http::make_response(req, status::ok, j.dump()));
+}
+
+namespace {
+
+// The engine's dump, handed from its thread to the session waiting for it (the pattern of
+// request_stream: the timer is only touched on the session's executor).
+struct dump_waiter : std::enable_shared_from_this<dump_waiter> {
+    explicit dump_waiter(asio::any_io_executor ex)
+        : executor(std::move(ex))
+        , ready(executor) {}
+    void deliver(kv_dump d) {
+        std::lock_guard lock(mutex);
+        got = std::move(d);
+        asio::post(executor, [self = shared_from_this()] { self->ready.cancel(); });
+    }
+    std::optional<kv_dump> take() {
+        std::lock_guard lock(mutex);
+        return std::move(got);
+    }
+    asio::any_io_executor executor;
+    asio::steady_timer ready;
+    std::mutex mutex;
+    std::optional<kv_dump> got;
+};
+
+} // namespace
+
+// Every block the cache holds, as one batch of BlockStored events (msgpack, the event stream's
+// form) and the sequence number the stream goes on from (lanes-kv-events-next-seq): a router
+// applies the dump, then the batches from that number on.
+asio::awaitable<void> api::kv_blocks(http::request& req, http::response_writer& out) {
+    if (!dump_token_)
+        co_return co_await send_error(
+            req, out,
+            openai::api_error::not_found("the block dump is off (lanes-replica --kv-dump-token)"));
+    const std::string_view given =
+        common::access::bearer_token(req[boost::beast::http::field::authorization]);
+    if (given.empty() || !common::access::same(common::access::sha256(given), *dump_token_)) {
+        auto e = openai::api_error::of(401, "the block dump needs its bearer token");
+        e.code = "invalid_api_key";
+        co_return co_await send_error(req, out, e);
+    }
+    auto waiter = std::make_shared<dump_waiter>(co_await asio::this_coro::executor);
+    // The wait starts before the engine can answer: a wake-up posted meanwhile runs after it.
+    waiter->ready.expires_after(cfg_.kv_dump_timeout);
+    if (!engine_.request_kv_dump([waiter](kv_dump d) { waiter->deliver(std::move(d)); }))
+        co_return co_await send_error(
+            req, out, openai::api_error::of(503, "the engine is stopping or publishes no events"));
+    std::optional<kv_dump> d = waiter->take();
+    if (!d) {
+        co_await waiter->ready.async_wait(asio::as_tuple(asio::use_awaitable));
+        d = waiter->take();
+    }
+    if (!d)
+        co_return co_await send_error(
+            req, out, openai::api_error::of(503, "the engine did not pause for the dump in time"));
+    common::kv_events::batch b;
+    b.ts =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    b.events = std::move(d->events);
+    b.data_parallel_rank = 0;
+    auto res = http::make_response(req, status::ok, common::kv_events::encode(b),
+                                   "application/vnd.msgpack");
+    res.set("lanes-kv-events-next-seq", std::to_string(d->next_batch));
+    res.set(boost::beast::http::field::cache_control, "no-store");
+    co_await out.send(std::move(res));
 }
 
 std::optional<openai::api_error> api::make_engine_request(const openai::generation_request& g,

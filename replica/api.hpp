@@ -1,8 +1,10 @@
 // The replica's HTTP surface: OpenAI completions and chat completions (stream and non-stream),
-// /v1/models, /health, /metrics and /load. Handlers validate, hand the request to the engine and
-// relay its events; every refusal is OpenAI error JSON.
+// /v1/models, /health, /metrics, /load and, behind its token, /kv-events/blocks (the KV cache's
+// blocks in the event form, for a router warming up). Handlers validate, hand the request to the
+// engine and relay its events; every refusal is OpenAI error JSON.
 #pragma once
 
+#include "common/access/secret.hpp"
 #include "common/http/message.hpp"
 #include "common/http/response_writer.hpp"
 #include "common/openai/error.hpp"
@@ -40,6 +42,8 @@ private:
                                       common::http::response_writer& out);
     boost::asio::awaitable<void> models(common::http::request& req,
                                         common::http::response_writer& out);
+    boost::asio::awaitable<void> kv_blocks(common::http::request& req,
+                                           common::http::response_writer& out);
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
     // The engine's request for `g`, or the 4xx the replica answers instead.
@@ -61,6 +65,7 @@ private:
     engine& engine_;
     replica_metrics& metrics_;
     std::int64_t created_; // unix time the server started (for /v1/models)
+    std::optional<common::access::digest> dump_token_; // of --kv-dump-token; none: dump off
     const std::uint64_t seed_base_;
     std::atomic<std::uint64_t> seed_count_{0};
 };

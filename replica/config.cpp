@@ -60,6 +60,13 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("kv-events-buffer-steps", cfg.kv_events.buffer_steps, "batches kept for replay requests");
     f.add("kv-events-queue", cfg.kv_events.max_queue,
           "batches waiting to be sent; past it a batch is dropped (and counted)");
+    f.add("kv-dump-token", cfg.kv_dump_token,
+          "bearer token GET /kv-events/blocks (the cached blocks, for routers warming up) "
+          "requires; the dump is off without one");
+    f.add("kv-dump-token-file", cfg.kv_dump_token_file,
+          "file whose first line is the --kv-dump-token");
+    f.add("kv-dump-timeout", cfg.kv_dump_timeout,
+          "how long a dump request waits for the engine's pause between steps");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
     f.add("log-queue-bytes", cfg.log_queue_bytes,
           "log lines held for the log's writer thread, bytes (past it lines are dropped and "
@@ -112,6 +119,12 @@ std::vector<std::string> validate(const replica_config& cfg) {
          "--kv-events-replay-endpoint needs --kv-events-endpoint");
     need(cfg.kv_events.buffer_steps >= 1, "--kv-events-buffer-steps must be at least 1");
     need(cfg.kv_events.max_queue >= 1, "--kv-events-queue must be at least 1");
+    need(cfg.kv_dump_token.empty() || cfg.kv_dump_token_file.empty(),
+         "give --kv-dump-token or --kv-dump-token-file, not both");
+    need((cfg.kv_dump_token.empty() && cfg.kv_dump_token_file.empty()) ||
+             !cfg.kv_events.endpoint.empty(),
+         "--kv-dump-token needs --kv-events-endpoint (the dump goes with the event stream)");
+    need(cfg.kv_dump_timeout.count() >= 1, "--kv-dump-timeout must be positive");
     return errors;
 }
 

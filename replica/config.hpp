@@ -8,6 +8,7 @@
 #include "replica/backends/sim_cost_model.hpp"
 #include "replica/kv_events/publisher.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,8 +39,13 @@ struct replica_config {
     std::string log_level = "info";
     std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread
     common::http::server_config http;
-    kv_events_config kv_events;                    // published when kv_events.endpoint is set
-    common::openai::request_limits request_limits; // what one request body may ask
+    kv_events_config kv_events; // published when kv_events.endpoint is set
+    // GET /kv-events/blocks (every cached block, for a router's warm-up) needs this bearer token;
+    // off while empty. It reveals prompts: keep it secret.
+    std::string kv_dump_token;
+    std::string kv_dump_token_file;
+    std::chrono::milliseconds kv_dump_timeout{2'000}; // the engine's answer to a dump request
+    common::openai::request_limits request_limits;    // what one request body may ask
     std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)
     std::int64_t cpu_threads = 1; // OpenBLAS threads of the cpu backend
     sim_cost_model sim;

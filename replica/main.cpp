@@ -1,4 +1,5 @@
 // lanes-replica: parse config, wire engine + HTTP front, run until SIGINT/SIGTERM.
+#include "common/access/secret.hpp"
 #include "common/http/run_loop.hpp"
 #include "common/http/server.hpp"
 #include "common/log.hpp"
@@ -33,6 +34,13 @@ int main(int argc, char** argv) {
     common::log::parse_level(cfg.log_level, lvl);
     common::log::set_level(lvl);
     common::log::set_queue_limit(cfg.log_queue_bytes);
+    if (!cfg.kv_dump_token_file.empty()) {
+        std::string why;
+        auto token = common::access::read_secret_file(cfg.kv_dump_token_file, why);
+        if (!token)
+            return common::report_config_errors("lanes-replica", {"--kv-dump-token-file: " + why});
+        cfg.kv_dump_token = std::move(*token);
+    }
 
     try {
         std::string note;

@@ -125,6 +125,18 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("kv-events-topic", cfg.kv_subscriber.topic, "topic prefix subscribed to");
     f.add("kv-events-replay-timeout", cfg.kv_subscriber.replay_timeout,
           "how long a replay request may take before the replica is resynced");
+    f.add("kv-bootstrap-token", cfg.kv_subscriber.bootstrap_token,
+          "bearer token of the replicas' block dump (their --kv-dump-token): a replica whose "
+          "replay cannot reach back to its first batch is read whole from its "
+          "/kv-events/blocks; without it such a replica stays approximate until its cache clears");
+    f.add("kv-bootstrap-token-file", cfg.kv_bootstrap_token_file,
+          "file whose first line is the --kv-bootstrap-token");
+    f.add("kv-bootstrap-timeout", cfg.kv_subscriber.bootstrap_timeout,
+          "how long one block dump may take");
+    f.add("kv-bootstrap-max-bytes", cfg.kv_subscriber.bootstrap_max_bytes,
+          "largest block dump read (past it the replica stays approximate)");
+    f.add("kv-bootstrap-retry", cfg.kv_subscriber.bootstrap_retry,
+          "least time between two block dumps of one replica");
     f.add("kv-events-pending-ttl", cfg.precise.pending_ttl,
           "how long blocks just routed count as held before the replica's events confirm them");
     f.add("kv-events-max-blocks", cfg.precise.max_blocks,
@@ -389,6 +401,13 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.kv_subscriber.replay_timeout.count() > 0,
          "--kv-events-replay-timeout must be positive");
     need(cfg.precise.pending_ttl.count() >= 0, "--kv-events-pending-ttl must be >= 0");
+    need(cfg.kv_subscriber.bootstrap_token.empty() || cfg.kv_bootstrap_token_file.empty(),
+         "give --kv-bootstrap-token or --kv-bootstrap-token-file, not both");
+    need(cfg.kv_subscriber.bootstrap_timeout.count() > 0,
+         "--kv-bootstrap-timeout must be positive");
+    need(cfg.kv_subscriber.bootstrap_max_bytes >= 4096,
+         "--kv-bootstrap-max-bytes must be at least 4096");
+    need(cfg.kv_subscriber.bootstrap_retry.count() >= 0, "--kv-bootstrap-retry must be >= 0");
     need(cfg.precise.max_blocks >= 1024, "--kv-events-max-blocks must be at least 1024");
     {
         trusted_proxies proxies;

@@ -124,6 +124,7 @@ struct router_config {
     // kv_events_port), and route on their word.
     bool kv_events = true;
     kv_subscriber_config kv_subscriber;
+    std::string kv_bootstrap_token_file; // read into kv_subscriber.bootstrap_token at start
     precise_index_settings precise;
 
     // Replica state.

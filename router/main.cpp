@@ -49,6 +49,14 @@ int main(int argc, char** argv) {
             return common::report_config_errors("lanes-router", {"--admin-token-file: " + why});
         cfg.admin_token = std::move(*token);
     }
+    if (!cfg.kv_bootstrap_token_file.empty()) {
+        std::string why;
+        auto token = common::access::read_secret_file(cfg.kv_bootstrap_token_file, why);
+        if (!token)
+            return common::report_config_errors("lanes-router",
+                                                {"--kv-bootstrap-token-file: " + why});
+        cfg.kv_subscriber.bootstrap_token = std::move(*token);
+    }
 
     try {
         common::http::set_client_trust({cfg.replica_ca, cfg.replica_insecure_skip_verify});
@@ -89,11 +97,12 @@ int main(int argc, char** argv) {
             cfg.policy_knobs.precise = precise;
             subscriber = std::make_unique<router::kv_subscriber>(
                 pool, *precise, metrics, cfg.kv_subscriber,
-                [](const router::replica& r, const std::string& lora) {
+                [](const router::replica& r, const std::string& lora, std::uint64_t salt_hash) {
                     const auto models = r.models();
                     const std::string model =
                         !lora.empty() ? lora : (models->ids.size() == 1 ? models->ids.front() : "");
-                    return router::affinity_root(model, 0);
+                    // A salted run: the request's root folds the salt's hash in the same way.
+                    return router::affinity_root(model, salt_hash);
                 });
         }
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),

@@ -127,7 +127,12 @@ router_metrics::router_metrics()
                                             "KV-event batches that did not decode.", {"replica"}))
     , kv_event_live(registry_.add_gauge(
           "lanes_router_kv_events_live",
-          "1 while a replica's precise index is complete and routed on, else 0.", {"replica"})) {}
+          "1 while a replica's precise index is complete and routed on, else 0.", {"replica"}))
+    , kv_bootstraps(registry_.add_counter(
+          "lanes_router_kv_bootstraps_total",
+          "Block dumps read from a replica to start its precise index: ok, or why not (refused, "
+          "failed, undecodable).",
+          {"replica", "outcome"})) {}
 
 std::string router_metrics::expose(const replica_pool& pool) {
     std::lock_guard lock(expose_mutex_);
@@ -145,8 +150,9 @@ std::string router_metrics::expose(const replica_pool& pool) {
     const auto present_or_none = [&present](const common::metrics::label_values& v) {
         return v.front() == "none" || present(v);
     };
-    for (auto* c : {&requests, &ejections, &backpressure, &replica_prefix_hits,
-                    &replica_prefix_queries, &kv_event_batches, &kv_event_gaps, &kv_event_errors})
+    for (auto* c :
+         {&requests, &ejections, &backpressure, &replica_prefix_hits, &replica_prefix_queries,
+          &kv_event_batches, &kv_event_gaps, &kv_event_errors, &kv_bootstraps})
         c->retire(present_or_none);
     for (const auto& r : replicas) {
         const std::vector<std::string> label{r->id()};

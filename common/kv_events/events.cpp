@@ -139,6 +139,10 @@ struct reader {
             return fail("BlockStored with " + std::to_string(out.token_ids.size()) +
                         " token ids for " + std::to_string(out.block_hashes.size()) +
                         " blocks of " + std::to_string(out.block_size));
+        // A field of another kind where lanes puts the salt's hash (some other reader's extra
+        // field) is not lanes' and is left alone.
+        if (const mp::value* salt = f.at(7, "cache_salt_hash"); salt && salt->k == mp::kind::uint)
+            out.cache_salt_hash = salt->u;
         return optional_int(f.at(4, "lora_id"), out.lora_id) &&
                optional_str(f.at(5, "medium"), out.medium) &&
                optional_str(f.at(6, "lora_name"), out.lora_name);
@@ -188,7 +192,7 @@ std::string encode(const batch& b) {
     w.array(b.events.size());
     for (const auto& e : b.events) {
         if (const auto* s = std::get_if<block_stored>(&e)) {
-            w.array(7);
+            w.array(s->cache_salt_hash ? 9 : s->lora_name ? 8 : 7);
             w.str("BlockStored");
             write_hashes(w, s->block_hashes);
             if (s->parent)
@@ -204,6 +208,10 @@ std::string encode(const batch& b) {
             else
                 w.nil();
             write_optional_str(w, s->medium);
+            if (s->lora_name || s->cache_salt_hash)
+                write_optional_str(w, s->lora_name);
+            if (s->cache_salt_hash)
+                w.uint(*s->cache_salt_hash);
         } else if (const auto* r = std::get_if<block_removed>(&e)) {
             w.array(3);
             w.str("BlockRemoved");

@@ -3,14 +3,16 @@
 // number, the payload). lanes writes the array form vLLM's msgspec structs had with array_like:
 //   batch        [ts, [event...], data_parallel_rank]
 //   BlockStored  ["BlockStored", [hash...], parent hash or nil, [token id...], block_size,
-//                 lora_id or nil, medium or nil]
+//                 lora_id or nil, medium or nil(, lora_name or nil, cache_salt_hash)]
 //   BlockRemoved ["BlockRemoved", [hash...], medium or nil]
 //   AllBlocksCleared ["AllBlocksCleared"]
 // and reads that form and the map form of newer vLLM ({"ts":..., "events": [{"type":
 // "BlockStored", "block_hashes": ...}]}), with later fields (lora_name, extra_keys, group_idx,
 // ...) allowed and ignored. A block hash is an integer (lanes, and vLLM with
 // VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES) or bytes (vLLM's default); either is kept as opaque bytes,
-// since the router never relies on the engine's hash function.
+// since the router never relies on the engine's hash function. cache_salt_hash is lanes' own:
+// a run whose block 0 is under a request's cache_salt has no parent and carries the salt's hash
+// (common::salted_root), never the salt; other readers ignore the trailing field.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +37,7 @@ struct block_stored {
     std::optional<std::int64_t> lora_id;
     std::optional<std::string> medium;
     std::optional<std::string> lora_name;
+    std::optional<std::uint64_t> cache_salt_hash;
 };
 struct block_removed {
     std::vector<engine_hash> block_hashes;

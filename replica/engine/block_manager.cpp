@@ -1,6 +1,8 @@
 #include "replica/engine/block_manager.hpp"
 
+#include <algorithm>
 #include <string>
+#include <unordered_set>
 
 namespace lanes::replica {
 
@@ -95,8 +97,36 @@ std::optional<std::vector<block_id>> block_manager::allocate(std::size_t n) {
     return ids;
 }
 
+void block_manager::record_events(std::size_t block_size) {
+    record_block_size_ = block_size;
+    tokens_.assign(block_size * blocks_.size(), 0);
+}
+
+void block_manager::append_stored(std::vector<common::kv_events::event>& events, const block& blk,
+                                  std::span<const common::token_id> tokens,
+                                  std::size_t block_size) {
+    namespace ev = common::kv_events;
+    const ev::engine_hash parent_hash = ev::int_hash(blk.parent);
+    auto* last = events.empty() ? nullptr : std::get_if<ev::block_stored>(&events.back());
+    // The next block of the sequence the last event stored: one event for the run, as vLLM's.
+    if (blk.first || !last || last->block_hashes.empty() ||
+        last->block_hashes.back() != parent_hash) {
+        ev::block_stored s;
+        if (!blk.first)
+            s.parent = parent_hash;
+        else if (blk.parent != common::root_block_hash)
+            s.cache_salt_hash = blk.parent; // the salt's hash stands in the root's place
+        s.block_size = block_size;
+        s.medium = "GPU";
+        events.emplace_back(std::move(s));
+        last = &std::get<ev::block_stored>(events.back());
+    }
+    last->block_hashes.push_back(ev::int_hash(blk.hash));
+    last->token_ids.insert(last->token_ids.end(), tokens.begin(), tokens.end());
+}
+
 void block_manager::cache_block(block_id b, common::block_hash h, common::block_hash parent,
-                                std::span<const common::token_id> tokens) {
+                                std::span<const common::token_id> tokens, bool first) {
     auto& blk = blocks_[static_cast<std::size_t>(b)];
     if (blk.has_hash)
         return;
@@ -107,21 +137,47 @@ void block_manager::cache_block(block_id b, common::block_hash h, common::block_
     cached_.emplace(h, b);
     if (record_block_size_ == 0 || tokens.size() != record_block_size_)
         return;
-    namespace ev = common::kv_events;
-    const ev::engine_hash parent_hash = ev::int_hash(parent);
-    auto* last = events_.empty() ? nullptr : std::get_if<ev::block_stored>(&events_.back());
-    // The next block of the sequence the last event stored: one event for the run, as vLLM's.
-    if (!last || last->block_hashes.empty() || last->block_hashes.back() != parent_hash) {
-        ev::block_stored s;
-        if (parent != common::root_block_hash)
-            s.parent = parent_hash; // a salted root stands in the parent's place
-        s.block_size = record_block_size_;
-        s.medium = "GPU";
-        events_.emplace_back(std::move(s));
-        last = &std::get<ev::block_stored>(events_.back());
+    blk.parent = parent;
+    blk.first = first;
+    std::copy(tokens.begin(), tokens.end(),
+              tokens_.begin() +
+                  static_cast<std::ptrdiff_t>(b) * static_cast<std::ptrdiff_t>(record_block_size_));
+    append_stored(events_, blk, tokens, record_block_size_);
+}
+
+std::vector<common::kv_events::event> block_manager::dump() const {
+    std::vector<common::kv_events::event> out;
+    if (record_block_size_ == 0)
+        return out;
+    const auto tokens_of = [&](block_id b) {
+        return std::span<const common::token_id>(tokens_).subspan(
+            static_cast<std::size_t>(b) * record_block_size_, record_block_size_);
+    };
+    std::unordered_set<common::block_hash> emitted;
+    emitted.reserve(cached_.size());
+    std::vector<block_id> chain;
+    for (const auto& [hash, id] : cached_) {
+        if (emitted.contains(hash))
+            continue;
+        // Up to the first ancestor already out (or the sequence's head), then down again.
+        chain.clear();
+        for (block_id b = id;;) {
+            chain.push_back(b);
+            const block& blk = blocks_[static_cast<std::size_t>(b)];
+            if (blk.first)
+                break;
+            const auto p = cached_.find(blk.parent);
+            if (p == cached_.end() || emitted.contains(blk.parent))
+                break; // its parent went (the subscriber cannot place it either) or is out
+            b = p->second;
+        }
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            const block& blk = blocks_[static_cast<std::size_t>(*it)];
+            emitted.insert(blk.hash);
+            append_stored(out, blk, tokens_of(*it), record_block_size_);
+        }
     }
-    last->block_hashes.push_back(ev::int_hash(h));
-    last->token_ids.insert(last->token_ids.end(), tokens.begin(), tokens.end());
+    return out;
 }
 
 void block_manager::release(std::span<const block_id> table) {

@@ -40,14 +40,19 @@ public:
     std::optional<std::vector<block_id>> allocate(std::size_t n);
     // Registers a full block's hash so later sequences can share it. A hash already cached in
     // another block is left alone (tables are append-only, as vLLM's). With events recorded,
-    // `parent` (the previous block's hash, or the sequence's root) and the block's `tokens` go
-    // into its BlockStored event.
+    // `parent` (the previous block's hash, or for block 0 of a sequence, `first`, its root) and
+    // the block's `tokens` go into its BlockStored event: block 0 has no parent, and under a
+    // cache_salt (a root other than root_block_hash) carries the root as its salt's hash.
     void cache_block(block_id b, common::block_hash h, common::block_hash parent = 0,
-                     std::span<const common::token_id> tokens = {});
+                     std::span<const common::token_id> tokens = {}, bool first = false);
     // From now on, every block cached and every cached block evicted is recorded, in vLLM's
     // event form (consecutive blocks of one sequence in one BlockStored), until take_events().
-    void record_events(std::size_t block_size) { record_block_size_ = block_size; }
+    void record_events(std::size_t block_size);
     std::vector<common::kv_events::event> take_events() { return std::move(events_); }
+    // Every block cached now, as BlockStored events (a parent before its children, runs of one
+    // sequence in one event): what a subscriber that starts from an empty cache and applies them
+    // knows. Only while events are recorded (empty otherwise).
+    std::vector<common::kv_events::event> dump() const;
     // Drops one reference from each block, tail first; blocks reaching zero join the free list.
     void release(std::span<const block_id> table);
 
@@ -66,7 +71,15 @@ private:
         common::block_hash hash = 0;
         block_id prev = -1; // free list links (valid while refs == 0)
         block_id next = -1;
+        // While events are recorded: the block's parent hash (block 0: its root) and whether it
+        // is block 0 of its sequence; its tokens are in tokens_.
+        common::block_hash parent = 0;
+        bool first = false;
     };
+    // Appends block `b` (hash `h`) to the events: to the last BlockStored when that ends with
+    // its parent, else as a new one.
+    static void append_stored(std::vector<common::kv_events::event>& events, const block& blk,
+                              std::span<const common::token_id> tokens, std::size_t block_size);
     void push_free_tail(block_id b);
     void unlink_free(block_id b);
 
@@ -75,7 +88,8 @@ private:
     block_id free_tail_ = -1;
     std::size_t free_count_ = 0;
     std::unordered_map<common::block_hash, block_id> cached_;
-    std::size_t record_block_size_ = 0; // 0: no events recorded
+    std::size_t record_block_size_ = 0;    // 0: no events recorded
+    std::vector<common::token_id> tokens_; // record_block_size_ per block, while recording
     std::vector<common::kv_events::event> events_;
 };
 

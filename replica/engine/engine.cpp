@@ -88,6 +88,7 @@ void engine::start() {
         first.events.emplace_back(common::kv_events::all_blocks_cleared{});
         first.data_parallel_rank = 0;
         kv_sink_(std::move(first));
+        ++kv_batches_;
     }
     thread_ = std::thread([this] { run(); });
 }
@@ -118,6 +119,33 @@ submit_status engine::submit(engine_request req, std::shared_ptr<request_stream>
     return submit_status::accepted;
 }
 
+bool engine::request_kv_dump(std::function<void(kv_dump)> done) {
+    if (!kv_sink_)
+        return false;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_)
+            return false;
+        dump_waiters_.push_back(std::move(done));
+    }
+    wake_.notify_all();
+    return true;
+}
+
+void engine::serve_kv_dumps() {
+    std::vector<std::function<void(kv_dump)>> waiters;
+    {
+        std::lock_guard lock(mutex_);
+        waiters.swap(dump_waiters_);
+    }
+    if (waiters.empty())
+        return;
+    kv_dump d{blocks_.dump(), kv_batches_};
+    for (std::size_t i = 0; i + 1 < waiters.size(); ++i)
+        waiters[i](d);
+    waiters.back()(std::move(d));
+}
+
 load_snapshot engine::load() const {
     std::lock_guard lock(mutex_);
     return snapshot_;
@@ -127,15 +155,19 @@ void engine::run() {
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !live_.empty(); });
+            wake_.wait(lock, [&] {
+                return stopping_ || !incoming_.empty() || !live_.empty() || !dump_waiters_.empty();
+            });
             if (stopping_)
                 break;
         }
+        serve_kv_dumps();
         admit_incoming();
         drop_cancelled();
         step();
         publish_gauges();
     }
+    serve_kv_dumps(); // none waits for a pause that will not come
     admit_incoming();
     for (auto& [id, seq] : live_)
         finish(*seq, "abort");
@@ -225,6 +257,7 @@ void engine::step() {
             b.events = std::move(events);
             b.data_parallel_rank = 0;
             kv_sink_(std::move(b));
+            ++kv_batches_;
         }
     }
 }

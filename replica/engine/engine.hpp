@@ -61,6 +61,13 @@ struct load_snapshot {
 
 enum class submit_status { accepted, queue_full, stopped };
 
+// Every block the KV cache holds, taken between two steps (block_manager::dump), and where it
+// stands in the event stream: the cache after the engine's batches 0 .. next_batch - 1.
+struct kv_dump {
+    std::vector<common::kv_events::event> events;
+    std::int64_t next_batch = 0;
+};
+
 class engine {
 public:
     // Runs `b` over a KV pool of cfg.kv_blocks blocks; `clock` times every request (queue time,
@@ -80,6 +87,9 @@ public:
     void stop(); // finishes every request with "abort" and joins the thread
 
     submit_status submit(engine_request req, std::shared_ptr<request_stream> stream);
+    // Asks for a kv_dump at the engine thread's next pause between steps; `done` runs there
+    // and must not block. False (and `done` never runs) when stopped or no events are published.
+    bool request_kv_dump(std::function<void(kv_dump)> done);
     load_snapshot load() const;
     std::string_view backend_name() const { return backend_->name(); }
     engine_clock::time_point now() const { return clock_(); }
@@ -96,6 +106,7 @@ private:
     void emit_token(live& seq, common::token_id tok, engine_clock::time_point now);
     void finish(live& seq, const std::string& reason);
     void publish_gauges();
+    void serve_kv_dumps();
 
     const replica_config& cfg_;
     replica_metrics& metrics_;
@@ -108,8 +119,10 @@ private:
     std::deque<std::unique_ptr<live>> incoming_;
     bool stopping_ = false;
     load_snapshot snapshot_;
+    std::vector<std::function<void(kv_dump)>> dump_waiters_;
 
     std::function<void(common::kv_events::batch)> kv_sink_;
+    std::int64_t kv_batches_ = 0; // given to kv_sink_ so far
     // Engine thread only.
     block_manager blocks_;
     scheduler scheduler_;

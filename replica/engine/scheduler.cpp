@@ -119,7 +119,8 @@ void scheduler::on_computed(sequence* seq, std::size_t num_tokens) {
         const common::block_hash parent = i == 0 ? seq->hash_root : seq->hashes[i - 1];
         blocks_.cache_block(seq->blocks[i], seq->hashes[i], parent,
                             std::span<const common::token_id>(seq->tokens)
-                                .subspan(i * cfg_.block_size, cfg_.block_size));
+                                .subspan(i * cfg_.block_size, cfg_.block_size),
+                            i == 0);
     }
 }
 

@@ -1,11 +1,16 @@
 #include "router/fleet/kv_subscriber.hpp"
 
+#include "common/http/fetch.hpp"
 #include "common/kv_events/events.hpp"
 #include "common/log.hpp"
 #include "router/metrics.hpp"
 
 #include <zmq.hpp>
 
+#include <boost/beast/core/string.hpp>
+
+#include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <vector>
@@ -13,6 +18,8 @@
 namespace lanes::router {
 
 namespace ev = common::kv_events;
+namespace beast = boost::beast;
+namespace beast_http = boost::beast::http;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -30,7 +37,9 @@ struct subscription {
     std::string endpoint, replay_endpoint;
     zmq::socket_t sub;
     std::optional<zmq::socket_t> dealer;
-    std::int64_t last_seq = -1; // of the last batch applied; -1: none since subscribing
+    std::int64_t last_seq = -1;  // of the last batch applied; -1: none since subscribing
+    std::int64_t skip_upto = -1; // batches up to this one came by replay or dump already
+    std::optional<clock_type::time_point> bootstrapped_at; // the last dump asked for
 };
 
 // The frames of one message: up to `max` kept, the rest read and dropped.
@@ -81,20 +90,22 @@ void kv_subscriber::stop() {
 void kv_subscriber::run() {
     impl z;
     auto last_sync = clock_type::time_point{};
+    using replayed = std::vector<std::pair<std::int64_t, std::string>>;
 
-    // Batches from `from` on, from the replica's replay socket, in order, until the end marker
-    // or the timeout; empty when it has no replay socket or does not answer.
-    const auto replay = [&](subscription& s, std::int64_t from) {
-        std::vector<std::pair<std::int64_t, std::string>> got;
+    // Batches from `from` on, from the replica's replay socket, in order, up to its end marker
+    // (none when the replica has nothing from there on); nullopt when it has no replay socket
+    // or does not answer in time.
+    const auto replay = [&](subscription& s, std::int64_t from) -> std::optional<replayed> {
         if (!s.dealer)
-            return got;
+            return std::nullopt;
         const std::string seq = ev::sequence_frame(from);
         try {
             s.dealer->send(zmq::const_buffer("", 0), zmq::send_flags::sndmore);
             s.dealer->send(zmq::buffer(seq), zmq::send_flags::none);
         } catch (const zmq::error_t&) {
-            return got;
+            return std::nullopt;
         }
+        replayed got;
         const auto deadline = clock_type::now() + cfg_.replay_timeout;
         while (!stopping_.load()) {
             const auto left =
@@ -115,8 +126,17 @@ void kv_subscriber::run() {
                 return got; // the end marker
             got.emplace_back(*n, frames[2].to_string());
         }
-        got.clear(); // cut short: not to be trusted as complete
-        return got;
+        return std::nullopt; // cut short: not to be trusted as complete
+    };
+
+    const auto apply_batch = [&](subscription& s, const ev::batch& b) {
+        const auto r = pool_.find(s.id);
+        if (!r)
+            return;
+        index_.apply(s.id, b, [&](const ev::block_stored& st) {
+            return root_for_(*r, st.lora_name.value_or(""), st.cache_salt_hash.value_or(0));
+        });
+        index_.confirm(s.id, r->epoch.load());
     };
 
     const auto apply = [&](subscription& s, const std::string& payload) -> bool {
@@ -128,53 +148,118 @@ void kv_subscriber::run() {
                                 s.id << ": a batch that does not decode: " << error);
             return false;
         }
-        const auto r = pool_.find(s.id);
-        if (!r)
-            return true;
-        // Stores of one batch share the replica's root unless a LoRA adapter names its own.
-        std::string lora;
-        for (const auto& e : b.events)
-            if (const auto* st = std::get_if<ev::block_stored>(&e); st && st->lora_name)
-                lora = *st->lora_name;
-        index_.apply(s.id, b, root_for_(*r, lora));
-        index_.confirm(s.id, r->epoch.load());
+        apply_batch(s, b);
         metrics_.kv_event_batches.with({s.id}).inc();
         return true;
     };
 
-    // Starts `s` over from what its replay socket still has: complete (live) when that reaches
-    // back to the first batch and up to `upto` - 1; otherwise not live until AllBlocksCleared.
-    const auto catch_up = [&](subscription& s, std::int64_t from, std::int64_t upto,
-                              bool from_start) {
-        auto got = replay(s, from);
-        bool complete = !got.empty() && got.front().first == from;
+    // Applies the contiguous run of `got` that starts at `from` (below `upto`): the last
+    // sequence number applied (from - 1 for none), or nullopt when a batch does not decode.
+    const auto apply_run = [&](subscription& s, const replayed& got, std::int64_t from,
+                               std::int64_t upto) -> std::optional<std::int64_t> {
         std::int64_t next = from;
         for (const auto& [seq, payload] : got) {
-            if (seq >= upto)
+            if (seq != next || seq >= upto)
                 break;
-            complete = complete && seq == next;
+            if (!apply(s, payload))
+                return std::nullopt;
             ++next;
         }
-        complete = complete && next == upto;
-        if (from_start || !complete)
-            index_.reset(s.id, complete && from_start);
+        return next - 1;
+    };
+
+    // The replica's block dump, then what its replay socket has from the dump on: the last
+    // sequence number the index now reflects (the replica live), or -1 when there is no token,
+    // the last try was too recent, or the dump cannot be had.
+    const auto bootstrap = [&](subscription& s) -> std::int64_t {
+        if (cfg_.bootstrap_token.empty())
+            return -1;
+        const auto now = clock_type::now();
+        if (s.bootstrapped_at && now - *s.bootstrapped_at < cfg_.bootstrap_retry)
+            return -1;
+        s.bootstrapped_at = now;
+        const auto r = pool_.find(s.id);
+        if (!r)
+            return -1;
+        common::http::fetch_options opts;
+        opts.total_timeout = cfg_.bootstrap_timeout;
+        opts.connect_timeout = std::min(cfg_.bootstrap_timeout, opts.connect_timeout);
+        opts.body_limit = cfg_.bootstrap_max_bytes;
+        opts.headers.emplace_back("Authorization", "Bearer " + cfg_.bootstrap_token);
+        const common::http::url where = r->address();
+        const auto res =
+            common::http::fetch_blocking(where, beast_http::verb::get, "/kv-events/blocks", opts);
+        const auto fail = [&](const char* outcome, const std::string& why) -> std::int64_t {
+            metrics_.kv_bootstraps.with({s.id, outcome}).inc();
+            LANES_LOG_THROTTLED(warn, "kv-events", s.id << ": no block dump: " << why);
+            return -1;
+        };
+        if (res.ec)
+            return fail("failed", res.ec.message());
+        if (res.status != 200)
+            return fail("refused", "HTTP " + std::to_string(res.status));
+        std::optional<std::int64_t> next;
+        for (const auto& [name, value] : res.headers)
+            if (beast::iequals(name, "lanes-kv-events-next-seq")) {
+                std::int64_t v = 0;
+                const auto* end = value.data() + value.size();
+                if (auto [p, ec] = std::from_chars(value.data(), end, v);
+                    ec == std::errc() && p == end && v >= 0)
+                    next = v;
+            }
+        if (!next)
+            return fail("undecodable", "no lanes-kv-events-next-seq header");
+        ev::batch dump;
+        std::string error;
+        ev::decode_limits lim;
+        lim.max_bytes = cfg_.bootstrap_max_bytes;
+        if (!ev::decode(res.body, dump, error, lim))
+            return fail("undecodable", error);
+        index_.reset(s.id, true);
+        apply_batch(s, dump);
+        std::int64_t known = *next - 1;
+        if (const auto got = replay(s, *next)) {
+            const auto last = apply_run(s, *got, *next, INT64_MAX);
+            if (!last) {
+                index_.reset(s.id, false);
+                return fail("undecodable", "a replayed batch that does not decode");
+            }
+            known = *last;
+        }
+        metrics_.kv_bootstraps.with({s.id, "ok"}).inc();
+        LANES_LOG(info, "kv-events",
+                  s.id << ": warmed from its block dump (" << index_.size(s.id)
+                       << " blocks, the stream from batch " << *next << " on)");
+        return known;
+    };
+
+    // Fills batches from .. upto - 1 from the replay socket, else from the replica's block dump:
+    // the last sequence number the index then reflects, or -1 when neither could (the replica's
+    // entries dropped, not live until its cache clears or a later dump). from_start: the index
+    // starts over from batch `from` = 0.
+    const auto catch_up = [&](subscription& s, std::int64_t from, std::int64_t upto,
+                              bool from_start) -> std::int64_t {
+        const auto got = replay(s, from);
+        const bool complete = got && !got->empty() && got->front().first == from &&
+                              static_cast<std::int64_t>(got->size()) >= upto - from &&
+                              (*got)[static_cast<std::size_t>(upto - from - 1)].first == upto - 1;
         if (!from_start)
             metrics_.kv_event_gaps.with({s.id, complete ? "replayed" : "resync"}).inc();
-        if (!complete) {
-            LANES_LOG_THROTTLED(info, "kv-events",
-                                s.id << ": batches " << from << ".." << upto - 1
-                                     << " could not be replayed: approximate until its cache is "
-                                        "cleared");
-            return;
+        if (complete) {
+            if (from_start)
+                index_.reset(s.id, true);
+            if (const auto last = apply_run(s, *got, from, upto); last && *last == upto - 1)
+                return upto - 1;
         }
-        for (const auto& [seq, payload] : got) {
-            if (seq >= upto)
-                break;
-            if (!apply(s, payload)) {
-                index_.reset(s.id, false);
-                return;
-            }
-        }
+        index_.reset(s.id, false);
+        if (const auto known = bootstrap(s); known >= 0)
+            return known;
+        LANES_LOG_THROTTLED(
+            info, "kv-events",
+            s.id << ": batches " << from << ".." << upto - 1
+                 << " could not be replayed: approximate until its cache is cleared"
+                 << (cfg_.bootstrap_token.empty() ? "" : " or a block dump is read"));
+        return -1;
     };
 
     // The replica's stream started again: its cache is new, so what the router guessed of the old
@@ -185,13 +270,18 @@ void kv_subscriber::run() {
     };
 
     const auto on_batch = [&](subscription& s, std::int64_t seq, const std::string& payload) {
+        // Batches a replay or a dump already covered, queued on the SUB socket meanwhile (a
+        // batch 0 is never one: it is a stream starting again).
+        if (s.skip_upto >= 0) {
+            if (seq > 0 && seq <= s.skip_upto)
+                return;
+            s.skip_upto = -1;
+        }
+        std::int64_t known = -1;
         if (s.last_seq >= 0 && seq == s.last_seq + 1) {
-            if (!apply(s, payload))
-                index_.reset(s.id, false);
+            known = seq - 1;
         } else if (s.last_seq >= 0 && seq > s.last_seq + 1) {
-            catch_up(s, s.last_seq + 1, seq, false);
-            if (!apply(s, payload))
-                index_.reset(s.id, false);
+            known = catch_up(s, s.last_seq + 1, seq, false);
         } else {
             // The first batch since subscribing, or a sequence that started again (the engine
             // restarted): from its first batch, the stream says everything.
@@ -200,11 +290,16 @@ void kv_subscriber::run() {
             if (seq == 0)
                 index_.reset(s.id, true);
             else
-                catch_up(s, 0, seq, true);
+                known = catch_up(s, 0, seq, true);
+        }
+        if (known >= seq) { // a dump reached past this batch
+            s.last_seq = known;
+            s.skip_upto = known;
+        } else {
             if (!apply(s, payload))
                 index_.reset(s.id, false);
+            s.last_seq = seq;
         }
-        s.last_seq = seq;
         metrics_.kv_event_live.with({s.id}).set(index_.live(s.id) ? 1.0 : 0.0);
     };
 
@@ -235,9 +330,9 @@ void kv_subscriber::run() {
         for (const auto& [id, eps] : want) {
             if (z.subs.contains(id))
                 continue;
-            subscription s{id,           eps.first,
-                           eps.second,   zmq::socket_t(z.ctx, zmq::socket_type::sub),
-                           std::nullopt, -1};
+            subscription s{
+                id,           eps.first, eps.second, zmq::socket_t(z.ctx, zmq::socket_type::sub),
+                std::nullopt, -1,        -1,         std::nullopt};
             try {
                 s.sub.set(zmq::sockopt::linger, 0);
                 s.sub.set(zmq::sockopt::ipv6, 1);
@@ -263,22 +358,25 @@ void kv_subscriber::run() {
                          << (s.replay_endpoint.empty() ? "" : ", replay " + s.replay_endpoint));
             index_.reset(id, false);
             auto& placed = z.subs.emplace(id, std::move(s)).first->second;
-            // What the replica still has from its first batch on: a replica that is idle right
-            // now is then known at once, not at its next step.
-            auto got = replay(placed, 0);
-            bool complete = !got.empty() && got.front().first == 0;
-            for (std::size_t k = 0; complete && k < got.size(); ++k)
-                complete = got[k].first == static_cast<std::int64_t>(k);
-            if (complete) {
+            // What the replica still has from its first batch on (a replica that is idle right
+            // now is then known at once, not at its next step), else its block dump.
+            const auto got = replay(placed, 0);
+            std::int64_t known = -1;
+            if (got && !got->empty() && got->front().first == 0) {
                 index_.reset(id, true);
-                for (const auto& [seq, payload] : got)
-                    if (!apply(placed, payload)) {
-                        index_.reset(id, false);
-                        break;
-                    }
-                placed.last_seq = got.back().first;
-                metrics_.kv_event_live.with({id}).set(index_.live(id) ? 1.0 : 0.0);
+                const auto last = apply_run(placed, *got, 0, INT64_MAX);
+                if (last && *last == got->back().first)
+                    known = *last;
+                else
+                    index_.reset(id, false);
             }
+            if (known < 0 && (!got || !got->empty())) // (none at all: batch 0 is still to come)
+                known = bootstrap(placed);
+            if (known >= 0) {
+                placed.last_seq = known;
+                placed.skip_upto = known;
+            }
+            metrics_.kv_event_live.with({id}).set(index_.live(id) ? 1.0 : 0.0);
         }
     };
 

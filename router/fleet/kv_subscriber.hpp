@@ -3,9 +3,12 @@
 // --kv-events-port on the replica's host), decodes vLLM's batches (common/kv_events) and keeps
 // the precise index. Sequence numbers are followed per replica: a gap asks the replica's replay
 // socket for what was missed; a replay that cannot fill it (or no replay socket, or a batch that
-// does not decode) resyncs: the replica's entries are dropped and it is not live until an
-// AllBlocksCleared. A sequence that starts again (the engine restarted) starts the replica
-// over. A router that joins a running stream asks for a replay from the first batch.
+// does not decode) resyncs: the replica's entries are dropped and, with a bootstrap token, the
+// replica's block dump (GET /kv-events/blocks: every cached block and the sequence number the
+// stream goes on from) starts it again at once; without one it is not live until an
+// AllBlocksCleared. A sequence that starts again (the engine restarted) starts the replica over.
+// A router that joins a running stream asks for a replay from the first batch, and reads the
+// dump when the replay no longer reaches back that far.
 #pragma once
 
 #include "common/prompt/block_hash.hpp"
@@ -14,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,13 +33,18 @@ struct kv_subscriber_config {
     std::string topic;              // subscription prefix ("" for every topic)
     std::chrono::milliseconds replay_timeout{500};
     std::chrono::milliseconds resubscribe_interval{200}; // how often the replica list is read
+    std::string bootstrap_token; // the replicas' --kv-dump-token; "" reads no dumps
+    std::chrono::milliseconds bootstrap_timeout{2'000};
+    std::size_t bootstrap_max_bytes = 64u << 20;
+    std::chrono::milliseconds bootstrap_retry{1'000}; // least time between two of one replica
 };
 
 class kv_subscriber {
 public:
-    // `root_for(replica, lora_name)`: block 0's parent, in the router's hashes, of that
-    // replica's blocks.
-    using root_fn = std::function<common::block_hash(const replica&, const std::string&)>;
+    // `root_for(replica, lora_name, salt_hash)`: block 0's parent, in the router's hashes, of
+    // that replica's runs with no parent (salt_hash: the run's cache_salt_hash, 0 for none).
+    using root_fn =
+        std::function<common::block_hash(const replica&, const std::string&, std::uint64_t)>;
     kv_subscriber(replica_pool& pool, precise_index& index, router_metrics& metrics,
                   kv_subscriber_config cfg, root_fn root_for);
     ~kv_subscriber();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 namespace lanes::router {
 
@@ -13,13 +14,20 @@ void precise_index::clear(state& s) {
     s.pending.clear();
 }
 
-void precise_index::apply(const std::string& replica, const ev::batch& b, common::block_hash root,
+void precise_index::apply(const std::string& replica, const ev::batch& b, const root_fn& root_of,
                           std::size_t* unplaced) {
+    // The roots first, outside the lock (root_of may read the replica's state).
+    std::vector<common::block_hash> roots(b.events.size());
+    for (std::size_t k = 0; k < b.events.size(); ++k)
+        if (const auto* stored = std::get_if<ev::block_stored>(&b.events[k]);
+            stored && !stored->parent)
+            roots[k] = root_of(*stored);
     std::unique_lock lock(mutex_);
     state& s = replicas_[replica];
-    for (const auto& e : b.events) {
+    for (std::size_t k = 0; k < b.events.size(); ++k) {
+        const auto& e = b.events[k];
         if (const auto* stored = std::get_if<ev::block_stored>(&e)) {
-            common::block_hash parent = root;
+            common::block_hash parent = roots[k];
             if (stored->parent) {
                 const auto it = s.by_engine.find(*stored->parent);
                 if (it == s.by_engine.end()) {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -37,10 +38,19 @@ public:
     explicit precise_index(precise_index_settings s = {})
         : settings_(s) {}
 
-    // Applies one batch from `replica`; `root` is block 0's parent in the router's hashes (its
-    // model's root). Stores whose parent it does not know are skipped (counted in `unplaced`).
+    // Block 0's parent, in the router's hashes, of a run with no parent (its model's root, with
+    // its LoRA adapter or cache salt folded in).
+    using root_fn = std::function<common::block_hash(const common::kv_events::block_stored&)>;
+    // Applies one batch from `replica`. Stores whose parent it does not know are skipped
+    // (counted in `unplaced`).
     void apply(const std::string& replica, const common::kv_events::batch& b,
-               common::block_hash root, std::size_t* unplaced = nullptr);
+               const root_fn& root_of, std::size_t* unplaced = nullptr);
+    // ... every run from one root.
+    void apply(const std::string& replica, const common::kv_events::batch& b,
+               common::block_hash root, std::size_t* unplaced = nullptr) {
+        apply(
+            replica, b, [root](const common::kv_events::block_stored&) { return root; }, unplaced);
+    }
     // Forgets all of `replica`'s blocks; `live`: what follows is complete (its cache is empty).
     void reset(const std::string& replica, bool live);
     void set_live(const std::string& replica, bool live);

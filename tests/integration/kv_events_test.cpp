@@ -1,13 +1,18 @@
 // KV events through the real binaries: lanes replicas publish, the router subscribes from what
 // their metrics announce and routes on the replicas' own word; a replica killed -9 and restarted
-// on its port is not sent its old prefixes.
+// on its port is not sent its old prefixes; a router that starts late reads the replicas' block
+// dumps and is cache-aware at once.
 #include "traffic.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
+
+#include <unistd.h>
 
 using namespace lanes;
 using namespace lanes::test;
@@ -105,4 +110,85 @@ TEST_CASE("kv events: routed on the replicas' word, and a restarted replica lose
                                 .count()
                          << " ms after the restart");
     CHECK(router.log().find("subscribed to") != std::string::npos);
+}
+
+TEST_CASE("kv events: a router that starts late warms up from the replicas' block dumps",
+          "[kv_events]") {
+    const std::string token_file = "kv-dump-token-" + std::to_string(::getpid());
+    std::ofstream(token_file) << "dump-secret\n";
+    // Replay buffers of 3 batches: after a few requests they no longer reach back to batch 0,
+    // so a router joining now has only the dump to go by.
+    auto start = [&](int seed, bool dump) {
+        std::vector<std::string> args = {
+            "--port", "0", "--seed", std::to_string(seed), "--kv-events-buffer-steps", "3"};
+        args.insert(args.end(), event_flags.begin(), event_flags.end());
+        if (dump) {
+            args.push_back("--kv-dump-token-file");
+            args.push_back(token_file);
+        }
+        auto r = std::make_unique<process>(LANES_REPLICA_BIN, args);
+        REQUIRE(wait_healthy(r->port(), 10s));
+        return r;
+    };
+    auto with_dump = start(0, true);
+    auto without = start(1, false);
+    for (int i = 0; i < 6; ++i) {
+        REQUIRE(complete(with_dump->port(), i).status == 200);
+        REQUIRE(complete(without->port(), 100 + i).status == 200);
+    }
+
+    // The dump itself: behind its token, off where no token is set.
+    const auto dump = [](unsigned short port, const std::string& auth) {
+        common::http::header_list h;
+        if (!auth.empty())
+            h.emplace_back("Authorization", auth);
+        return request(port, boost::beast::http::verb::get, "/kv-events/blocks", "", h);
+    };
+    CHECK(dump(with_dump->port(), "").status == 401);
+    CHECK(dump(with_dump->port(), "Bearer wrong").status == 401);
+    CHECK(dump(without->port(), "Bearer dump-secret").status == 404);
+    const auto ok = dump(with_dump->port(), "Bearer dump-secret");
+    REQUIRE(ok.status == 200);
+    CHECK(ok.content_type == "application/vnd.msgpack");
+    CHECK(std::stoll(ok.header("lanes-kv-events-next-seq")) >= 6);
+
+    const auto router_for = [&](bool token) {
+        std::vector<std::string> args = {"--host",    "127.0.0.1",    "--port",
+                                         "0",         "--replica",    with_dump->url(),
+                                         "--replica", without->url(), "--scrape-interval",
+                                         "100ms",     "--access-log", "false"};
+        if (token) {
+            args.push_back("--kv-bootstrap-token-file");
+            args.push_back(token_file);
+        }
+        auto r = std::make_unique<process>(LANES_ROUTER_BIN, args);
+        REQUIRE(wait_healthy(r->port(), 10s));
+        return r;
+    };
+    // Without the token the late router cannot know either replica's cache.
+    {
+        auto blind = router_for(false);
+        std::this_thread::sleep_for(scaled(1500ms));
+        CHECK_FALSE(live(blind->port(), with_dump->url()));
+        CHECK_FALSE(live(blind->port(), without->url()));
+    }
+    const auto started = std::chrono::steady_clock::now();
+    auto router = router_for(true);
+    REQUIRE(eventually([&] { return live(router->port(), with_dump->url()); }, scaled(1s)));
+    INFO("live " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count()
+                 << " ms after the router started");
+    CHECK_FALSE(live(router->port(), without->url())); // no dump to read: approximate
+    // Each prompt the replica served before the router existed goes back to it, on its word.
+    for (int i = 0; i < 6; ++i) {
+        const auto r = complete(router->port(), i);
+        REQUIRE(r.status == 200);
+        CHECK(r.header("x-lanes-replica") == with_dump->url());
+        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
+    }
+    const std::string metrics = get(router->port(), "/metrics").body;
+    CHECK(metrics.find("lanes_router_kv_bootstraps_total{outcome=\"ok\",replica=\"" +
+                       with_dump->url() + "\"} 1.0") != std::string::npos);
+    std::remove(token_file.c_str());
 }

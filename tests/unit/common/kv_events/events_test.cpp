@@ -52,6 +52,52 @@ TEST_CASE("kv events: lanes' batches round-trip", "[kv_events]") {
     CHECK(std::holds_alternative<ev::all_blocks_cleared>(got.events[2]));
 }
 
+TEST_CASE("kv events: a salted run's salt hash and lora name round-trip", "[kv_events]") {
+    ev::batch b;
+    ev::block_stored s;
+    s.block_hashes = {ev::int_hash(7)};
+    s.token_ids = {1, 2};
+    s.block_size = 2;
+    s.cache_salt_hash = 0xfeedfacecafebeefULL;
+    b.events.emplace_back(s);
+    s.cache_salt_hash.reset();
+    s.lora_name = "adapter";
+    b.events.emplace_back(s);
+    ev::batch got;
+    std::string error;
+    REQUIRE(ev::decode(ev::encode(b), got, error));
+    REQUIRE(got.events.size() == 2);
+    CHECK(std::get<ev::block_stored>(got.events[0]).cache_salt_hash == 0xfeedfacecafebeefULL);
+    CHECK_FALSE(std::get<ev::block_stored>(got.events[0]).lora_name);
+    CHECK(std::get<ev::block_stored>(got.events[1]).lora_name == "adapter");
+    CHECK_FALSE(std::get<ev::block_stored>(got.events[1]).cache_salt_hash);
+
+    // Another writer's field where lanes puts the salt hash (an array: vLLM's extra keys) is
+    // not taken for one.
+    std::string bytes;
+    mp::writer w(bytes);
+    w.array(3);
+    w.float64(1.0);
+    w.array(1);
+    w.array(9);
+    w.str("BlockStored");
+    w.array(1);
+    w.uint(7);
+    w.nil();
+    w.array(2);
+    w.uint(1);
+    w.uint(2);
+    w.uint(2);
+    w.nil();
+    w.str("GPU");
+    w.nil();
+    w.array(1);
+    w.nil();
+    w.nil();
+    REQUIRE(ev::decode(bytes, got, error));
+    CHECK_FALSE(std::get<ev::block_stored>(got.events.at(0)).cache_salt_hash);
+}
+
 TEST_CASE("kv events: vLLM's array form, byte for byte", "[kv_events]") {
     // [1.5, [["BlockStored", [2^63+1, 42], nil, [1,2,3,4], 2, nil, "GPU"],
     //        ["BlockRemoved", [42], "GPU"], ["AllBlocksCleared"]], 0]

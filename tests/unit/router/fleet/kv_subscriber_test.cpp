@@ -153,8 +153,9 @@ TEST_CASE("kv subscriber: late join, gap replayed, gap resynced, restart", "[kv_
     router::precise_index index;
     router::kv_subscriber_config cfg;
     cfg.resubscribe_interval = 20ms;
-    router::kv_subscriber sub(pool, index, metrics, cfg,
-                              [](const router::replica&, const std::string&) { return 77; });
+    router::kv_subscriber sub(
+        pool, index, metrics, cfg,
+        [](const router::replica&, const std::string&, std::uint64_t) { return 77; });
     sub.start();
     const std::string id = r->id();
 

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -53,7 +54,7 @@ std::optional<running> run_prompt(replica::block_manager& bm,
         const common::block_hash parent = i == 0 ? common::root_block_hash : hashes[i - 1];
         bm.cache_block(
             b, hashes[i], parent,
-            std::span<const common::token_id>(tokens).subspan(i * block_size, block_size));
+            std::span<const common::token_id>(tokens).subspan(i * block_size, block_size), i == 0);
     }
     return r;
 }
@@ -87,13 +88,26 @@ TEST_CASE("precise index: equals the block manager's cache through stores, evict
             t.push_back(static_cast<common::token_id>(rng() % 300));
         return t;
     };
+    // A router that starts now from the replica's block dump alone knows the same.
+    const auto from_dump = [&] {
+        auto fresh = std::make_unique<router::precise_index>();
+        fresh->reset("d", true);
+        ev::batch d;
+        d.events = bm->dump();
+        ev::batch wire;
+        std::string error;
+        REQUIRE(ev::decode(ev::encode(d), wire, error));
+        fresh->apply("d", wire, router_root);
+        return fresh;
+    };
     const auto check_agree = [&] {
+        const auto fresh = from_dump();
         for (int probe = 0; probe < 20; ++probe) {
             const auto t = prompt();
             const std::size_t cached = bm->count_cached(common::hash_blocks(t, block_size));
-            const std::size_t held =
-                index.match("r", common::hash_blocks(t, block_size, router_root));
-            REQUIRE(held == cached);
+            const auto router_hashes = common::hash_blocks(t, block_size, router_root);
+            REQUIRE(index.match("r", router_hashes) == cached);
+            REQUIRE(fresh->match("d", router_hashes) == cached);
         }
     };
 
@@ -150,4 +164,43 @@ TEST_CASE("precise index: routed blocks count until their ttl, unknown parents a
     index.apply("r", b, router_root, &unplaced);
     CHECK(unplaced == 1);
     CHECK(index.size("r") == 0);
+}
+
+TEST_CASE("precise index: blocks under a cache_salt carry its hash and match only that salt",
+          "[precise]") {
+    replica::block_manager bm(16);
+    bm.record_events(block_size);
+    const common::block_hash salt = common::salted_root("tenant-a");
+    const std::vector<common::token_id> tokens = {5, 6, 7, 8, 9, 10, 11, 12};
+    const auto hashes = common::hash_blocks(tokens, block_size, salt);
+    const auto ids = bm.allocate(hashes.size());
+    REQUIRE(ids);
+    for (std::size_t i = 0; i < hashes.size(); ++i)
+        bm.cache_block(
+            (*ids)[i], hashes[i], i == 0 ? salt : hashes[i - 1],
+            std::span<const common::token_id>(tokens).subspan(i * block_size, block_size), i == 0);
+    // The router's root for a salted run folds the salt's hash in; any other root stands for
+    // unsalted requests.
+    const auto root_of = [](const ev::block_stored& st) {
+        return st.cache_salt_hash ? router_root ^ *st.cache_salt_hash : router_root;
+    };
+    for (const bool dump : {false, true}) {
+        ev::batch b;
+        b.events = dump ? bm.dump() : bm.take_events();
+        REQUIRE(b.events.size() == 1);
+        const auto& st = std::get<ev::block_stored>(b.events.front());
+        CHECK_FALSE(st.parent);
+        REQUIRE(st.cache_salt_hash);
+        CHECK(*st.cache_salt_hash == salt);
+        ev::batch wire;
+        std::string error;
+        REQUIRE(ev::decode(ev::encode(b), wire, error));
+        router::precise_index index;
+        index.reset("r", true);
+        index.apply("r", wire, root_of);
+        CHECK(index.match("r", common::hash_blocks(tokens, block_size, router_root ^ salt)) == 2);
+        CHECK(index.match("r", common::hash_blocks(tokens, block_size, router_root)) == 0);
+        const common::block_hash other = common::salted_root("tenant-b");
+        CHECK(index.match("r", common::hash_blocks(tokens, block_size, router_root ^ other)) == 0);
+    }
 }
