@@ -109,7 +109,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
         unsigned methods;
         asio::awaitable<void> (api::*serve)(http::request&, http::response_writer&);
     };
-    static constexpr std::array<route, 7> routes{{
+    static constexpr std::array<route, 8> routes{{
         {"/v1/completions", http::method_post, &api::completions},
         {"/v1/chat/completions", http::method_post, &api::chat_completions},
         {"/v1/models", http::method_get, &api::models},
@@ -117,6 +117,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
         {"/metrics", http::method_get, &api::metrics_page},
         {"/load", http::method_get, &api::load},
         {"/kv-events/blocks", http::method_get, &api::kv_blocks},
+        {"/tokenize", http::method_post, &api::tokenize},
     }};
     const std::string_view path = http::path_of(req.target());
     const auto match = http::match_route(routes, path, req.method());
@@ -201,31 +202,40 @@ struct dump_waiter : std::enable_shared_from_this<dump_waiter> {
 // form) and the sequence number the stream goes on from (lanes-kv-events-next-seq): a router
 // applies the dump, then the batches from that number on.
 asio::awaitable<void> api::kv_blocks(http::request& req, http::response_writer& out) {
-    if (!dump_token_)
-        co_return co_await send_error(
-            req, out,
-            openai::api_error::not_found("the block dump is off (lanes-replica --kv-dump-token)"));
+    // Refusals are made whole before anything is awaited (no temporaries across a co_await).
+    std::optional<openai::api_error> refusal;
     const std::string_view given =
         common::access::bearer_token(req[boost::beast::http::field::authorization]);
-    if (given.empty() || !common::access::same(common::access::sha256(given), *dump_token_)) {
-        auto e = openai::api_error::of(401, "the block dump needs its bearer token");
-        e.code = "invalid_api_key";
-        co_return co_await send_error(req, out, e);
+    if (!dump_token_) {
+        refusal =
+            openai::api_error::not_found("the block dump is off (lanes-replica --kv-dump-token)");
+    } else if (given.empty() ||
+               !common::access::same(common::access::sha256(given), *dump_token_)) {
+        refusal = openai::api_error::of(401, "the block dump needs its bearer token");
+        refusal->code = "invalid_api_key";
     }
     auto waiter = std::make_shared<dump_waiter>(co_await asio::this_coro::executor);
-    // The wait starts before the engine can answer: a wake-up posted meanwhile runs after it.
-    waiter->ready.expires_after(cfg_.kv_dump_timeout);
-    if (!engine_.request_kv_dump([waiter](kv_dump d) { waiter->deliver(std::move(d)); }))
-        co_return co_await send_error(
-            req, out, openai::api_error::of(503, "the engine is stopping or publishes no events"));
-    std::optional<kv_dump> d = waiter->take();
-    if (!d) {
-        co_await waiter->ready.async_wait(asio::as_tuple(asio::use_awaitable));
-        d = waiter->take();
+    std::optional<kv_dump> d;
+    if (!refusal) {
+        // The wait starts before the engine can answer: a wake-up posted meanwhile runs after it.
+        waiter->ready.expires_after(cfg_.kv_dump_timeout);
+        if (!engine_.request_kv_dump([waiter](kv_dump got) { waiter->deliver(std::move(got)); }))
+            refusal = openai::api_error::of(503, "the engine is stopping or publishes no events");
     }
-    if (!d)
-        co_return co_await send_error(
-            req, out, openai::api_error::of(503, "the engine did not pause for the dump in time"));
+    if (!refusal) {
+        d = waiter->take();
+        if (!d) {
+            co_await waiter->ready.async_wait(asio::as_tuple(asio::use_awaitable));
+            d = waiter->take();
+        }
+        if (!d)
+            refusal = openai::api_error::of(503, "the engine did not pause for the dump in time");
+    }
+    if (refusal) {
+        http::response res = openai::error_response(req, *refusal);
+        co_await out.send(std::move(res));
+        co_return;
+    }
     common::kv_events::batch b;
     b.ts =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -236,6 +246,54 @@ asio::awaitable<void> api::kv_blocks(http::request& req, http::response_writer& 
     res.set("lanes-kv-events-next-seq", std::to_string(d->next_batch));
     res.set(boost::beast::http::field::cache_control, "no-store");
     co_await out.send(std::move(res));
+}
+
+// vLLM's POST /tokenize: the token ids the engine would run for a prompt, or for chat messages
+// with the chat template applied ({"count", "max_model_len", "tokens"}). add_special_tokens
+// false leaves out the leading BOS.
+asio::awaitable<void> api::tokenize(http::request& req, http::response_writer& out) {
+    http::response res = tokenize_answer(req);
+    co_await out.send(std::move(res));
+}
+
+http::response api::tokenize_answer(const http::request& req) const {
+    const nlohmann::json j = nlohmann::json::parse(req.body(), nullptr, false);
+    if (!j.is_object())
+        return openai::error_response(
+            req, openai::api_error::bad_request("the body must be a JSON object"));
+    const bool chat = j.contains("messages");
+    if (!chat && !j.contains("prompt"))
+        return openai::error_response(
+            req, openai::api_error::bad_request("give 'prompt' or 'messages'", "prompt"));
+    const openai::parse_outcome parsed = openai::parse_generation_request(
+        chat ? openai::endpoint::chat_completions : openai::endpoint::completions, req.body(),
+        cfg_.request_limits);
+    if (parsed.error)
+        return openai::error_response(req, *parsed.error);
+    const openai::generation_request& g = *parsed.request;
+    if (g.model && *g.model != cfg_.model_name)
+        return openai::error_response(
+            req, openai::api_error{404, "The model `" + *g.model + "` does not exist.",
+                                   "NotFoundError", "model"});
+    std::vector<common::token_id> tokens;
+    if (!g.prompt_token_ids.empty()) {
+        tokens.assign(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
+        if (tokens.front() != common::bos_token)
+            tokens.insert(tokens.begin(), common::bos_token);
+    } else {
+        tokens = common::encode_prompt(g.prompt);
+    }
+    const auto special = j.find("add_special_tokens");
+    if (special != j.end() && special->is_boolean() && !special->get<bool>() && !tokens.empty() &&
+        tokens.front() == common::bos_token)
+        tokens.erase(tokens.begin());
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto t : tokens)
+        ids.push_back(static_cast<std::uint64_t>(t));
+    const nlohmann::json answer = {{"count", tokens.size()},
+                                   {"max_model_len", engine_.max_sequence_tokens()},
+                                   {"tokens", std::move(ids)}};
+    return http::make_response(req, status::ok, answer.dump());
 }
 
 std::optional<openai::api_error> api::make_engine_request(const openai::generation_request& g,

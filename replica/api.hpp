@@ -1,7 +1,7 @@
 // The replica's HTTP surface: OpenAI completions and chat completions (stream and non-stream),
-// /v1/models, /health, /metrics, /load and, behind its token, /kv-events/blocks (the KV cache's
-// blocks in the event form, for a router warming up). Handlers validate, hand the request to the
-// engine and relay its events; every refusal is OpenAI error JSON.
+// /v1/models, /tokenize (vLLM's), /health, /metrics, /load and, behind its token, /kv-events/blocks
+// (the KV cache's blocks in the event form, for a router warming up). Handlers validate, hand the
+// request to the engine and relay its events; every refusal is OpenAI error JSON.
 #pragma once
 
 #include "common/access/secret.hpp"
@@ -44,6 +44,9 @@ private:
                                         common::http::response_writer& out);
     boost::asio::awaitable<void> kv_blocks(common::http::request& req,
                                            common::http::response_writer& out);
+    boost::asio::awaitable<void> tokenize(common::http::request& req,
+                                          common::http::response_writer& out);
+    common::http::response tokenize_answer(const common::http::request& req) const;
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
     // The engine's request for `g`, or the 4xx the replica answers instead.

@@ -137,6 +137,19 @@ common::flag_set make_flags(router_config& cfg) {
           "largest block dump read (past it the replica stays approximate)");
     f.add("kv-bootstrap-retry", cfg.kv_subscriber.bootstrap_retry,
           "least time between two block dumps of one replica");
+    f.add("tokenize-endpoint", cfg.tokenizer.endpoint,
+          "base URL of an engine whose POST /tokenize gives text prompts their token ids in the "
+          "engine's vocabulary (chat template applied), so they hash as its KV events do; off "
+          "when empty");
+    f.add("tokenize-timeout", cfg.tokenizer.timeout,
+          "how long one /tokenize may take (past it the request is routed on its text)");
+    f.add("tokenize-cache-entries", cfg.tokenizer.cache_entries,
+          "prompts whose token ids are kept (LRU; 0: none)");
+    f.add("tokenize-max-tokens", cfg.tokenizer.max_tokens,
+          "longest /tokenize answer used, in tokens");
+    f.add("kv-events-warmup-timeout", cfg.kv_subscriber.warmup_timeout,
+          "at start, how long /readiness waits for every replica's KV events to be joined "
+          "(replayed or read from its dump) before it says ready anyway (0: no wait)");
     f.add("kv-events-pending-ttl", cfg.precise.pending_ttl,
           "how long blocks just routed count as held before the replica's events confirm them");
     f.add("kv-events-max-blocks", cfg.precise.max_blocks,
@@ -408,6 +421,13 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.kv_subscriber.bootstrap_max_bytes >= 4096,
          "--kv-bootstrap-max-bytes must be at least 4096");
     need(cfg.kv_subscriber.bootstrap_retry.count() >= 0, "--kv-bootstrap-retry must be >= 0");
+    if (!cfg.tokenizer.endpoint.empty()) {
+        std::string why;
+        need(common::http::parse_url(cfg.tokenizer.endpoint, &why).has_value(),
+             "--tokenize-endpoint: " + why);
+    }
+    need(cfg.tokenizer.timeout.count() > 0, "--tokenize-timeout must be positive");
+    need(cfg.tokenizer.max_tokens >= 1, "--tokenize-max-tokens must be at least 1");
     need(cfg.precise.max_blocks >= 1024, "--kv-events-max-blocks must be at least 1024");
     {
         trusted_proxies proxies;

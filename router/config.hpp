@@ -4,6 +4,7 @@
 
 #include "router/fleet/kv_subscriber.hpp"
 #include "router/fleet/precise_index.hpp"
+#include "router/request/remote_tokenizer.hpp"
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
@@ -125,6 +126,8 @@ struct router_config {
     bool kv_events = true;
     kv_subscriber_config kv_subscriber;
     std::string kv_bootstrap_token_file; // read into kv_subscriber.bootstrap_token at start
+    // The engine's token ids for text prompts, from its /tokenize (request/remote_tokenizer).
+    tokenizer_settings tokenizer;
     precise_index_settings precise;
 
     // Replica state.

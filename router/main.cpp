@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
         }
         router::proxy front(cfg, pool, metrics, router::make_policy(cfg.policy, cfg.policy_knobs),
                             [&monitor] { return monitor.refresh_models(); });
+        if (subscriber) // before anything is served: readiness waits for the first look
+            front.set_warm_check([s = subscriber.get()] { return s->warmed(); });
         if (cfg.isolate_cache_by_key && !front.keys_configured())
             return common::report_config_errors(
                 "lanes-router", {"--isolate-cache-by-key needs API keys (--api-key-file or "

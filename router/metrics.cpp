@@ -16,6 +16,9 @@ const std::vector<double> duration_buckets = {0.001, 0.005, 0.01,  0.025, 0.05, 
 // Routing decision time: 1 µs .. 10 ms.
 const std::vector<double> decision_buckets = {1e-06,  2.5e-06, 5e-06,  1e-05, 2.5e-05, 5e-05,
                                               0.0001, 0.00025, 0.0005, 0.001, 0.0025,  0.01};
+// A /tokenize round trip: 50 µs .. 1 s.
+const std::vector<double> tokenize_buckets = {5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                              0.01,  0.025,  0.05,    0.1,    0.25,  1.0};
 
 } // namespace
 
@@ -132,7 +135,17 @@ router_metrics::router_metrics()
           "lanes_router_kv_bootstraps_total",
           "Block dumps read from a replica to start its precise index: ok, or why not (refused, "
           "failed, undecodable).",
-          {"replica", "outcome"})) {}
+          {"replica", "outcome"}))
+    , tokenize(registry_.add_counter(
+          "lanes_router_tokenize_total",
+          "Requests given the engine's token ids (--tokenize-endpoint): cached (from the LRU), "
+          "fetched, failed (routed on their text), skipped (token-id prompts, batches).",
+          {"outcome"}))
+    , tokenize_seconds(registry_
+                           .add_histogram("lanes_router_tokenize_seconds",
+                                          "Time of one /tokenize round trip (LRU misses).",
+                                          tokenize_buckets)
+                           .with({})) {}
 
 std::string router_metrics::expose(const replica_pool& pool) {
     std::lock_guard lock(expose_mutex_);

@@ -54,6 +54,8 @@ public:
     common::metrics::family<common::metrics::counter>& kv_event_errors;  // replica
     common::metrics::family<common::metrics::gauge>& kv_event_live;      // replica
     common::metrics::family<common::metrics::counter>& kv_bootstraps;    // replica, outcome
+    common::metrics::family<common::metrics::counter>& tokenize;         // outcome
+    common::metrics::histogram& tokenize_seconds;
 
     // The client listener's counts, read at each expose(): open connections and those closed at
     // once for --max-connections since start. Set once, before the listener serves.

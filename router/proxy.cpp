@@ -5,6 +5,7 @@
 
 #include "common/access/secret.hpp"
 #include "common/http/routes.hpp"
+#include "common/log.hpp"
 #include "common/openai/error.hpp"
 #include "router/access/cache_salt.hpp"
 #include "router/access/request_cost.hpp"
@@ -73,6 +74,8 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , snapshot_(pool, cfg.health.max_ejection_percent)
     , responses_(cfg.response_affinity_capacity)
     , status_(pool, metrics)
+    , tokenizer_(cfg.tokenizer.endpoint.empty() ? nullptr
+                                                : std::make_unique<remote_tokenizer>(cfg.tokenizer))
     , instance_(++proxies_made) {
     std::string why;
     proxies_.parse(cfg.trusted_proxies, why); // validated with the rest of the config
@@ -270,6 +273,46 @@ std::string proxy::resolve_model(const std::optional<std::string>& named) const 
 // the dispatch that carries it, or the refusal.
 asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out,
                                       body_kind kind, client who) {
+    if (tokenizer_ && (kind == body_kind::completions || kind == body_kind::chat))
+        return generate_tokenized(req, out, kind, std::move(who));
+    return generate_hashed(req, out, kind, std::move(who), nullptr);
+}
+
+// The engine's token ids for the request (from the LRU, else the tokenize endpoint; none when
+// that fails or the prompt is token ids already), then generate_hashed.
+asio::awaitable<void> proxy::generate_tokenized(http::request& req, http::response_writer& out,
+                                                body_kind kind, client who) {
+    std::optional<std::vector<std::uint32_t>> ids;
+    const auto model_of = [this](const std::optional<std::string>& named) {
+        return resolve_model(named);
+    };
+    if (const auto q = make_tokenize_query(req.body(), kind == body_kind::chat, model_of)) {
+        ids = tokenizer_->cached(*q);
+        if (ids) {
+            metrics_.tokenize.with({"cached"}).inc();
+        } else {
+            const auto start = std::chrono::steady_clock::now();
+            ids = co_await tokenizer_->fetch(co_await asio::this_coro::executor, *q);
+            metrics_.tokenize_seconds.observe(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            metrics_.tokenize.with({ids ? "fetched" : "failed"}).inc();
+            if (!ids)
+                LANES_LOG_THROTTLED(warn, "tokenize",
+                                    "no token ids from " << cfg_.tokenizer.endpoint
+                                                         << ": the request is routed on its text");
+        }
+    } else {
+        metrics_.tokenize.with({"skipped"}).inc();
+    }
+    const std::vector<std::uint32_t>* engine_ids = nullptr;
+    if (ids)
+        engine_ids = &*ids;
+    co_await generate_hashed(req, out, kind, std::move(who), engine_ids);
+}
+
+asio::awaitable<void> proxy::generate_hashed(http::request& req, http::response_writer& out,
+                                             body_kind kind, client who,
+                                             const std::vector<std::uint32_t>* engine_ids) {
     dispatch_plan plan; // (its clock starts here)
     plan.who = std::move(who);
     read_result read = read_request(kind, req.body(), {cfg_.json_max_depth});
@@ -279,6 +322,8 @@ asio::awaitable<void> proxy::generate(http::request& req, http::response_writer&
         return answered(out.send(openai::error_response(req, *read.error)));
     }
     request_view& view = *read.view;
+    if (engine_ids && view.prompt_token_ids.empty())
+        view.prompt_token_ids = *engine_ids;
     std::string salt;
     if (cfg_.isolate_cache_by_key && plan.who.key) {
         if (has_field(req.body(), "cache_salt")) {

@@ -21,6 +21,7 @@
 #include "router/fleet/snapshot.hpp"
 #include "router/metrics.hpp"
 #include "router/policies/policy.hpp"
+#include "router/request/remote_tokenizer.hpp"
 #include "router/request/request_view.hpp"
 #include "router/response_affinity.hpp"
 #include "router/status_pages.hpp"
@@ -62,6 +63,8 @@ public:
 
     // From SIGTERM on, /readiness answers 503 (the router keeps serving until it stops).
     void set_shutting_down() { status_.set_shutting_down(); }
+    // /readiness also waits for `warm` (the KV-event index's first look at the replicas).
+    void set_warm_check(std::function<bool()> warm) { status_.set_warm_check(std::move(warm)); }
     // Lets go of the replicas the last decision saw, removed ones included. Call at shutdown
     // before the io_contexts go: a replica holds pooled connections bound to them.
     void release_snapshot();
@@ -117,10 +120,19 @@ private:
     boost::asio::awaitable<void> models(common::http::request& req,
                                         common::http::response_writer& out, client who);
 
-    // A generation request: read, hashed, routed by the policy.
+    // A generation request: read, hashed, routed by the policy. With --tokenize-endpoint a
+    // completions or chat request is first given the engine's token ids (generate_tokenized);
+    // `engine_ids`, when set, are what it is hashed by.
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, body_kind kind,
                                           client who);
+    boost::asio::awaitable<void> generate_tokenized(common::http::request& req,
+                                                    common::http::response_writer& out,
+                                                    body_kind kind, client who);
+    boost::asio::awaitable<void> generate_hashed(common::http::request& req,
+                                                 common::http::response_writer& out, body_kind kind,
+                                                 client who,
+                                                 const std::vector<std::uint32_t>* engine_ids);
     // How many more requests the routable replicas serving `model` can take before each is at
     // its cap (admission's room); SIZE_MAX when no cap applies or none is routable.
     std::size_t free_slots(const std::string& model, const std::string& replica);
@@ -192,6 +204,7 @@ private:
     std::vector<char> serves_; // pick's: which snapshot replicas serve the request's model
     response_affinity responses_;
     status_pages status_;
+    std::unique_ptr<remote_tokenizer> tokenizer_; // with --tokenize-endpoint
     const std::uint64_t instance_; // this proxy's number, from 1 (requests_counter's key)
 };
 

@@ -28,7 +28,7 @@ asio::awaitable<void> status_pages::health(http::request& req, http::response_wr
 }
 
 bool status_pages::ready() const {
-    if (shutting_down_.load())
+    if (shutting_down_.load() || (warm_ && !warm_()))
         return false;
     for (const auto& r : pool_.all())
         if (r->probe_ok.load(std::memory_order_relaxed) && !r->draining.load())
@@ -40,8 +40,9 @@ asio::awaitable<void> status_pages::readiness(http::request& req, http::response
     if (ready())
         return answered(out.send(http::make_response(req, bhttp::status::ok, "", "text/plain")));
     return answered(out.send(openai::error_response(
-        req, openai::api_error::of(503, shutting_down_.load()
-                                            ? "the router is shutting down"
+        req, openai::api_error::of(503, shutting_down_.load() ? "the router is shutting down"
+                                        : warm_ && !warm_()
+                                            ? "the router is reading the replicas' KV caches"
                                             : "no replica answers its health probes"))));
 }
 

@@ -11,6 +11,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <atomic>
+#include <functional>
 
 namespace lanes::router {
 
@@ -31,12 +32,15 @@ public:
                                         common::http::response_writer& out);
 
     void set_shutting_down() { shutting_down_.store(true); }
+    // Readiness also waits for `warm` (the KV-event index joined at start).
+    void set_warm_check(std::function<bool()> warm) { warm_ = std::move(warm); }
     bool ready() const;
 
 private:
     replica_pool& pool_;
     router_metrics& metrics_;
     std::atomic<bool> shutting_down_{false};
+    std::function<bool()> warm_;
 };
 
 } // namespace lanes::router

@@ -78,7 +78,31 @@ kv_subscriber::~kv_subscriber() {
 }
 
 void kv_subscriber::start() {
+    started_ = clock_type::now();
     thread_ = std::thread([this] { run(); });
+}
+
+bool kv_subscriber::warmed() const {
+    if (warmed_.load(std::memory_order_acquire))
+        return true;
+    if (clock_type::now() - started_ >= cfg_.warmup_timeout) {
+        warmed_.store(true, std::memory_order_release);
+        return true;
+    }
+    bool any = false;
+    for (const auto& r : pool_.all()) {
+        if (!r->probe_ok.load(std::memory_order_relaxed))
+            continue;
+        any = true;
+        if (!r->models()->known || !r->scrape_answered.load())
+            return false;
+        const bool has_events = r->stats().kv_events_port.has_value() || cfg_.port != 0;
+        if (has_events && !r->kv_joined.load())
+            return false;
+    }
+    if (any) // (none healthy yet: nothing is known)
+        warmed_.store(true, std::memory_order_release);
+    return any;
 }
 
 void kv_subscriber::stop() {
@@ -306,6 +330,10 @@ void kv_subscriber::run() {
     const auto sync = [&] {
         std::map<std::string, std::pair<std::string, std::string>> want;
         for (const auto& r : pool_.all()) {
+            // Not before its models are known: its blocks' root in the router's hashes is its
+            // model's, and requests are hashed under that name from then on.
+            if (!r->models()->known)
+                continue;
             const auto st = r->stats();
             const unsigned short port = st.kv_events_port.value_or(cfg_.port);
             if (port == 0)
@@ -377,12 +405,18 @@ void kv_subscriber::run() {
                 placed.skip_upto = known;
             }
             metrics_.kv_event_live.with({id}).set(index_.live(id) ? 1.0 : 0.0);
+            if (const auto r = pool_.find(id))
+                r->kv_joined.store(true);
         }
     };
 
     while (!stopping_.load()) {
         const auto now = clock_type::now();
-        if (now - last_sync >= cfg_.resubscribe_interval) {
+        // Until warm (readiness waits for it), new replicas are looked for more often.
+        const auto every = warmed() ? cfg_.resubscribe_interval
+                                    : std::min<std::chrono::milliseconds>(
+                                          cfg_.resubscribe_interval, std::chrono::milliseconds(20));
+        if (now - last_sync >= every) {
             sync();
             last_sync = now;
         }
@@ -393,10 +427,10 @@ void kv_subscriber::run() {
             order.push_back(&s);
         }
         if (items.empty()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            std::this_thread::sleep_for(std::chrono::milliseconds(warmed_.load() ? 50 : 10));
             continue;
         }
-        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
+        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(warmed_.load() ? 50 : 10));
         for (std::size_t i = 0; i < items.size(); ++i) {
             if (!(items[i].revents & ZMQ_POLLIN))
                 continue;

@@ -37,6 +37,7 @@ struct kv_subscriber_config {
     std::chrono::milliseconds bootstrap_timeout{2'000};
     std::size_t bootstrap_max_bytes = 64u << 20;
     std::chrono::milliseconds bootstrap_retry{1'000}; // least time between two of one replica
+    std::chrono::milliseconds warmup_timeout{2'000};  // see warmed()
 };
 
 class kv_subscriber {
@@ -53,6 +54,10 @@ public:
 
     void start();
     void stop();
+    // Whether the index has had its first look at every healthy replica (what /readiness waits
+    // for): each has its models read and a scrape answered (so its event port, if any, is
+    // known) and, if it has an event port, has been joined; or warmup_timeout since start().
+    bool warmed() const;
 
 private:
     void run();
@@ -64,6 +69,8 @@ private:
     kv_subscriber_config cfg_;
     root_fn root_for_;
     std::atomic<bool> stopping_{false};
+    mutable std::atomic<bool> warmed_{false}; // once warm, warm for good
+    std::chrono::steady_clock::time_point started_{};
     std::thread thread_;
 };
 

@@ -125,6 +125,7 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     // which the probes judge: its load goes stale (--stale-after), that is all.
     if (res.ec)
         co_return;
+    r->scrape_answered.store(true);
     if (res.status == 404 || res.status == 405 || res.status == 501) {
         if (r->scrape_not_before.exchange(
                 (clock_type::now() + cfg_.metrics_missing_interval).time_since_epoch().count()) ==

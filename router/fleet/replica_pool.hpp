@@ -67,11 +67,13 @@ public:
     std::atomic<std::int64_t> inflight{0};
     std::atomic<std::int64_t> requests_total{0};
     std::atomic<bool> draining{false};
-    health_tracker health;                // circuit breaker: active checks, scrapes, passive
-    std::atomic<bool> scrape_busy{false}; // a scrape of this replica is in flight
-    std::atomic<bool> probe_busy{false};  // a /health probe of this replica is in flight
-    std::atomic<bool> models_busy{false}; // a /v1/models read of this replica is in flight
-    std::atomic<bool> probe_ok{false};    // its last /health probe answered 200
+    health_tracker health;                    // circuit breaker: active checks, scrapes, passive
+    std::atomic<bool> scrape_busy{false};     // a scrape of this replica is in flight
+    std::atomic<bool> probe_busy{false};      // a /health probe of this replica is in flight
+    std::atomic<bool> models_busy{false};     // a /v1/models read of this replica is in flight
+    std::atomic<bool> probe_ok{false};        // its last /health probe answered 200
+    std::atomic<bool> scrape_answered{false}; // a /metrics scrape got an HTTP answer (any status)
+    std::atomic<bool> kv_joined{false}; // the KV-event subscriber has made its first try at it
     // No new request before this steady-clock time (ticks): it answered 429 or 503 (backpressure,
     // for its Retry-After or the default backoff).
     std::atomic<std::int64_t> backoff_until{0};

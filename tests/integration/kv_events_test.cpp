@@ -174,7 +174,10 @@ TEST_CASE("kv events: a router that starts late warms up from the replicas' bloc
     }
     const auto started = std::chrono::steady_clock::now();
     auto router = router_for(true);
-    REQUIRE(eventually([&] { return live(router->port(), with_dump->url()); }, scaled(1s)));
+    // Ready only once it has read what the replicas hold: then at once cache-aware.
+    REQUIRE(
+        eventually([&] { return get(router->port(), "/readiness").status == 200; }, scaled(1s)));
+    CHECK(live(router->port(), with_dump->url()));
     INFO("live " << std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - started)
                         .count()
@@ -191,4 +194,64 @@ TEST_CASE("kv events: a router that starts late warms up from the replicas' bloc
     CHECK(metrics.find("lanes_router_kv_bootstraps_total{outcome=\"ok\",replica=\"" +
                        with_dump->url() + "\"} 1.0") != std::string::npos);
     std::remove(token_file.c_str());
+}
+
+TEST_CASE("kv events: chat prompts tokenized by the engine route on its events", "[kv_events]") {
+    std::vector<std::unique_ptr<process>> replicas;
+    replicas.push_back(publishing_replica(0, 0));
+    replicas.push_back(publishing_replica(0, 1));
+    // The replica's own /tokenize: the chat template applied as the engine applies it.
+    const auto t = post_json(replicas[0]->port(), "/tokenize",
+                             R"({"messages":[{"role":"user","content":"hi"}]})");
+    REQUIRE(t.status == 200);
+    const auto answer = nlohmann::json::parse(t.body);
+    CHECK(answer["count"] == answer["tokens"].size());
+    CHECK(answer["count"].get<int>() > 2);
+    CHECK(post_json(replicas[0]->port(), "/tokenize", R"({"prompt":"ab"})")
+              .body.find(R"("tokens":[256,97,98])") != std::string::npos);
+    CHECK(post_json(replicas[0]->port(), "/tokenize", R"({"model":"nope","prompt":"ab"})").status ==
+          404);
+
+    const auto start_router = [&](const std::string& endpoint) {
+        return std::make_unique<process>(
+            LANES_ROUTER_BIN,
+            std::vector<std::string>{
+                "--host", "127.0.0.1", "--port", "0", "--replica", replicas[0]->url(), "--replica",
+                replicas[1]->url(), "--scrape-interval", "100ms", "--access-log", "false",
+                "--tokenize-endpoint", endpoint, "--tokenize-timeout", "300ms"});
+    };
+    auto router = start_router(replicas[1]->url());
+    REQUIRE(wait_healthy(router->port(), 10s));
+    for (const auto& r : replicas) {
+        REQUIRE(eventually([&] { return live(router->port(), r->url()); }, 5s));
+    }
+    const auto chat = [&](unsigned short port, int i) {
+        return post_json(port, "/v1/chat/completions",
+                         R"({"messages":[{"role":"system","content":")" + prompt(i) +
+                             R"("},{"role":"user","content":"go"}],"max_tokens":2})");
+    };
+    std::map<int, std::string> placed;
+    for (int i = 0; i < 6; ++i) {
+        const auto r = chat(router->port(), i);
+        REQUIRE(r.status == 200);
+        placed[i] = r.header("x-lanes-replica");
+    }
+    for (int i = 0; i < 6; ++i) {
+        const auto r = chat(router->port(), i);
+        REQUIRE(r.status == 200);
+        INFO("prompt " << i);
+        CHECK(r.header("x-lanes-replica") == placed[i]);
+        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
+    }
+    const std::string m = get(router->port(), "/metrics").body;
+    CHECK(m.find(R"(lanes_router_tokenize_total{outcome="fetched"} 6.0)") != std::string::npos);
+    CHECK(m.find(R"(lanes_router_tokenize_total{outcome="cached"} 6.0)") != std::string::npos);
+
+    // A tokenize endpoint that does not answer: requests go on, routed on their text.
+    auto deaf = start_router("http://127.0.0.1:1");
+    REQUIRE(wait_healthy(deaf->port(), 10s));
+    REQUIRE(chat(deaf->port(), 0).status == 200);
+    CHECK(get(deaf->port(), "/metrics")
+              .body.find(R"(lanes_router_tokenize_total{outcome="failed"} 1.0)") !=
+          std::string::npos);
 }

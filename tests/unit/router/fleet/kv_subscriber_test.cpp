@@ -149,6 +149,10 @@ TEST_CASE("kv subscriber: late join, gap replayed, gap resynced, restart", "[kv_
     st.kv_events_port = pub.pub_port();
     st.kv_replay_port = pub.replay_port();
     r->set_stats(st);
+    router::model_list models; // (read from /v1/models: a replica is subscribed to once known)
+    models.known = true;
+    models.ids = {"m"};
+    r->set_models(models);
     router::router_metrics metrics;
     router::precise_index index;
     router::kv_subscriber_config cfg;
