@@ -16,15 +16,6 @@ out="${ADMISSION_OUT:-results/admission-$(date -u +%Y%m%d-%H%M)}"
 mkdir -p "$out"
 concurrency="${ADMISSION_CONCURRENCY:-96}"
 
-port_of() { # waits for "<name> listening on http://host:PORT" in a log file
-    for _ in $(seq 500); do
-        p=$(grep -o "$2 listening on http://[^ ]*" "$1" 2>/dev/null | head -1 | sed 's/.*://')
-        [ -n "$p" ] && { echo "$p"; return 0; }
-        sleep 0.02
-    done
-    echo "admission.sh: no port in $1" >&2; cat "$1" >&2; return 1
-}
-
 run() { # run NAME ROUTER-ARGS...
     local name=$1
     shift

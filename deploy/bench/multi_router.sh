@@ -17,15 +17,6 @@ out="${OUT:-build/multi-router-$mode.json}"
 front_port="${FRONT_PORT:-18401}"
 command -v nginx >/dev/null || apt-get install -y -qq nginx-light >/dev/null
 
-port_of() { # waits for "<name> listening on http://host:PORT" in a log file
-    for _ in $(seq 500); do
-        p=$(grep -o "$2 listening on http://[^ ]*" "$1" 2>/dev/null | head -1 | sed 's/.*://')
-        [ -n "$p" ] && { echo "$p"; return 0; }
-        sleep 0.02
-    done
-    echo "multi_router.sh: no port in $1" >&2; cat "$1" >&2; return 1
-}
-
 urls=()
 for i in 0 1 2 3; do
     "$bin/replica/lanes-replica" --host 127.0.0.1 --port 0 --seed "$i" --backend sim \

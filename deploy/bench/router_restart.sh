@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A router restarted mid-run: 4 sim replicas publishing KV events, one lanes-router behind nginx
-# (so clients keep one address), lanes-bench sending C64's workload. At RESTART_AT seconds the
-# router is killed -9 and a fresh one starts on its port. The fleet's prefix-cache hit rate is
-# read from the replicas' own counters every second; the script prints it over the WINDOW seconds
-# before the restart (steady state) and the WINDOW seconds after.
+# (so clients keep one address, as behind a Kubernetes Service), lanes-bench sending a
+# shared-prefix workload (GROUPS_N system prompts). At RESTART_AT seconds a fresh router starts;
+# once its /readiness says ready, nginx is pointed at it and the old one is killed -9 (a rolling
+# restart, as a Deployment replaces a pod: the new one takes traffic when it turns ready). The
+# fleet's prefix-cache hit rate is read from the replicas' own counters every second; the script
+# prints it over the WINDOW seconds before the switch (steady state) and the WINDOW seconds after.
 #   MODE=dump        the new router reads each replica's block dump (--kv-bootstrap-token), the
 #                    replicas' replay buffers too short to reach back to their first batch
 #   MODE=replay      replay buffers long enough (the default 10000 batches): no dump needed
@@ -21,16 +23,8 @@ restart_at="${RESTART_AT:-20}"
 window="${WINDOW:-10}"
 front_port="${FRONT_PORT:-18421}"
 router_port="${ROUTER_PORT:-18422}"
+groups="${GROUPS_N:-256}"
 command -v nginx >/dev/null || apt-get install -y -qq nginx-light >/dev/null
-
-port_of() { # waits for "<name> listening on http://host:PORT" in a log file
-    for _ in $(seq 500); do
-        p=$(grep -o "$2 listening on http://[^ ]*" "$1" 2>/dev/null | head -1 | sed 's/.*://')
-        [ -n "$p" ] && { echo "$p"; return 0; }
-        sleep 0.02
-    done
-    echo "router_restart.sh: no port in $1" >&2; cat "$1" >&2; return 1
-}
 
 echo "restart-token-$$-$RANDOM" >"$work/token"
 replica_flags=(--kv-events-endpoint 'tcp://127.0.0.1:*' --kv-events-replay-endpoint 'tcp://127.0.0.1:*')
@@ -47,7 +41,7 @@ router_flags=()
 urls=() ports=()
 for i in 0 1 2 3; do
     "$bin/replica/lanes-replica" --host 127.0.0.1 --port 0 --seed "$i" --backend sim \
-        --sim-speedup 4 --kv-blocks "${KV_BLOCKS:-4096}" "${replica_flags[@]}" \
+        --sim-speedup 4 --kv-blocks "${KV_BLOCKS:-16384}" "${replica_flags[@]}" \
         >"$work/replica$i.log" 2>&1 &
     pids+=($!)
 done
@@ -56,30 +50,31 @@ for i in 0 1 2 3; do
     urls+=(--replica "http://127.0.0.1:${ports[$i]}")
 done
 
-start_router() { # $1: log file
+start_router() { # $1: log file, $2: port
     # shellcheck disable=SC2046
-    "$bin/router/lanes-router" --host 127.0.0.1 --port "$router_port" \
+    "$bin/router/lanes-router" --host 127.0.0.1 --port "$2" \
         $(admin_flags "$bin/router/lanes-router") --access-log false --scrape-interval 100ms \
         "${urls[@]}" "${router_flags[@]}" >"$1" 2>&1 &
     router_pid=$!
     pids+=("$router_pid")
-    for _ in $(seq 200); do
-        curl -sf "http://127.0.0.1:$router_port/readiness" >/dev/null && return 0
+    for _ in $(seq 500); do
+        curl -sf "http://127.0.0.1:$2/readiness" >/dev/null && return 0
         sleep 0.01
     done
     echo "router_restart.sh: the router did not get ready" >&2; cat "$1" >&2; return 1
 }
-start_router "$work/router1.log"
+start_router "$work/router1.log" "$router_port"
 sleep 1
 
-cat >"$work/nginx.conf" <<CONF
+front() { # nginx's config, in front of the router on port $1
+    cat >"$work/nginx.conf" <<CONF
 worker_processes 1;
 pid $work/nginx.pid;
 error_log $work/nginx.err;
 events { worker_connections 4096; }
 http {
     access_log off;
-    upstream routers { server 127.0.0.1:$router_port max_fails=0; keepalive 64; }
+    upstream routers { server 127.0.0.1:$1 max_fails=0; keepalive 64; }
     server {
         listen 127.0.0.1:$front_port;
         location / {
@@ -92,6 +87,8 @@ http {
     }
 }
 CONF
+}
+front "$router_port"
 nginx -c "$work/nginx.conf" -g 'daemon off;' &
 pids+=($!)
 sleep 0.5
@@ -110,7 +107,7 @@ counters() {
 }
 
 "$bin/bench/lanes-bench" --url "http://127.0.0.1:$front_port" --workload shared-prefix \
-    --groups 64 --prompts-per-group "${PROMPTS_PER_GROUP:-96}" --system-len 2048 \
+    --groups "$groups" --prompts-per-group "${PROMPTS_PER_GROUP:-32}" --system-len 2048 \
     --question-len 128 --output-len "${OUTPUT_LEN:-64}" --session-per-group --concurrency 64 \
     --request-timeout 60000ms --out "$work/bench.json" >"$work/bench.log" 2>&1 &
 bench=$!
@@ -120,8 +117,14 @@ pids+=("$bench")
 for s in $(seq 0 $((restart_at + window + 1))); do
     echo "$s $(counters)" >>"$work/samples"
     if [ "$s" -eq "$restart_at" ]; then
-        kill -9 "$router_pid"
-        start_router "$work/router2.log"
+        old_pid=$router_pid
+        start_t=$(date +%s%N)
+        start_router "$work/router2.log" "$((router_port + 1))"
+        ready_ms=$((($(date +%s%N) - start_t) / 1000000))
+        front "$((router_port + 1))"
+        nginx -c "$work/nginx.conf" -s reload 2>/dev/null
+        sleep 0.2 # nginx's old worker finishes the requests it has; new ones go to the new router
+        kill -9 "$old_pid"
     fi
     kill -0 "$bench" 2>/dev/null || {
         echo "router_restart.sh: the load ended at ${s}s, before the window closed" >&2
@@ -131,10 +134,10 @@ for s in $(seq 0 $((restart_at + window + 1))); do
     sleep 1
 done
 kill "$bench" 2>/dev/null || true
-live=$(curl -sf "http://127.0.0.1:$router_port/metrics" | grep -c '^lanes_router_kv_events_live{.*} 1' || true)
-python3 - "$work/samples" "$restart_at" "$window" "$mode" "$out" "$live" <<'PY'
+live=$(curl -sf "http://127.0.0.1:$((router_port + 1))/metrics" | grep -c '^lanes_router_kv_events_live{.*} 1' || true)
+python3 - "$work/samples" "$restart_at" "$window" "$mode" "$out" "$live" "$ready_ms" "$groups" <<'PY'
 import json, sys
-path, at, window, mode, out, live = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+path, at, window, mode, out, live, ready_ms, groups = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
 rows = {int(s): (int(h), int(q)) for s, h, q in (l.split() for l in open(path))}
 def rate(a, b):
     dh, dq = rows[b][0] - rows[a][0], rows[b][1] - rows[a][1]
@@ -144,8 +147,9 @@ after = rate(at, at + window)
 per_second = [round(rate(s, s + 1), 4) for s in range(at - window, at + window)]
 res = {"mode": mode, "steady_hit_rate": round(steady, 4), "after_restart_hit_rate": round(after, 4),
        "ratio": round(after / steady, 4) if steady else None, "window_s": window,
-       "replicas_live_after": live, "per_second_from_minus_window": per_second,
+       "replicas_live_after": live, "new_router_ready_ms": ready_ms, "groups": groups,
+       "per_second_from_minus_window": per_second,
        "modelled": "sim replicas (modelled costs), measured hit rates"}
 json.dump(res, open(out, "w"), indent=1)
-print(f"{mode}: hit rate {steady:.4f} over the {window} s before the restart, {after:.4f} over the {window} s after ({after / steady if steady else 0:.3f} of steady); {live} replicas live")
+print(f"{mode}: hit rate {steady:.4f} over the {window} s before the switch, {after:.4f} over the {window} s after ({after / steady if steady else 0:.3f} of steady); new router ready in {ready_ms} ms, {live} replicas live")
 PY

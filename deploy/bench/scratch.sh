@@ -16,3 +16,14 @@ admin_flags() {
         echo "--admin-port 0"
     fi
 }
+
+# Waits for "<name> listening on http://host:PORT" in log file $1 ($2: the program's name) and
+# prints the port.
+port_of() {
+    for _ in $(seq 500); do
+        p=$(grep -o "$2 listening on http://[^ ]*" "$1" 2>/dev/null | head -1 | sed 's/.*://')
+        [ -n "$p" ] && { echo "$p"; return 0; }
+        sleep 0.02
+    done
+    echo "$(basename "$0"): no port in $1" >&2; cat "$1" >&2; return 1
+}
