@@ -9,7 +9,9 @@ packages=(
     nlohmann-json3-dev libxxhash-dev libopenblas-dev libsimdjson-dev
     catch2                                     # v2, header catch2/catch.hpp
     clang-format                               # the format check in the test suite
-    prometheus                                 # promtool, to lint /metrics in the tests
+    prometheus                                 # promtool: /metrics lint, the rules' tests
+    systemd                                    # systemd-analyze verify of deploy/systemd
+    nodejs npm                                 # kubernetes-models, validating deploy/k8s
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
     libssl-dev openssl                         # key digests and TLS; certificates in the tests
     libzmq3-dev cppzmq-dev                     # KV events (ZeroMQ; msgpack is our own, see common/kv_events)
