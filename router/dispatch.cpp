@@ -185,6 +185,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
         if (last.backpressure)
             largest_retry_after = std::max(largest_retry_after, hold_off(*p.chosen, last));
         const bool again = cfg_.retry.allows(last.failed);
+        p.chosen->note_error("a request failed: " + last.failure);
         LANES_LOG(warn, "proxy",
                   request_id << " attempt " << attempt + 1 << " on " << p.chosen->id()
                              << " failed: " << last.failure
@@ -338,7 +339,10 @@ void proxy::account(const http::request& req, const dispatch_plan& plan, const p
     const int code = last.client_gone ? 499 : last.status ? last.status : 502;
     requests_counter(p.chosen->id(), code, p.d.reason, plan.model).inc();
     count_for_key(plan.who, code);
-    metrics_.duration.observe(seconds_since(plan.start));
+    const double took = seconds_since(plan.start);
+    metrics_.duration.observe(took);
+    live_.record({p.chosen->id(), plan.model, to_string(p.d.reason), code, p.d.matched_blocks,
+                  plan.blocks.size(), took * 1000.0});
     if (!cfg_.access_log)
         return;
     LANES_LOG(info, "access",

@@ -86,11 +86,13 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
 // Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.
 asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& out) {
     // Served without a key: probes (and the metrics with --metrics-public, or no keys at all).
-    static constexpr std::array<route, 4> open_routes{{
+    static constexpr std::array<route, 6> open_routes{{
         {"/health", http::method_get, &proxy::health},
         {"/liveness", http::method_get, &proxy::health},
         {"/readiness", http::method_get, &proxy::readiness},
         {"/metrics", http::method_get, &proxy::metrics_page},
+        {"/ui", http::method_get, &proxy::ui_page},
+        {"/ui/state", http::method_get, &proxy::ui_state},
     }};
     static constexpr std::array<client_route, 4> routes{{
         {"/v1/completions", http::method_post, &proxy::completions},
@@ -99,7 +101,9 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
         {"/v1/models", http::method_get, &proxy::models},
     }};
     const std::string_view path = http::path_of(req.target());
-    const auto open = http::match_route(open_routes, path, req.method());
+    auto open = http::match_route(open_routes, path, req.method());
+    if ((path == "/ui" || path == "/ui/state") && !cfg_.ui_public)
+        open = {}; // names the replicas: on the admin listener only, unless asked for
     const bool keyed = keys_.configured();
     if (open.route && (!keyed || cfg_.metrics_public || open.route->serve != &proxy::metrics_page))
         return (this->*open.route->serve)(req, out);
@@ -143,11 +147,14 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
 }
 
 asio::awaitable<void> proxy::handle_admin(http::request& req, http::response_writer& out) {
-    static constexpr std::array<route, 4> routes{{
+    // The live page needs no token to read (its drain buttons send the token they are given).
+    static constexpr std::array<route, 6> routes{{
         {"/health", http::method_get, &proxy::health},
         {"/liveness", http::method_get, &proxy::health},
         {"/readiness", http::method_get, &proxy::readiness},
         {"/metrics", http::method_get, &proxy::metrics_page},
+        {"/ui", http::method_get, &proxy::ui_page},
+        {"/ui/state", http::method_get, &proxy::ui_state_admin},
     }};
     const std::string_view path = http::path_of(req.target());
     const auto match = http::match_route(routes, path, req.method());
@@ -156,6 +163,43 @@ asio::awaitable<void> proxy::handle_admin(http::request& req, http::response_wri
     if (admin::handles(path))
         return admin_.handle(req, out);
     return unrouted(req, out, match.path_methods, "no admin route for ");
+}
+
+asio::awaitable<void> proxy::ui_page(http::request& req, http::response_writer& out) {
+    auto res = http::make_response(req, bhttp::status::ok, std::string(live_page_html()),
+                                   "text/html; charset=utf-8");
+    res.set(bhttp::field::cache_control, "no-store");
+    // Nothing from elsewhere, no framing by other sites.
+    res.set("content-security-policy",
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+            "connect-src 'self'; img-src 'self'; frame-ancestors 'none'");
+    res.set("x-content-type-options", "nosniff");
+    return answered(out.send(std::move(res)));
+}
+
+std::string proxy::ui_state_json(bool admin) {
+    live_state::reason_counts reasons;
+    std::uint64_t total = 0;
+    // lanes_router_requests_total{replica, code, reason, model}: summed by replica and reason.
+    metrics_.requests.for_each([&](const common::metrics::label_values& v, const auto& c) {
+        const auto n = static_cast<std::uint64_t>(c.value());
+        total += n;
+        if (v.size() == 4 && v[0] != "none")
+            reasons[v[0]][v[2]] += n;
+    });
+    return live_.json(pool_, admin, reasons, total);
+}
+
+asio::awaitable<void> proxy::ui_state(http::request& req, http::response_writer& out) {
+    auto res = http::make_response(req, bhttp::status::ok, ui_state_json(false));
+    res.set(bhttp::field::cache_control, "no-store");
+    return answered(out.send(std::move(res)));
+}
+
+asio::awaitable<void> proxy::ui_state_admin(http::request& req, http::response_writer& out) {
+    auto res = http::make_response(req, bhttp::status::ok, ui_state_json(true));
+    res.set(bhttp::field::cache_control, "no-store");
+    return answered(out.send(std::move(res)));
 }
 
 // 405 with Allow for a known path asked with another method, else 404.

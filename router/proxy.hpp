@@ -25,6 +25,7 @@
 #include "router/request/request_view.hpp"
 #include "router/response_affinity.hpp"
 #include "router/status_pages.hpp"
+#include "router/ui/live_state.hpp"
 #include "router/upstream.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -119,6 +120,15 @@ private:
                                               common::http::response_writer& out);
     boost::asio::awaitable<void> models(common::http::request& req,
                                         common::http::response_writer& out, client who);
+    // The live page (/ui) and its state (/ui/state): on the admin listener always, on the
+    // traffic port with --ui-public.
+    boost::asio::awaitable<void> ui_page(common::http::request& req,
+                                         common::http::response_writer& out);
+    boost::asio::awaitable<void> ui_state(common::http::request& req,
+                                          common::http::response_writer& out);
+    boost::asio::awaitable<void> ui_state_admin(common::http::request& req,
+                                                common::http::response_writer& out);
+    std::string ui_state_json(bool admin);
 
     // A generation request: read, hashed, routed by the policy. With --tokenize-endpoint a
     // completions or chat request is first given the engine's token ids (generate_tokenized);
@@ -205,6 +215,7 @@ private:
     response_affinity responses_;
     status_pages status_;
     std::unique_ptr<remote_tokenizer> tokenizer_; // with --tokenize-endpoint
+    live_state live_;                             // the live page's latest decisions
     const std::uint64_t instance_; // this proxy's number, from 1 (requests_counter's key)
 };
 

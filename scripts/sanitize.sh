@@ -25,5 +25,5 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_strin
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp}
 [ "$tier" = thread ] && export LANES_TEST_ROUTER_THREADS=4
-# Not here: the format and docs checks (the plain tier runs them) and GPU cases.
-ctest --output-on-failure --timeout 900 -E '^(format|docs|gpu|lint):' "${@:2}"
+# Not here: the format, docs and deploy checks (the plain tier runs them) and GPU cases.
+ctest --output-on-failure --timeout 900 -E '^(format|docs|gpu|lint|deploy):' "${@:2}"

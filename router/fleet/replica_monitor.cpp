@@ -170,11 +170,11 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     if (stopping_->load() || !still_in_pool(*r) || common::http::local_resource_error(res.ec))
         co_return;
     const bool ok = !res.ec && res.status == 200;
-    if (!ok)
-        LANES_LOG_THROTTLED(
-            info, "health",
-            r->id() << " /health probe failed: "
-                    << (res.ec ? res.ec.message() : "status " + std::to_string(res.status)));
+    if (!ok) {
+        const std::string why = res.ec ? res.ec.message() : "status " + std::to_string(res.status);
+        LANES_LOG_THROTTLED(info, "health", r->id() << " /health probe failed: " << why);
+        r->note_error("/health probe failed: " + why);
+    }
     report_health(*r, ok, metrics_, failure_origin::probe);
 }
 

@@ -15,6 +15,20 @@ scraped_stats replica::stats() const {
     return stats_;
 }
 
+void replica::note_error(std::string what) {
+    constexpr std::size_t longest = 200; // a replica's error body is not copied whole
+    if (what.size() > longest)
+        what.resize(longest);
+    std::lock_guard lock(mutex_);
+    error_at_ = std::chrono::system_clock::now();
+    error_ = std::move(what);
+}
+
+std::pair<std::chrono::system_clock::time_point, std::string> replica::last_error() const {
+    std::lock_guard lock(mutex_);
+    return {error_at_, error_};
+}
+
 void replica::set_stats(const scraped_stats& s) {
     std::lock_guard lock(mutex_);
     stats_ = s;

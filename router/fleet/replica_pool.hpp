@@ -95,6 +95,10 @@ public:
     bool healthy() { return health.routable(std::chrono::steady_clock::now()); }
 
     scraped_stats stats() const;
+    // The last thing that went wrong with it (a failed probe, a failed request), for the live
+    // page; empty when nothing has.
+    void note_error(std::string what);
+    std::pair<std::chrono::system_clock::time_point, std::string> last_error() const;
     void set_stats(const scraped_stats& s);
     // Counts set_stats() calls: a reader that saw this version already holds the latest stats.
     std::uint64_t stats_version() const { return stats_version_.load(std::memory_order_acquire); }
@@ -119,6 +123,8 @@ private:
     std::shared_ptr<const model_list> models_;
     std::atomic<std::uint64_t> models_version_{0};
     std::vector<std::unique_ptr<common::http::client_connection>> idle_;
+    std::chrono::system_clock::time_point error_at_{};
+    std::string error_;
 };
 
 // Releases the `inflight` count that the proxy's pick raised (under the policy lock, so the next

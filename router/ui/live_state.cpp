@@ -1,0 +1,72 @@
+#include "router/ui/live_state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace lanes::router {
+
+namespace {
+
+double unix_seconds(std::chrono::system_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+} // namespace
+
+void live_state::record(routed_request r) {
+    const double at = unix_seconds(std::chrono::system_clock::now());
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock())
+        return; // another request is being recorded: this one is left out of the sample
+    latest_.push_front({at, std::move(r)});
+    while (latest_.size() > keep_)
+        latest_.pop_back();
+}
+
+std::string live_state::json(const replica_pool& pool, bool admin, const reason_counts& reasons,
+                             std::uint64_t requests_total) const {
+    using nlohmann::json;
+    const auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+    json replicas = json::array();
+    std::lock_guard lock(mutex_);
+    for (const auto& r : pool.all()) {
+        const scraped_stats s = r->stats();
+        const auto [error_at, error] = r->last_error();
+        json by_reason = json::object();
+        if (const auto it = reasons.find(r->id()); it != reasons.end())
+            for (const auto& [reason, n] : it->second)
+                by_reason[reason] = n;
+        replicas.push_back({{"url", r->id()},
+                            {"healthy", r->healthy()},
+                            {"draining", r->draining.load()},
+                            {"inflight", r->inflight.load()},
+                            {"waiting", opt(s.waiting)},
+                            {"running", opt(s.running)},
+                            {"kv_usage", opt(s.kv_usage)},
+                            {"prefix_cache_hits", opt(s.prefix_cache_hits)},
+                            {"prefix_cache_queries", opt(s.prefix_cache_queries)},
+                            {"requests", by_reason},
+                            {"last_error", error.empty() ? json(nullptr)
+                                                         : json{{"at", unix_seconds(error_at)},
+                                                                {"what", error}}}});
+    }
+    json decisions = json::array();
+    for (const auto& k : latest_)
+        decisions.push_back({{"at", k.at},
+                             {"replica", k.r.replica},
+                             {"model", k.r.model},
+                             {"reason", k.r.reason},
+                             {"status", k.r.status},
+                             {"matched_blocks", k.r.matched_blocks},
+                             {"blocks", k.r.blocks},
+                             {"duration_ms", k.r.duration_ms}});
+    return json{{"now", unix_seconds(std::chrono::system_clock::now())},
+                {"admin", admin},
+                {"requests_total", requests_total},
+                {"replicas", replicas},
+                {"decisions", decisions}}
+        .dump();
+}
+
+} // namespace lanes::router
