@@ -11,7 +11,8 @@ packages=(
     clang-format                               # the format check in the test suite
     prometheus                                 # promtool: /metrics lint, the rules' tests
     systemd                                    # systemd-analyze verify of deploy/systemd
-    nodejs npm                                 # kubernetes-models, validating deploy/k8s
+    nodejs npm                                 # kubernetes-models (deploy/k8s), playwright-core
+    chromium                                   # the live page's test, headless
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
     libssl-dev openssl                         # key digests and TLS; certificates in the tests
     libzmq3-dev cppzmq-dev                     # KV events (ZeroMQ; msgpack is our own, see common/kv_events)

@@ -53,5 +53,6 @@ done
     ${LANES_POLICY:+--policy "$LANES_POLICY"} "${router_args[@]}" "$@" &
 pids+=($!)
 echo "lanes: router on http://localhost:$port in front of $n replicas (admin API on" \
-    "http://127.0.0.1:$admin_port, read-only without --admin-token); Ctrl-C stops everything"
+    "http://127.0.0.1:$admin_port, read-only without --admin-token; the live page at" \
+    "http://127.0.0.1:$admin_port/ui); Ctrl-C stops everything"
 wait -n "${pids[@]}" || true

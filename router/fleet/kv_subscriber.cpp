@@ -91,6 +91,8 @@ bool kv_subscriber::warmed() const {
     }
     bool any = false;
     for (const auto& r : pool_.all()) {
+        if (!r->probe_answered.load()) // every replica's first probe back: none still unknown
+            return false;
         if (!r->probe_ok.load(std::memory_order_relaxed))
             continue;
         any = true;

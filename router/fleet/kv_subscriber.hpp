@@ -55,8 +55,9 @@ public:
     void start();
     void stop();
     // Whether the index has had its first look at every healthy replica (what /readiness waits
-    // for): each has its models read and a scrape answered (so its event port, if any, is
-    // known) and, if it has an event port, has been joined; or warmup_timeout since start().
+    // for): every replica's first probe is back, and each healthy one has its models read and a
+    // scrape answered (so its event port, if any, is known) and, if it has an event port, has
+    // been joined; or warmup_timeout since start().
     bool warmed() const;
 
 private:

@@ -170,6 +170,7 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     if (stopping_->load() || !still_in_pool(*r) || common::http::local_resource_error(res.ec))
         co_return;
     const bool ok = !res.ec && res.status == 200;
+    r->probe_answered.store(true);
     if (!ok) {
         const std::string why = res.ec ? res.ec.message() : "status " + std::to_string(res.status);
         LANES_LOG_THROTTLED(info, "health", r->id() << " /health probe failed: " << why);

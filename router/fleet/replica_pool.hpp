@@ -72,6 +72,7 @@ public:
     std::atomic<bool> probe_busy{false};      // a /health probe of this replica is in flight
     std::atomic<bool> models_busy{false};     // a /v1/models read of this replica is in flight
     std::atomic<bool> probe_ok{false};        // its last /health probe answered 200
+    std::atomic<bool> probe_answered{false};  // a /health probe has come back (either way)
     std::atomic<bool> scrape_answered{false}; // a /metrics scrape got an HTTP answer (any status)
     std::atomic<bool> kv_joined{false}; // the KV-event subscriber has made its first try at it
     // No new request before this steady-clock time (ticks): it answered 429 or 503 (backpressure,

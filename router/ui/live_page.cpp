@@ -35,7 +35,8 @@ constexpr std::string_view page = R"lanes(<!doctype html>
   td.num { text-align: right; font-variant-numeric: tabular-nums; }
   .pill { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; color: #fff; }
   .up { background: var(--ok); } .down { background: var(--bad); } .drain { background: var(--warn); }
-  .err { color: var(--bad); max-width: 320px; overflow: hidden; text-overflow: ellipsis; }
+  .err { color: var(--bad); max-width: 200px; overflow: hidden; text-overflow: ellipsis; }
+  .err.old { color: var(--muted); }
   .reasons span { margin-right: 8px; color: var(--muted); }
   .reasons b { color: var(--fg); font-weight: 600; }
   button { font: inherit; padding: 2px 10px; border: 1px solid var(--accent); color: var(--accent);
@@ -144,7 +145,9 @@ function render(s) {
       const sp = document.createElement("span"); sp.append(k + " "); const b = document.createElement("b");
       b.textContent = v; sp.append(b); reasons.append(sp);
     }
-    const e = cell(row, r.last_error ? r.last_error.what : "", "err");
+    const age = r.last_error ? Math.max(0, Math.round(s.now - r.last_error.at)) : 0;
+    const e = cell(row, r.last_error ? r.last_error.what + " (" + age + " s ago)" : "",
+                   "err" + (age > 60 ? " old" : ""));
     if (r.last_error) e.title = new Date(r.last_error.at * 1000).toLocaleString() + ": " + r.last_error.what;
     const act = cell(row, "");
     if (s.admin && token.value) {

@@ -113,8 +113,11 @@ try:
     hits = sum(a[0] - b[0] for a, b in zip(after, before))
     queries = sum(a[1] - b[1] for a, b in zip(after, before))
     direct = hits / queries
-    # Scrapes and rule evaluations that saw the end of the run.
-    time.sleep(4)
+    # A scrape that saw the end of the run, then two rule evaluations after it.
+    final_queries = sum(a[1] for a in after)
+    wait_for(lambda: float(query(prom_port, "sum(vllm:prefix_cache_queries_total)")["data"]["result"][0]["value"][1])
+             == final_queries, 20, "a scrape of the replicas' final counters")
+    time.sleep(2.5)
     got = query(prom_port, "lanes:fleet_prefix_cache_hit_rate:ratio_rate1m")
     assert got["status"] == "success", got
     assert got["data"]["result"], f"no value for the fleet hit-rate rule: {got}"
