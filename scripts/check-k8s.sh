@@ -12,13 +12,7 @@ if ! command -v kubectl >/dev/null; then
     echo "check-k8s: kubectl (with kustomize) is not installed: nothing rendered, skipped" >&2
     exit 77
 fi
-mkdir -p "$tools"
-if ! cmp -s "$root/deploy/k8s/validate/package-lock.json" "$tools/package-lock.json" ||
-    [ ! -d "$tools/node_modules" ]; then
-    cp "$root/deploy/k8s/validate/package.json" "$root/deploy/k8s/validate/package-lock.json" "$tools/"
-    (cd "$tools" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-fi
-cp "$root/deploy/k8s/validate/validate.mjs" "$tools/"
+"$root/scripts/npm-tools.sh" "$root/deploy/k8s/validate" "$tools"
 status=0
 "$root/scripts/check-router-config.sh" "$root/deploy/k8s/base/router.json" "$build" || status=1
 for overlay in "$root"/deploy/k8s/overlays/*/; do

@@ -12,11 +12,5 @@ if [ ! -x "$chromium" ]; then
     exit 77
 fi
 tools="$build/ui-test"
-mkdir -p "$tools"
-if ! cmp -s "$root/tests/deploy/ui/package-lock.json" "$tools/package-lock.json" ||
-    [ ! -d "$tools/node_modules" ]; then
-    cp "$root/tests/deploy/ui/package.json" "$root/tests/deploy/ui/package-lock.json" "$tools/"
-    (cd "$tools" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-fi
-cp "$root/tests/deploy/ui/ui_test.mjs" "$tools/"
+"$root/scripts/npm-tools.sh" "$root/tests/deploy/ui" "$tools"
 CHROMIUM="$chromium" node "$tools/ui_test.mjs" "$build" "$build"
