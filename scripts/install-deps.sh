@@ -11,7 +11,6 @@ packages=(
     clang-format                               # the format check in the test suite
     prometheus                                 # promtool: /metrics lint, the rules' tests
     systemd                                    # systemd-analyze verify of deploy/systemd
-    nodejs npm                                 # kubernetes-models (deploy/k8s), playwright-core
     chromium                                   # the live page's test, headless
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
     libssl-dev openssl                         # key digests and TLS; certificates in the tests
@@ -25,6 +24,10 @@ missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
+# Node.js and npm (kubernetes-models for deploy/k8s, playwright-core for the live page's test):
+# Debian's only where there are none, so a Node.js installed otherwise (with its own npm) stays.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
