@@ -52,6 +52,19 @@ proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried) {
     std::lock_guard lock(policy_mutex_);
     refresh_snapshot(now);
     const pool_snapshot& snap = snapshot_.view();
+    if (!plan.ideal_counted && plan.by_policy) {
+        plan.ideal_counted = true;
+        std::size_t capacity = 0; // the fleet's blocks, those of replicas that said
+        for (const auto& r : snap.replicas)
+            capacity +=
+                static_cast<std::size_t>(std::max<std::int64_t>(r.num_blocks.value_or(0), 0));
+        const std::size_t hit = ideal_.hit_blocks(plan.blocks, capacity);
+        // The cap note_routed puts on the prediction: the prompt's last token is always computed.
+        const std::size_t cap = plan.rr.prompt_tokens > 0 && plan.block_tokens > 0
+                                    ? (plan.rr.prompt_tokens - 1) / plan.block_tokens
+                                    : 0;
+        metrics_.ideal_hit_tokens.inc(static_cast<double>(std::min(hit, cap) * plan.block_tokens));
+    }
     // Which replicas serve the model; none that does (all lists known) makes it unknown.
     const auto serving = snapshot_.serving(plan.model, serves_);
     if (serving == snapshot_cache::model_serving::none) {

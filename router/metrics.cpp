@@ -67,6 +67,13 @@ router_metrics::router_metrics()
                            "Prompt tokens of routed requests (the denominator of the predicted "
                            "hit rate).")
               .with({}))
+    , ideal_hit_tokens(
+          registry_
+              .add_counter("lanes_router_ideal_prefix_hit_tokens_total",
+                           "Prompt tokens one LRU cache as large as every replica's KV cache "
+                           "together would have held, over this router's requests (the ideal "
+                           "hit rate's numerator).")
+              .with({}))
     , replica_prefix_hits(registry_.add_counter(
           "lanes_router_replica_prefix_cache_hits_total",
           "Prefix-cache hit tokens reported by each replica's /metrics (mirrored).", {"replica"}))

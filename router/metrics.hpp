@@ -34,6 +34,7 @@ public:
     common::metrics::histogram& decision;
     common::metrics::counter& predicted_hit_tokens;
     common::metrics::counter& predicted_query_tokens;
+    common::metrics::counter& ideal_hit_tokens;
     common::metrics::family<common::metrics::counter>& replica_prefix_hits;    // replica
     common::metrics::family<common::metrics::counter>& replica_prefix_queries; // replica
     common::metrics::family<common::metrics::gauge>& replica_up;

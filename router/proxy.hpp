@@ -20,6 +20,7 @@
 #include "router/fleet/replica_pool.hpp"
 #include "router/fleet/snapshot.hpp"
 #include "router/metrics.hpp"
+#include "router/policies/ideal_cache.hpp"
 #include "router/policies/policy.hpp"
 #include "router/request/remote_tokenizer.hpp"
 #include "router/request/request_view.hpp"
@@ -99,6 +100,7 @@ private:
         std::size_t block_tokens = common::default_block_size;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
         client who;
+        bool ideal_counted = false; // its blocks went through ideal_ (once, not per attempt)
     };
     struct pick_result;
 
@@ -216,6 +218,7 @@ private:
     status_pages status_;
     std::unique_ptr<remote_tokenizer> tokenizer_; // with --tokenize-endpoint
     live_state live_;                             // the live page's latest decisions
+    ideal_cache ideal_;                           // under policy_mutex_
     const std::uint64_t instance_; // this proxy's number, from 1 (requests_counter's key)
 };
 
