@@ -116,7 +116,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
         {"/health", http::method_get, &api::health},
         {"/metrics", http::method_get, &api::metrics_page},
         {"/load", http::method_get, &api::load},
-        {"/kv-events/blocks", http::method_get, &api::kv_blocks},
+        {common::kv_events::dump_path, http::method_get, &api::kv_blocks},
         {"/tokenize", http::method_post, &api::tokenize},
     }};
     const std::string_view path = http::path_of(req.target());
@@ -243,7 +243,7 @@ asio::awaitable<void> api::kv_blocks(http::request& req, http::response_writer& 
     b.data_parallel_rank = 0;
     auto res = http::make_response(req, status::ok, common::kv_events::encode(b),
                                    "application/vnd.msgpack");
-    res.set("lanes-kv-events-next-seq", std::to_string(d->next_batch));
+    res.set(common::kv_events::dump_next_seq_header, std::to_string(d->next_batch));
     res.set(boost::beast::http::field::cache_control, "no-store");
     co_await out.send(std::move(res));
 }

@@ -64,24 +64,27 @@ std::string_view media_type(std::string_view value) {
 
 } // namespace
 
+nlohmann::json replica_state(replica& r) {
+    const scraped_stats s = r.stats();
+    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    return {{"url", r.id()},
+            {"healthy", r.healthy()},
+            {"draining", r.draining.load()},
+            {"inflight", r.inflight.load()},
+            {"kv_usage", opt(s.kv_usage)},
+            {"waiting", opt(s.waiting)},
+            {"running", opt(s.running)},
+            {"prefix_cache_hits", opt(s.prefix_cache_hits)},
+            {"prefix_cache_queries", opt(s.prefix_cache_queries)},
+            {"num_gpu_blocks", opt(s.num_blocks)},
+            {"requests_total", r.requests_total.load()},
+            {"source", r.source}};
+}
+
 std::string replicas_json(replica_pool& pool) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : pool.all()) {
-        const scraped_stats s = r->stats();
-        auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-        list.push_back({{"url", r->id()},
-                        {"healthy", r->healthy()},
-                        {"draining", r->draining.load()},
-                        {"inflight", r->inflight.load()},
-                        {"kv_usage", opt(s.kv_usage)},
-                        {"waiting", opt(s.waiting)},
-                        {"running", opt(s.running)},
-                        {"prefix_cache_hits", opt(s.prefix_cache_hits)},
-                        {"prefix_cache_queries", opt(s.prefix_cache_queries)},
-                        {"num_gpu_blocks", opt(s.num_blocks)},
-                        {"requests_total", r->requests_total.load()},
-                        {"source", r->source}});
-    }
+    for (const auto& r : pool.all())
+        list.push_back(replica_state(*r));
     return list.dump();
 }
 

@@ -20,6 +20,7 @@
 #include "router/fleet/replica_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <optional>
 #include <string>
@@ -68,6 +69,8 @@ private:
     replica_pool& pool_;
 };
 
+// One replica's state as /admin/replicas shows it (the live page adds to it).
+nlohmann::json replica_state(replica& r);
 // The state of every replica as /admin/replicas shows it.
 std::string replicas_json(replica_pool& pool);
 

@@ -74,6 +74,7 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("ui-public", cfg.ui_public,
           "serve the live page (/ui, /ui/state) on the traffic port too (it names the replicas; "
           "without a key when keys are set); always on the admin listener");
+    f.add("ui-decisions", cfg.ui_decisions, "latest routing decisions the live page keeps");
     f.add("admin-max-connections", cfg.admin_max_connections,
           "connections the admin listener takes at once (past it new ones are closed)");
     f.add("admin-insecure-loopback", cfg.admin_insecure_loopback,

@@ -77,7 +77,8 @@ struct router_config {
     bool metrics_public = false;       // /metrics without a key when keys are configured
     bool isolate_cache_by_key = false; // a cache_salt per key (access/cache_salt.hpp)
     bool ui_public = false; // the live page (/ui) on the traffic port too, not only the admin one
-    rate_settings rate;     // the default limits; a key's own win (access/rate_limit.hpp)
+    std::size_t ui_decisions = 50; // latest routing decisions the live page lists
+    rate_settings rate;            // the default limits; a key's own win (access/rate_limit.hpp)
     // Admission control (access/admission.hpp); a replica is at its cap with replica_max_inflight
     // requests in flight from this router, or replica_queue_threshold waiting in its last scrape
     // (0: not used).

@@ -76,6 +76,7 @@ proxy::proxy(const router_config& cfg, replica_pool& pool, router_metrics& metri
     , status_(pool, metrics)
     , tokenizer_(cfg.tokenizer.endpoint.empty() ? nullptr
                                                 : std::make_unique<remote_tokenizer>(cfg.tokenizer))
+    , live_(cfg.ui_decisions)
     , instance_(++proxies_made) {
     std::string why;
     proxies_.parse(cfg.trusted_proxies, why); // validated with the rest of the config

@@ -65,6 +65,11 @@ struct decode_limits {
 bool decode(std::string_view payload, batch& out, std::string& error,
             const decode_limits& lim = {});
 
+// A lanes replica's block dump: GET dump_path (behind its --kv-dump-token) answers one batch of
+// BlockStored events, and dump_next_seq_header the sequence number the stream goes on from.
+inline constexpr std::string_view dump_path = "/kv-events/blocks";
+inline constexpr std::string_view dump_next_seq_header = "lanes-kv-events-next-seq";
+
 // The sequence-number frame: 8 bytes big-endian, signed (-1 ends a replay).
 std::string sequence_frame(std::int64_t seq);
 std::optional<std::int64_t> read_sequence(std::string_view frame);

@@ -46,29 +46,10 @@ target="http://127.0.0.1:${router_ports[0]}"
 if [ "$routers" -gt 1 ]; then
     servers=""
     for p in "${router_ports[@]}"; do servers+="server 127.0.0.1:$p; "; done
-    cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    upstream routers { $servers keepalive 64; }
-    server {
-        listen 127.0.0.1:$front_port;
-        # lanes-bench reads the hit rate before and after from one router's mirror of the
-        # replicas' counters: always the same one.
-        location = /metrics { proxy_pass http://127.0.0.1:${router_ports[0]}; }
-        location / {
-            proxy_pass http://routers;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_read_timeout 300s;
-        }
-    }
-}
-CONF
+    # lanes-bench reads the hit rate before and after from one router's mirror of the
+    # replicas' counters: always the same one.
+    nginx_front "$front_port" "$servers" \
+        "location = /metrics { proxy_pass http://127.0.0.1:${router_ports[0]}; }"
     nginx -c "$work/nginx.conf" -g 'daemon off;' &
     pids+=($!)
     sleep 0.5

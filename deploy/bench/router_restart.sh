@@ -66,27 +66,8 @@ start_router() { # $1: log file, $2: port
 start_router "$work/router1.log" "$router_port"
 sleep 1
 
-front() { # nginx's config, in front of the router on port $1
-    cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    upstream routers { server 127.0.0.1:$1 max_fails=0; keepalive 64; }
-    server {
-        listen 127.0.0.1:$front_port;
-        location / {
-            proxy_pass http://routers;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_read_timeout 300s;
-        }
-    }
-}
-CONF
+front() { # nginx in front of the router on port $1
+    nginx_front "$front_port" "server 127.0.0.1:$1 max_fails=0;"
 }
 front "$router_port"
 nginx -c "$work/nginx.conf" -g 'daemon off;' &

@@ -27,3 +27,30 @@ port_of() {
     done
     echo "$(basename "$0"): no port in $1" >&2; cat "$1" >&2; return 1
 }
+
+# Writes $work/nginx.conf: one nginx worker on 127.0.0.1:$1 relaying (streams unbuffered, kept-alive
+# upstream connections) to the upstream servers $2 ("server 127.0.0.1:P; ..."); $3, if given, is
+# more of the server block (locations of its own).
+nginx_front() {
+    cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    upstream routers { $2 keepalive 64; }
+    server {
+        listen 127.0.0.1:$1;
+        ${3:-}
+        location / {
+            proxy_pass http://routers;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_read_timeout 300s;
+        }
+    }
+}
+CONF
+}

@@ -1,16 +1,13 @@
 #include "router/fleet/kv_subscriber.hpp"
 
-#include "common/http/fetch.hpp"
 #include "common/kv_events/events.hpp"
 #include "common/log.hpp"
+#include "router/fleet/kv_sources.hpp"
 #include "router/metrics.hpp"
 
 #include <zmq.hpp>
 
-#include <boost/beast/core/string.hpp>
-
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
 #include <vector>
@@ -18,8 +15,6 @@
 namespace lanes::router {
 
 namespace ev = common::kv_events;
-namespace beast = boost::beast;
-namespace beast_http = boost::beast::http;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -41,22 +36,6 @@ struct subscription {
     std::int64_t skip_upto = -1; // batches up to this one came by replay or dump already
     std::optional<clock_type::time_point> bootstrapped_at; // the last dump asked for
 };
-
-// The frames of one message: up to `max` kept, the rest read and dropped.
-std::vector<zmq::message_t> recv_frames(zmq::socket_t& s, std::size_t max) {
-    std::vector<zmq::message_t> frames;
-    for (;;) {
-        zmq::message_t m;
-        if (!s.recv(m, zmq::recv_flags::dontwait))
-            break;
-        const bool more = m.more();
-        if (frames.size() < max)
-            frames.push_back(std::move(m));
-        if (!more)
-            break;
-    }
-    return frames;
-}
 
 } // namespace
 
@@ -116,43 +95,13 @@ void kv_subscriber::stop() {
 void kv_subscriber::run() {
     impl z;
     auto last_sync = clock_type::time_point{};
-    using replayed = std::vector<std::pair<std::int64_t, std::string>>;
+    using replayed = replayed_batches;
 
-    // Batches from `from` on, from the replica's replay socket, in order, up to its end marker
-    // (none when the replica has nothing from there on); nullopt when it has no replay socket
-    // or does not answer in time.
+    // What the replica's replay socket still has from `from` on (nullopt: no socket, no answer).
     const auto replay = [&](subscription& s, std::int64_t from) -> std::optional<replayed> {
         if (!s.dealer)
             return std::nullopt;
-        const std::string seq = ev::sequence_frame(from);
-        try {
-            s.dealer->send(zmq::const_buffer("", 0), zmq::send_flags::sndmore);
-            s.dealer->send(zmq::buffer(seq), zmq::send_flags::none);
-        } catch (const zmq::error_t&) {
-            return std::nullopt;
-        }
-        replayed got;
-        const auto deadline = clock_type::now() + cfg_.replay_timeout;
-        while (!stopping_.load()) {
-            const auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-            if (left.count() <= 0)
-                break;
-            zmq::pollitem_t item{s.dealer->handle(), 0, ZMQ_POLLIN, 0};
-            zmq::poll(&item, 1, left);
-            if (!(item.revents & ZMQ_POLLIN))
-                continue;
-            auto frames = recv_frames(*s.dealer, 3); // "", seq, payload
-            if (frames.size() != 3)
-                continue;
-            const auto n = ev::read_sequence(frames[1].to_string_view());
-            if (!n)
-                continue;
-            if (*n == -1)
-                return got; // the end marker
-            got.emplace_back(*n, frames[2].to_string());
-        }
-        return std::nullopt; // cut short: not to be trusted as complete
+        return request_replay(*s.dealer, from, cfg_.replay_timeout, stopping_);
     };
 
     const auto apply_batch = [&](subscription& s, const ev::batch& b) {
@@ -207,45 +156,21 @@ void kv_subscriber::run() {
         const auto r = pool_.find(s.id);
         if (!r)
             return -1;
-        common::http::fetch_options opts;
-        opts.total_timeout = cfg_.bootstrap_timeout;
-        opts.connect_timeout = std::min(cfg_.bootstrap_timeout, opts.connect_timeout);
-        opts.body_limit = cfg_.bootstrap_max_bytes;
-        opts.headers.emplace_back("Authorization", "Bearer " + cfg_.bootstrap_token);
-        const common::http::url where = r->address();
-        const auto res =
-            common::http::fetch_blocking(where, beast_http::verb::get, "/kv-events/blocks", opts);
+        const auto read = read_block_dump(
+            r->address(), {cfg_.bootstrap_token, cfg_.bootstrap_timeout, cfg_.bootstrap_max_bytes});
         const auto fail = [&](const char* outcome, const std::string& why) -> std::int64_t {
             metrics_.kv_bootstraps.with({s.id, outcome}).inc();
             LANES_LOG_THROTTLED(warn, "kv-events", s.id << ": no block dump: " << why);
             return -1;
         };
-        if (res.ec)
-            return fail("failed", res.ec.message());
-        if (res.status != 200)
-            return fail("refused", "HTTP " + std::to_string(res.status));
-        std::optional<std::int64_t> next;
-        for (const auto& [name, value] : res.headers)
-            if (beast::iequals(name, "lanes-kv-events-next-seq")) {
-                std::int64_t v = 0;
-                const auto* end = value.data() + value.size();
-                if (auto [p, ec] = std::from_chars(value.data(), end, v);
-                    ec == std::errc() && p == end && v >= 0)
-                    next = v;
-            }
-        if (!next)
-            return fail("undecodable", "no lanes-kv-events-next-seq header");
-        ev::batch dump;
-        std::string error;
-        ev::decode_limits lim;
-        lim.max_bytes = cfg_.bootstrap_max_bytes;
-        if (!ev::decode(res.body, dump, error, lim))
-            return fail("undecodable", error);
+        if (!read.dump)
+            return fail(read.outcome, read.why);
+        const std::int64_t next = read.dump->next_seq;
         index_.reset(s.id, true);
-        apply_batch(s, dump);
-        std::int64_t known = *next - 1;
-        if (const auto got = replay(s, *next)) {
-            const auto last = apply_run(s, *got, *next, INT64_MAX);
+        apply_batch(s, read.dump->blocks);
+        std::int64_t known = next - 1;
+        if (const auto got = replay(s, next)) {
+            const auto last = apply_run(s, *got, next, INT64_MAX);
             if (!last) {
                 index_.reset(s.id, false);
                 return fail("undecodable", "a replayed batch that does not decode");
@@ -255,7 +180,7 @@ void kv_subscriber::run() {
         metrics_.kv_bootstraps.with({s.id, "ok"}).inc();
         LANES_LOG(info, "kv-events",
                   s.id << ": warmed from its block dump (" << index_.size(s.id)
-                       << " blocks, the stream from batch " << *next << " on)");
+                       << " blocks, the stream from batch " << next << " on)");
         return known;
     };
 

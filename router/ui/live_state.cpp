@@ -1,5 +1,7 @@
 #include "router/ui/live_state.hpp"
 
+#include "router/admin.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -27,31 +29,21 @@ void live_state::record(routed_request r) {
 std::string live_state::json(const replica_pool& pool, bool admin, const reason_counts& reasons,
                              std::uint64_t requests_total) const {
     using nlohmann::json;
-    const auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
     json replicas = json::array();
-    std::lock_guard lock(mutex_);
     for (const auto& r : pool.all()) {
-        const scraped_stats s = r->stats();
+        json row = replica_state(*r);
         const auto [error_at, error] = r->last_error();
         json by_reason = json::object();
         if (const auto it = reasons.find(r->id()); it != reasons.end())
             for (const auto& [reason, n] : it->second)
                 by_reason[reason] = n;
-        replicas.push_back({{"url", r->id()},
-                            {"healthy", r->healthy()},
-                            {"draining", r->draining.load()},
-                            {"inflight", r->inflight.load()},
-                            {"waiting", opt(s.waiting)},
-                            {"running", opt(s.running)},
-                            {"kv_usage", opt(s.kv_usage)},
-                            {"prefix_cache_hits", opt(s.prefix_cache_hits)},
-                            {"prefix_cache_queries", opt(s.prefix_cache_queries)},
-                            {"requests", by_reason},
-                            {"last_error", error.empty() ? json(nullptr)
-                                                         : json{{"at", unix_seconds(error_at)},
-                                                                {"what", error}}}});
+        row["requests"] = std::move(by_reason);
+        row["last_error"] =
+            error.empty() ? json(nullptr) : json{{"at", unix_seconds(error_at)}, {"what", error}};
+        replicas.push_back(std::move(row));
     }
     json decisions = json::array();
+    std::lock_guard lock(mutex_);
     for (const auto& k : latest_)
         decisions.push_back({{"at", k.at},
                              {"replica", k.r.replica},

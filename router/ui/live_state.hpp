@@ -27,7 +27,7 @@ struct routed_request {
 
 class live_state {
 public:
-    explicit live_state(std::size_t keep = 50)
+    explicit live_state(std::size_t keep)
         : keep_(keep) {}
 
     void record(routed_request r);
