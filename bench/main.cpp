@@ -1,6 +1,7 @@
 // lanes-bench: generate a workload, drive it through a router or replica, write a JSON report.
 #include "bench/report.hpp"
 #include "bench/runner.hpp"
+#include "bench/sim/simulate_cli.hpp"
 #include "bench/workload.hpp"
 #include "common/config_util.hpp"
 #include "common/metrics/prom_parser.hpp"
@@ -60,31 +61,17 @@ std::vector<std::string> router_replicas(const common::http::url& target) {
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc > 1 && std::string_view(argv[1]) == "simulate")
+        return bench::sim::simulate_main(argc - 1, argv + 1);
     bench::bench_config cfg;
     bench::workload_config w;
     std::int64_t block_size = 16;
     common::flag_set f("lanes-bench", "Load generator for OpenAI-compatible LLM servers.");
     f.add("url", cfg.url, "router or replica base URL (loopback only for load tests)");
-    f.add("workload", w.kind, "shared-prefix, multi-turn, trace or random");
+    bench::add_workload_flags(f, w);
     f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
     f.add("rate", cfg.rate, "open loop: Poisson arrivals per second (0: closed loop)");
     f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
-    f.add("seed", w.seed, "seed for the workload and arrivals");
-    f.add("groups", w.groups, "shared-prefix: groups (system prompts)");
-    f.add("prompts-per-group", w.prompts_per_group, "shared-prefix: questions per group");
-    f.add("system-len", w.system_len, "shared-prefix: system prompt bytes");
-    f.add("question-len", w.question_len, "shared-prefix: question bytes");
-    f.add("session-per-group", w.session_per_group, "shared-prefix: x-session-id per group");
-    f.add("sessions", w.sessions, "multi-turn: conversations");
-    f.add("turns", w.turns, "multi-turn: turns per conversation");
-    f.add("turn-len", w.turn_len, "multi-turn: user bytes per turn");
-    f.add("requests", w.requests, "random: requests");
-    f.add("input-len", w.input_len, "random: prompt bytes");
-    f.add("output-len", w.output_len, "max_tokens per request (not for trace)");
-    f.add("trace", w.trace_file, "trace: Mooncake-format JSONL file");
-    f.add("time-scale", w.time_scale, "trace: multiply timestamps by this");
-    f.add("length-scale", w.length_scale, "trace: multiply lengths (and its 512-token blocks)");
-    f.add("trace-limit", w.trace_limit, "trace: use the first N requests (0: all)");
     f.add("block-size", block_size, "block size for the ideal hit rate");
     f.add("model", cfg.model, "model name to send (default: none)");
     f.add("out", cfg.out, "result JSON file");
@@ -98,11 +85,11 @@ int main(int argc, char** argv) {
     const auto target = common::http::parse_url(cfg.url, &why);
     if (!target)
         errors.push_back("--url: " + why);
-    if (w.kind == "trace" && w.trace_file.empty())
-        errors.push_back("--workload trace needs --trace FILE");
+    if ((w.kind == "trace" || w.kind == "azure") && w.trace_file.empty())
+        errors.push_back("--workload " + w.kind + " needs --trace FILE");
     if (cfg.concurrency < 1 || cfg.rate < 0)
         errors.push_back("--concurrency must be at least 1 and --rate not negative");
-    if (cfg.trace_times && w.kind != "trace")
+    if (cfg.trace_times && w.kind != "trace" && w.kind != "azure")
         errors.push_back("--trace-times needs --workload trace (other workloads have no times)");
     if (w.time_scale <= 0 || w.length_scale <= 0 || block_size < 1)
         errors.push_back("--time-scale, --length-scale and --block-size must be positive");
@@ -118,7 +105,8 @@ int main(int argc, char** argv) {
     if (!errors.empty())
         return common::report_config_errors("lanes-bench", errors);
     // A trace replays at its own timestamps unless a --rate is given.
-    cfg.trace_times = cfg.trace_times || (w.kind == "trace" && cfg.rate == 0);
+    cfg.trace_times =
+        cfg.trace_times || ((w.kind == "trace" || w.kind == "azure") && cfg.rate == 0);
     cfg.progress = ::isatty(STDERR_FILENO) != 0;
     cfg.seed = w.seed; // arrivals follow the same seed as the workload
 

@@ -1,5 +1,6 @@
 #include "bench/workload.hpp"
 
+#include "common/config_util.hpp"
 #include "common/openai/chat_template.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
@@ -7,9 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <string_view>
 #include <unordered_set>
 
 namespace lanes::bench {
@@ -135,7 +139,103 @@ std::vector<stream> trace(const workload_config& cfg, std::string& error) {
     return out;
 }
 
+// "2023-11-16 18:17:03.9799600" -> seconds since midnight (the trace spans one day).
+std::optional<double> azure_time(std::string_view t) {
+    if (t.size() < 19 || t[10] != ' ' || t[13] != ':' || t[16] != ':')
+        return std::nullopt;
+    const auto num = [&](std::size_t at, std::size_t len) -> std::optional<double> {
+        double v = 0;
+        for (std::size_t i = at; i < at + len; ++i) {
+            if (t[i] < '0' || t[i] > '9')
+                return std::nullopt;
+            v = v * 10 + (t[i] - '0');
+        }
+        return v;
+    };
+    const auto h = num(11, 2), m = num(14, 2), s = num(17, 2);
+    if (!h || !m || !s)
+        return std::nullopt;
+    double frac = 0, scale = 0.1;
+    if (t.size() > 19) {
+        if (t[19] != '.')
+            return std::nullopt;
+        for (std::size_t i = 20; i < t.size(); ++i, scale /= 10) {
+            if (t[i] < '0' || t[i] > '9')
+                return std::nullopt;
+            frac += (t[i] - '0') * scale;
+        }
+    }
+    return *h * 3600 + *m * 60 + *s + frac;
+}
+
+std::vector<stream> azure_trace(const workload_config& cfg, std::string& error) {
+    std::ifstream in(cfg.trace_file);
+    if (!in) {
+        error = "cannot read trace file '" + cfg.trace_file + "'";
+        return {};
+    }
+    std::mt19937_64 rng(static_cast<std::uint64_t>(cfg.seed));
+    std::vector<stream> out;
+    std::optional<double> first;
+    std::size_t line_no = 0;
+    const auto whole = [](std::string_view s, std::int64_t& v) {
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return ec == std::errc{} && end == s.data() + s.size() && v >= 0;
+    };
+    for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        if (line.empty() || (line_no == 1 && line.starts_with("TIMESTAMP")))
+            continue;
+        const std::string_view l(line);
+        const auto c1 = l.find(',');
+        const auto c2 = c1 == std::string_view::npos ? c1 : l.find(',', c1 + 1);
+        std::int64_t context = -1, generated = -1;
+        const auto at = c1 == std::string_view::npos ? std::nullopt : azure_time(l.substr(0, c1));
+        if (c2 == std::string_view::npos || !at || !whole(l.substr(c1 + 1, c2 - c1 - 1), context) ||
+            !whole(l.substr(c2 + 1), generated)) {
+            error = cfg.trace_file + ":" + std::to_string(line_no) +
+                    ": expected TIMESTAMP (YYYY-MM-DD HH:MM:SS[.frac]), ContextTokens, "
+                    "GeneratedTokens (whole numbers >= 0)";
+            return {};
+        }
+        if (!first)
+            first = *at;
+        request_spec r;
+        const double len = std::round(static_cast<double>(context) * cfg.length_scale);
+        r.prompt = random_text(rng, static_cast<std::size_t>(std::max(1.0, len)));
+        r.max_tokens = std::max<std::int64_t>(
+            1, std::llround(static_cast<double>(generated) * cfg.length_scale));
+        r.arrival_s = std::max(0.0, *at - *first) * cfg.time_scale;
+        out.push_back({std::move(r)});
+        if (cfg.trace_limit > 0 && static_cast<std::int64_t>(out.size()) >= cfg.trace_limit)
+            break;
+    }
+    return out;
+}
+
 } // namespace
+
+void add_workload_flags(common::flag_set& f, workload_config& w) {
+    f.add("workload", w.kind, "shared-prefix, multi-turn, trace, azure or random");
+    f.add("seed", w.seed, "seed for the workload and arrivals");
+    f.add("groups", w.groups, "shared-prefix: groups (system prompts)");
+    f.add("prompts-per-group", w.prompts_per_group, "shared-prefix: questions per group");
+    f.add("system-len", w.system_len, "shared-prefix: system prompt bytes");
+    f.add("question-len", w.question_len, "shared-prefix: question bytes");
+    f.add("session-per-group", w.session_per_group, "shared-prefix: x-session-id per group");
+    f.add("sessions", w.sessions, "multi-turn: conversations");
+    f.add("turns", w.turns, "multi-turn: turns per conversation");
+    f.add("turn-len", w.turn_len, "multi-turn: user bytes per turn");
+    f.add("requests", w.requests, "random: requests");
+    f.add("input-len", w.input_len, "random: prompt bytes");
+    f.add("output-len", w.output_len, "max_tokens per request (not for trace)");
+    f.add("trace", w.trace_file, "trace: Mooncake-format JSONL file; azure: Azure LLM trace CSV");
+    f.add("time-scale", w.time_scale, "trace: multiply timestamps by this");
+    f.add("length-scale", w.length_scale, "trace: multiply lengths (and its 512-token blocks)");
+    f.add("trace-limit", w.trace_limit, "trace: use the first N requests (0: all)");
+}
 
 std::vector<stream> make_workload(const workload_config& cfg, std::string& error) {
     if (cfg.kind == "shared-prefix")
@@ -146,6 +246,8 @@ std::vector<stream> make_workload(const workload_config& cfg, std::string& error
         return random_requests(cfg);
     if (cfg.kind == "trace")
         return trace(cfg, error);
+    if (cfg.kind == "azure")
+        return azure_trace(cfg, error);
     error = "unknown workload '" + cfg.kind + "'";
     return {};
 }

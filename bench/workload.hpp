@@ -9,6 +9,8 @@
 //  - trace: a Mooncake-format JSONL (`timestamp` ms, `input_length`, `output_length`, `hash_ids`
 //    of 512-token blocks): equal hash ids become identical blocks, so the trace's sharing is
 //    reproduced exactly; `time_scale` multiplies timestamps, `length_scale` lengths and blocks;
+//  - azure: Azure's LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens): lengths
+//    and arrival times only, so its prompts share nothing (random text);
 //  - random: no sharing.
 #pragma once
 
@@ -16,6 +18,10 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace lanes::common {
+class flag_set;
+}
 
 namespace lanes::bench {
 
@@ -38,7 +44,7 @@ struct workload_config {
     // all
     std::int64_t output_len = 256;
     // trace
-    std::string trace_file;
+    std::string trace_file; // trace (Mooncake JSONL) or azure (CSV)
     double time_scale = 1.0;
     double length_scale = 1.0;
     std::int64_t trace_limit = 0; // first N requests (0 = all)
@@ -52,6 +58,10 @@ struct request_spec {
 };
 
 using stream = std::vector<request_spec>;
+
+// The workload's flags (--workload, --groups, ..., --trace), shared by lanes-bench's load run and
+// its simulator.
+void add_workload_flags(common::flag_set& f, workload_config& w);
 
 // Builds the workload; on a bad trace file returns nothing and sets `error`.
 std::vector<stream> make_workload(const workload_config& cfg, std::string& error);

@@ -7,6 +7,13 @@
 
 namespace lanes::replica {
 
+// The modelled duration of one step over `batch` (a chunk of one token at a position past 0, whose
+// logits are wanted, is a decode; anything else is prefill), for a KV pool of `capacity_tokens`.
+// The offline simulator (lanes-bench simulate) steps its replicas by the same arithmetic.
+std::chrono::duration<double, std::milli> sim_step_time(const sim_cost_model& model,
+                                                        std::span<const batch_entry> batch,
+                                                        std::size_t capacity_tokens);
+
 class sim_backend final : public backend {
 public:
     sim_backend(sim_cost_model model, std::size_t kv_capacity_tokens);

@@ -1,0 +1,202 @@
+#include "bench/sim/simulate_cli.hpp"
+
+#include "bench/sim/simulator.hpp"
+#include "bench/workload.hpp"
+#include "common/config_util.hpp"
+#include "router/policies/factory.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace lanes::bench::sim {
+
+namespace {
+
+std::vector<std::string> split(const std::string& list) {
+    std::vector<std::string> out;
+    std::stringstream in(list);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty())
+            out.push_back(item);
+    return out;
+}
+
+std::vector<std::string> expand(const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (const auto& n : names) {
+        if (n == "all" || n == "lanes")
+            for (const auto& p : router::policy_names())
+                out.push_back(p);
+        if (n == "all" || n == "peers")
+            for (const auto& p : peer_names())
+                out.push_back(p);
+        if (n != "all" && n != "lanes" && n != "peers")
+            out.push_back(n);
+    }
+    return out;
+}
+
+std::string line_of(const nlohmann::json& r) {
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "%-22s hit %.3f (ideal %.3f, fleet-size ideal %.3f)  TTFT p50 %.1f ms p99 %.1f "
+                  "ms  e2e p50 %.2f s  %.2f req/s  imbalance %.2f  [%.1f s]",
+                  r["policy"].get<std::string>().c_str(),
+                  r["prefix_cache_hit_rate"]["measured"].get<double>(),
+                  r["prefix_cache_hit_rate"]["ideal"].get<double>(),
+                  r["prefix_cache_hit_rate"]["ideal_fleet"].get<double>(),
+                  r["ttft_s"]["p50"].get<double>() * 1000, r["ttft_s"]["p99"].get<double>() * 1000,
+                  r["e2e_s"]["p50"].get<double>(), r["request_throughput"].get<double>(),
+                  r["imbalance"].get<double>(), r["simulation_wall_s"].get<double>());
+    return buf;
+}
+
+} // namespace
+
+int simulate_main(int argc, const char* const* argv) {
+    workload_config w;
+    sim_config cfg;
+    std::string policies = "prefix";
+    std::string out_file = "simulate.json";
+    std::int64_t replicas = 4;
+    replica::sim_cost_model& cost = cfg.replica.cost;
+    std::size_t kv_blocks = 4096;
+    std::int64_t block_size = 16, max_num_seqs = 64, max_batched = 2048, max_model_len = 8192;
+    std::chrono::milliseconds scrape{100}, stale{2000};
+    double load = 0;
+    std::string capacity_policy = "prefix";
+    common::flag_set f("lanes-bench simulate",
+                       "Offline replay of a workload through simulated replicas and routing "
+                       "policies on a virtual clock (results are modelled: sim).");
+    add_workload_flags(f, w);
+    f.add("policy", policies,
+          "comma-separated policies: lanes' (" + std::to_string(router::policy_names().size()) +
+              "), the peers' (bench/sim/peers), or all, lanes, peers");
+    f.add("replicas", replicas, "simulated replicas");
+    f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
+    f.add("rate", cfg.rate, "open loop: Poisson arrivals of streams per second (0: closed loop)");
+    f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
+    f.add("load", load,
+          "open loop at this fraction of the fleet's capacity (its closed-loop throughput under "
+          "--capacity-policy); overrides --rate and --trace-times");
+    f.add("capacity-policy", capacity_policy, "policy whose saturated throughput is the capacity");
+    f.add("kv-blocks", kv_blocks, "KV cache blocks per replica");
+    f.add("block-size", block_size, "tokens per KV block (and the router's hash block)");
+    f.add("max-num-seqs", max_num_seqs, "most requests running in one step");
+    f.add("max-num-batched-tokens", max_batched, "most tokens computed per step");
+    f.add("max-model-len", max_model_len, "longest prompt + output, in tokens");
+    f.add("sim-prefill-a", cost.prefill_a, "ms per squared uncached prompt token");
+    f.add("sim-prefill-b", cost.prefill_b, "ms per uncached prompt token");
+    f.add("sim-prefill-c", cost.prefill_c, "ms per prefill step");
+    f.add("sim-decode-d", cost.decode_d, "decode ms, coefficient of p^2 (p = KV fill)");
+    f.add("sim-decode-e", cost.decode_e, "decode ms, coefficient of p");
+    f.add("sim-decode-f", cost.decode_f, "decode ms per step at empty KV");
+    f.add("sim-speedup", cost.speedup, "divide every modelled time by this");
+    f.add("scrape-interval", scrape, "the router's load scrape period (a peer may bring its own)");
+    f.add("stale-after", stale, "scraped load older than this is ignored");
+    f.add("out", out_file, "result JSON file");
+    auto errors = f.parse(argc, argv);
+    if (f.help_requested()) {
+        std::fputs(f.usage().c_str(), stdout);
+        return 0;
+    }
+    if (replicas < 1 || kv_blocks < 1 || block_size < 1 || max_num_seqs < 1 || max_batched < 1 ||
+        max_model_len < 2)
+        errors.push_back("--replicas, --kv-blocks, --block-size, --max-num-seqs, "
+                         "--max-num-batched-tokens must be positive, --max-model-len at least 2");
+    if (cfg.concurrency < 1 || cfg.rate < 0 || load < 0 || cost.speedup <= 0)
+        errors.push_back("--concurrency must be at least 1; --rate and --load not negative; "
+                         "--sim-speedup positive");
+    if ((w.kind == "trace" || w.kind == "azure") && w.trace_file.empty())
+        errors.push_back("--workload " + w.kind + " needs --trace FILE");
+    const auto names = expand(split(policies));
+    if (names.empty())
+        errors.push_back("--policy names none");
+    sim_policy_options po;
+    po.block_size = static_cast<std::size_t>(std::max<std::int64_t>(block_size, 1));
+    auto clock = std::make_shared<double>(0.0);
+    po.lanes.clock = [clock] {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(*clock)));
+    };
+    for (const auto& n : names)
+        if (!make_sim_policy(n, po))
+            errors.push_back("--policy: unknown '" + n + "'");
+    if (load > 0 && !make_sim_policy(capacity_policy, po))
+        errors.push_back("--capacity-policy: unknown '" + capacity_policy + "'");
+    std::vector<stream> workload;
+    if (errors.empty()) {
+        std::string error;
+        workload = make_workload(w, error);
+        if (!error.empty())
+            errors.push_back(error);
+        else if (workload.empty())
+            errors.push_back("the workload is empty");
+    }
+    if (!errors.empty())
+        return common::report_config_errors("lanes-bench simulate", errors);
+
+    cfg.replicas = static_cast<std::size_t>(replicas);
+    cfg.replica.num_blocks = kv_blocks;
+    cfg.replica.block_size = static_cast<std::size_t>(block_size);
+    cfg.replica.max_num_seqs = static_cast<std::size_t>(max_num_seqs);
+    cfg.replica.max_num_batched_tokens = static_cast<std::size_t>(max_batched);
+    cfg.replica.max_model_len = static_cast<std::size_t>(max_model_len);
+    cfg.text_block_bytes = static_cast<std::size_t>(block_size);
+    cfg.scrape_interval_s = std::chrono::duration<double>(scrape).count();
+    cfg.stale_after_s = std::chrono::duration<double>(stale).count();
+    cfg.seed = static_cast<std::uint64_t>(w.seed);
+    cfg.clock = clock;
+    if (w.kind == "trace" || w.kind == "azure")
+        cfg.trace_times = cfg.trace_times || cfg.rate == 0;
+
+    nlohmann::json doc = {{"modelled", "sim: lanes-bench simulate"},
+                          {"workload", w.kind},
+                          {"trace_file", w.trace_file},
+                          {"replicas", replicas},
+                          {"kv_blocks", kv_blocks},
+                          {"sim_speedup", cost.speedup},
+                          {"results", nlohmann::json::array()}};
+    if (load > 0) {
+        // The capacity: a closed loop deep enough to keep every replica's batch full.
+        sim_config sat = cfg;
+        sat.rate = 0;
+        sat.trace_times = false;
+        sat.concurrency = replicas * max_num_seqs;
+        auto p = make_sim_policy(capacity_policy, po);
+        const auto r = simulate(sat, workload, *p);
+        const double capacity = r["request_throughput"].get<double>();
+        cfg.rate = load * capacity;
+        cfg.trace_times = false;
+        doc["capacity_rps"] = capacity;
+        doc["load"] = load;
+        doc["rate"] = cfg.rate;
+        std::printf("capacity %.2f req/s (%s, closed loop at %lld); open loop at %.2f req/s\n",
+                    capacity, capacity_policy.c_str(), static_cast<long long>(sat.concurrency),
+                    cfg.rate);
+    }
+    for (const auto& n : names) {
+        *clock = 0;
+        auto p = make_sim_policy(n, po);
+        auto r = simulate(cfg, workload, *p);
+        std::printf("%s\n", line_of(r).c_str());
+        std::fflush(stdout);
+        doc["results"].push_back(std::move(r));
+    }
+    std::ofstream file(out_file);
+    file << doc.dump(1) << "\n";
+    file.close();
+    if (!file) {
+        std::fprintf(stderr, "lanes-bench simulate: cannot write %s\n", out_file.c_str());
+        return 2;
+    }
+    std::printf("results written to %s\n", out_file.c_str());
+    return 0;
+}
+
+} // namespace lanes::bench::sim

@@ -1,0 +1,321 @@
+#include "bench/sim/simulator.hpp"
+
+#include "bench/stats.hpp"
+#include "common/prompt/block_hash.hpp"
+#include "common/prompt/tokenizer.hpp"
+#include "router/policies/block_lru.hpp"
+#include "router/policies/ideal_cache.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <queue>
+#include <random>
+
+namespace lanes::bench::sim {
+
+namespace {
+
+enum class event_kind { arrival, step_end, scrape, kv_sample };
+
+struct event {
+    double t = 0;
+    std::uint64_t order = 0; // ties keep insertion order
+    event_kind kind = event_kind::arrival;
+    std::size_t index = 0; // stream (arrival) or replica (step_end)
+    bool operator>(const event& o) const { return t != o.t ? t > o.t : order > o.order; }
+};
+
+struct request_state {
+    std::size_t stream = 0;
+    std::size_t replica = 0;
+    double sent = 0;
+    double first = -1;
+    double end = -1;
+    std::size_t prompt_tokens = 0;
+    std::size_t output_tokens = 0;
+    std::vector<common::block_hash> blocks; // the router's, while in flight
+};
+
+struct scraped {
+    double at = -1;
+    replica_load load;
+};
+
+nlohmann::json to_json(const summary& s) {
+    return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50},
+            {"p90", s.p90},     {"p99", s.p99},   {"max", s.max}};
+}
+
+class run {
+public:
+    run(const sim_config& cfg, const std::vector<stream>& workload, sim_policy& policy)
+        : cfg_(cfg)
+        , workload_(workload)
+        , policy_(policy)
+        , scrape_every_(policy.scrape_interval_s().value_or(cfg.scrape_interval_s)) {
+        for (std::size_t i = 0; i < cfg.replicas; ++i) {
+            replicas_.push_back(std::make_unique<sim_replica>(cfg.replica));
+            router::replica_view v;
+            v.id = "replica-" + std::to_string(i);
+            v.num_blocks = static_cast<std::int64_t>(cfg.replica.num_blocks);
+            pool_.replicas.push_back(v);
+        }
+        scrapes_.resize(cfg.replicas);
+        next_turn_.assign(workload.size(), 0);
+        first_request_.reserve(workload.size());
+        std::size_t n = 0;
+        for (const auto& s : workload) {
+            first_request_.push_back(n);
+            n += s.size();
+        }
+        requests_.resize(n);
+        served_.assign(cfg.replicas, 0);
+    }
+
+    nlohmann::json go();
+
+private:
+    void push(double t, event_kind kind, std::size_t index = 0) {
+        queue_.push({t, order_++, kind, index});
+    }
+    void send(std::size_t stream, double now);
+    void stream_done(double now);
+    void kick(std::size_t replica, double now) {
+        if (const auto end = replicas_[replica]->start_step(now))
+            push(*end, event_kind::step_end, replica);
+    }
+    void step_end(std::size_t replica, double now);
+    void refresh_pool(double now);
+    nlohmann::json report(double wall_s) const;
+
+    const sim_config& cfg_;
+    const std::vector<stream>& workload_;
+    sim_policy& policy_;
+    double scrape_every_;
+    std::vector<std::unique_ptr<sim_replica>> replicas_;
+    router::pool_snapshot pool_;
+    std::vector<scraped> scrapes_;
+    std::vector<std::size_t> next_turn_;
+    std::vector<std::size_t> first_request_;
+    std::vector<request_state> requests_;
+    std::vector<std::int64_t> served_;
+    std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
+    std::uint64_t order_ = 0;
+    std::size_t next_stream_ = 0; // closed loop
+    std::size_t finished_ = 0;
+    double last_end_ = 0;
+    std::map<std::string, std::int64_t, std::less<>> reasons_;
+    router::ideal_cache ideal_;
+    double ideal_hits_ = 0, ideal_queries_ = 0;
+    std::vector<token_event> tokens_;
+    nlohmann::json kv_timeline_ = nlohmann::json::array();
+};
+
+void run::refresh_pool(double now) {
+    for (std::size_t i = 0; i < pool_.replicas.size(); ++i) {
+        auto& v = pool_.replicas[i];
+        const auto& s = scrapes_[i];
+        if (s.at >= 0 && now - s.at <= cfg_.stale_after_s) {
+            v.kv_usage = s.load.kv_usage;
+            v.waiting = s.load.waiting;
+            v.running = s.load.running;
+        } else {
+            v.kv_usage.reset();
+            v.waiting.reset();
+            v.running.reset();
+        }
+    }
+}
+
+void run::send(std::size_t s, double now) {
+    const std::size_t turn = next_turn_[s]++;
+    const request_spec& spec = workload_[s][turn];
+    const std::size_t id = first_request_[s] + turn;
+    request_state& st = requests_[id];
+    st.stream = s;
+    st.sent = now;
+    st.blocks = common::hash_prompt_blocks(spec.prompt, cfg_.text_block_bytes);
+    st.prompt_tokens = spec.prompt.size() + 1;
+    sim_request req{id, spec.prompt, st.blocks, st.prompt_tokens, std::nullopt};
+    if (spec.session) {
+        const auto h = common::hash_block(0, common::encode_prompt(*spec.session));
+        req.session = router::session_ref{h, h};
+    }
+    // The ideal: one cache the size of the fleet's, over every request in the order sent.
+    const std::size_t capacity = cfg_.replicas * cfg_.replica.num_blocks;
+    const std::size_t cap = (st.prompt_tokens - 1) / cfg_.text_block_bytes;
+    ideal_hits_ += static_cast<double>(std::min(ideal_.hit_blocks(st.blocks, capacity), cap) *
+                                       cfg_.text_block_bytes);
+    ideal_queries_ += static_cast<double>(st.prompt_tokens);
+
+    refresh_pool(now);
+    const std::size_t r = std::min(policy_.pick(req, pool_, now), cfg_.replicas - 1);
+    ++reasons_[std::string(policy_.last_reason())];
+    st.replica = r;
+    ++pool_.replicas[r].inflight;
+    ++served_[r];
+    policy_.on_routed(req, r, now);
+    replicas_[r]->submit(id, common::encode_prompt(spec.prompt),
+                         static_cast<std::size_t>(std::max<std::int64_t>(spec.max_tokens, 1)));
+    kick(r, now);
+}
+
+void run::stream_done(double now) {
+    if (cfg_.rate > 0 || cfg_.trace_times)
+        return;
+    if (next_stream_ < workload_.size())
+        send(next_stream_++, now);
+}
+
+void run::step_end(std::size_t r, double now) {
+    tokens_.clear();
+    replicas_[r]->finish_step(tokens_);
+    for (const auto& ev : tokens_) {
+        request_state& st = requests_[ev.request];
+        const auto& spec = workload_[st.stream][next_turn_[st.stream] - 1];
+        sim_request req{ev.request, spec.prompt, st.blocks, st.prompt_tokens, std::nullopt};
+        ++st.output_tokens;
+        if (ev.first) {
+            st.first = now;
+            policy_.on_first_token(req, r, now);
+        }
+        if (!ev.finished)
+            continue;
+        st.end = now;
+        last_end_ = std::max(last_end_, now);
+        --pool_.replicas[r].inflight;
+        policy_.on_done(req, r, now);
+        st.blocks.clear();
+        st.blocks.shrink_to_fit();
+        ++finished_;
+        if (next_turn_[st.stream] < workload_[st.stream].size())
+            send(st.stream, now);
+        else
+            stream_done(now);
+    }
+    kick(r, now);
+}
+
+nlohmann::json run::go() {
+    const auto wall_start = std::chrono::steady_clock::now();
+    if (cfg_.rate > 0 || cfg_.trace_times) {
+        std::mt19937_64 rng(cfg_.seed);
+        std::exponential_distribution<double> gap(cfg_.rate > 0 ? cfg_.rate : 1.0);
+        double at = 0;
+        for (std::size_t s = 0; s < workload_.size(); ++s) {
+            at = cfg_.trace_times ? std::max(0.0, workload_[s].front().arrival_s) : at + gap(rng);
+            push(at, event_kind::arrival, s);
+        }
+    } else {
+        const auto n =
+            std::min<std::size_t>(static_cast<std::size_t>(cfg_.concurrency), workload_.size());
+        for (; next_stream_ < n; ++next_stream_)
+            push(0, event_kind::arrival, next_stream_);
+    }
+    push(0, event_kind::scrape);
+    push(0, event_kind::kv_sample);
+    const std::size_t total = requests_.size();
+    while (!queue_.empty() && finished_ < total) {
+        const event ev = queue_.top();
+        queue_.pop();
+        if (cfg_.clock)
+            *cfg_.clock = ev.t;
+        switch (ev.kind) {
+        case event_kind::arrival:
+            send(ev.index, ev.t);
+            break;
+        case event_kind::step_end:
+            step_end(ev.index, ev.t);
+            break;
+        case event_kind::scrape:
+            for (std::size_t i = 0; i < replicas_.size(); ++i)
+                scrapes_[i] = {ev.t, replicas_[i]->load()};
+            push(ev.t + scrape_every_, event_kind::scrape);
+            break;
+        case event_kind::kv_sample: {
+            double sum = 0, top = 0;
+            for (const auto& r : replicas_) {
+                sum += r->load().kv_usage;
+                top = std::max(top, r->load().kv_usage);
+            }
+            kv_timeline_.push_back({ev.t, sum / static_cast<double>(replicas_.size()), top});
+            push(ev.t + cfg_.kv_sample_interval_s, event_kind::kv_sample);
+            break;
+        }
+        }
+    }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return report(wall);
+}
+
+nlohmann::json run::report(double wall_s) const {
+    std::vector<double> ttft, e2e, tpot;
+    std::int64_t in_tokens = 0, out_tokens = 0, done = 0;
+    for (const auto& st : requests_) {
+        if (st.end < 0)
+            continue;
+        ++done;
+        ttft.push_back(st.first - st.sent);
+        e2e.push_back(st.end - st.sent);
+        if (st.output_tokens > 1)
+            tpot.push_back((st.end - st.first) / static_cast<double>(st.output_tokens - 1));
+        in_tokens += static_cast<std::int64_t>(st.prompt_tokens);
+        out_tokens += static_cast<std::int64_t>(st.output_tokens);
+    }
+    double hits = 0, queries = 0, max_count = 0, mean_count = 0;
+    std::int64_t preemptions = 0, steps = 0;
+    nlohmann::json per_replica = nlohmann::json::object();
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+        hits += replicas_[i]->prefix_hits();
+        queries += replicas_[i]->prefix_queries();
+        preemptions += replicas_[i]->preemptions();
+        steps += replicas_[i]->steps();
+        per_replica[pool_.replicas[i].id] = served_[i];
+        max_count = std::max(max_count, static_cast<double>(served_[i]));
+        mean_count += static_cast<double>(served_[i]);
+    }
+    mean_count /= static_cast<double>(std::max<std::size_t>(replicas_.size(), 1));
+    const double duration = last_end_ > 0 ? last_end_ : 1e-9;
+    return {
+        {"modelled", "sim: lanes-bench simulate (virtual clock, sim cost model)"},
+        {"policy", std::string(policy_.name())},
+        {"replicas", replicas_.size()},
+        {"scrape_interval_s", scrape_every_},
+        {"prefix_cache_hit_rate",
+         {{"measured", queries > 0 ? hits / queries : 0.0},
+          {"hit_tokens", hits},
+          {"query_tokens", queries},
+          {"ideal", ideal_hit_rate(workload_, cfg_.replica.block_size)},
+          {"ideal_fleet", ideal_queries_ > 0 ? ideal_hits_ / ideal_queries_ : 0.0}}},
+        {"completed", done},
+        {"failed", static_cast<std::int64_t>(requests_.size()) - done},
+        {"duration_s", duration},
+        {"request_throughput", static_cast<double>(done) / duration},
+        {"input_token_throughput", static_cast<double>(in_tokens) / duration},
+        {"output_token_throughput", static_cast<double>(out_tokens) / duration},
+        {"ttft_s", to_json(summarize(ttft))},
+        {"tpot_s", to_json(summarize(tpot))},
+        {"e2e_s", to_json(summarize(e2e))},
+        {"per_replica", per_replica},
+        {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
+        {"reasons", reasons_},
+        {"preemptions", preemptions},
+        {"steps", steps},
+        {"kv_usage", kv_timeline_}, // [t, mean over replicas, max]
+        {"simulation_wall_s", wall_s},
+    };
+}
+
+} // namespace
+
+nlohmann::json simulate(const sim_config& cfg, const std::vector<stream>& workload,
+                        sim_policy& policy) {
+    run r(cfg, workload, policy);
+    return r.go();
+}
+
+} // namespace lanes::bench::sim
