@@ -18,13 +18,13 @@ namespace lanes::bench::sim {
 
 namespace {
 
-enum class event_kind { arrival, step_end, scrape, kv_sample };
+enum class event_kind { arrival, deliver, step_end, scrape, kv_sample };
 
 struct event {
     double t = 0;
     std::uint64_t order = 0; // ties keep insertion order
     event_kind kind = event_kind::arrival;
-    std::size_t index = 0; // stream (arrival) or replica (step_end)
+    std::size_t index = 0; // stream (arrival), request (deliver) or replica (step_end)
     bool operator>(const event& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
 
@@ -82,6 +82,7 @@ private:
         queue_.push({t, order_++, kind, index});
     }
     void send(std::size_t stream, double now);
+    void deliver(std::size_t request, double now);
     void stream_done(double now);
     void kick(std::size_t replica, double now) {
         if (const auto end = replicas_[replica]->start_step(now))
@@ -158,9 +159,19 @@ void run::send(std::size_t s, double now) {
     ++pool_.replicas[r].inflight;
     ++served_[r];
     policy_.on_routed(req, r, now);
-    replicas_[r]->submit(id, common::encode_prompt(spec.prompt),
-                         static_cast<std::size_t>(std::max<std::int64_t>(spec.max_tokens, 1)));
-    kick(r, now);
+    if (cfg_.path_latency_s > 0)
+        push(now + cfg_.path_latency_s, event_kind::deliver, id);
+    else
+        deliver(id, now);
+}
+
+void run::deliver(std::size_t id, double now) {
+    const request_state& st = requests_[id];
+    const request_spec& spec = workload_[st.stream][next_turn_[st.stream] - 1];
+    replicas_[st.replica]->submit(
+        id, common::encode_prompt(spec.prompt),
+        static_cast<std::size_t>(std::max<std::int64_t>(spec.max_tokens, 1)));
+    kick(st.replica, now);
 }
 
 void run::stream_done(double now) {
@@ -226,6 +237,9 @@ nlohmann::json run::go() {
         switch (ev.kind) {
         case event_kind::arrival:
             send(ev.index, ev.t);
+            break;
+        case event_kind::deliver:
+            deliver(ev.index, ev.t);
             break;
         case event_kind::step_end:
             step_end(ev.index, ev.t);

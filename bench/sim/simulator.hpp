@@ -31,6 +31,11 @@ struct sim_config {
     std::uint64_t seed = 1;            // arrivals (as lanes-bench's)
     double kv_sample_interval_s = 1.0; // KV usage over time: one sample per this much time
     std::size_t text_block_bytes = 16; // the router's hash block (lanes replicas: block_size)
+    // From a client's send to the request's arrival in the replica's queue: the HTTP path through
+    // router and replica, and the client's turn-around (the replica starts its next step without
+    // waiting for it). 0.6 ms: lanes-bench through lanes-router to one idle sim replica on
+    // loopback, TTFT of a 17-token prompt against its modelled prefill step (2026-12-02).
+    double path_latency_s = 0.0006;
     // Where the virtual clock stands, written before each event (what a lanes policy's clock
     // reads); may be null.
     std::shared_ptr<double> clock;

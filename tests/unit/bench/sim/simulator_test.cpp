@@ -1,0 +1,229 @@
+// The offline simulator against the engine it models: the same steps, hits and latencies on a
+// modelled clock; and its virtual clock and routing loop on small workloads.
+#include "bench/sim/simulator.hpp"
+
+#include "bench/sim/sim_replica.hpp"
+#include "replica/backends/sim_backend.hpp"
+#include "replica/engine/engine.hpp"
+
+#include <boost/asio.hpp>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace lanes;
+using namespace lanes::bench;
+namespace asio = boost::asio;
+
+namespace {
+
+// The sim backend's arithmetic without the sleep: the engine's clock moves on by the step's
+// modelled time instead, so its timings are exact.
+class modelled_backend final : public replica::backend {
+public:
+    modelled_backend(replica::sim_cost_model m, std::size_t capacity,
+                     std::shared_ptr<replica::engine_clock::time_point> now)
+        : model_(m)
+        , capacity_(capacity)
+        , now_(std::move(now)) {}
+    std::string_view name() const override { return "modelled"; }
+    bool forward(std::span<const replica::batch_entry> batch,
+                 std::vector<std::vector<float>>&) override {
+        *now_ += std::chrono::duration_cast<replica::engine_clock::duration>(
+            replica::sim_step_time(model_, batch, capacity_));
+        return false;
+    }
+
+private:
+    replica::sim_cost_model model_;
+    std::size_t capacity_;
+    std::shared_ptr<replica::engine_clock::time_point> now_;
+};
+
+std::vector<std::string> shared_prompts() {
+    std::vector<std::string> out;
+    for (int g = 0; g < 3; ++g)
+        for (int q = 0; q < 4; ++q)
+            out.push_back(std::string(200, static_cast<char>('a' + g)) + " question " +
+                          std::to_string(q) + std::string(static_cast<std::size_t>(20 * q), 'x'));
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("simulated replica takes the engine's steps: same hits and latencies", "[simulate]") {
+    replica::replica_config cfg;
+    cfg.backend = "sim";
+    cfg.kv_blocks = 40; // small: preemption and eviction happen
+    cfg.max_num_seqs = 4;
+    cfg.max_num_batched_tokens = 256;
+    const std::size_t capacity = 40 * 16;
+    const auto start = replica::engine_clock::now();
+    auto now = std::make_shared<replica::engine_clock::time_point>(start);
+    replica::replica_metrics metrics("m", 16, 40);
+    replica::engine eng(cfg, metrics, std::make_unique<modelled_backend>(cfg.sim, capacity, now),
+                        [now] { return *now; });
+
+    sim::replica_model model;
+    model.num_blocks = 40;
+    model.max_num_seqs = 4;
+    model.max_num_batched_tokens = 256;
+    sim::sim_replica rep(model);
+
+    const auto prompts = shared_prompts();
+    asio::io_context io;
+    std::vector<std::int64_t> engine_cached(prompts.size(), -1);
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        replica::engine_request r;
+        r.prompt = common::encode_prompt(prompts[i]);
+        r.sampling.max_tokens = 64;
+        r.sampling.ignore_eos = true;
+        r.arrival = start;
+        auto stream = std::make_shared<replica::request_stream>(io.get_executor());
+        REQUIRE(eng.submit(r, stream) == replica::submit_status::accepted);
+        asio::co_spawn(
+            io,
+            [stream, &out = engine_cached[i]]() -> asio::awaitable<void> {
+                for (;;) {
+                    const auto ev = co_await stream->next();
+                    if (ev.finished) {
+                        out = ev.cached_tokens;
+                        co_return;
+                    }
+                }
+            },
+            asio::detached);
+        rep.submit(i, common::encode_prompt(prompts[i]), 64);
+    }
+    eng.start();
+    io.run();
+    eng.stop();
+
+    double t = 0, ttft_sum = 0, e2e_sum = 0;
+    std::size_t firsts = 0, ends = 0;
+    std::vector<std::int64_t> sim_cached(prompts.size(), -1);
+    std::vector<sim::token_event> evs;
+    while (const auto end = rep.start_step(t)) {
+        t = *end;
+        evs.clear();
+        rep.finish_step(evs);
+        for (const auto& ev : evs) {
+            if (ev.first) {
+                ttft_sum += t;
+                ++firsts;
+            }
+            if (ev.finished) {
+                e2e_sum += t;
+                ++ends;
+                sim_cached[ev.request] = static_cast<std::int64_t>(ev.cached_tokens);
+            }
+        }
+    }
+    CHECK(ends == prompts.size());
+    CHECK(sim_cached == engine_cached);
+    CHECK(rep.prefix_hits() == metrics.prefix_hits.value());
+    CHECK(rep.prefix_queries() == metrics.prefix_queries.value());
+    CHECK(rep.preemptions() == static_cast<std::int64_t>(metrics.preemptions.value()));
+    CHECK(rep.preemptions() > 0);
+    CHECK(rep.prefix_hits() > 0);
+    CHECK(firsts == metrics.ttft.count());
+    CHECK(ttft_sum == Approx(metrics.ttft.sum()).epsilon(1e-6));
+    CHECK(e2e_sum == Approx(metrics.e2e.sum()).epsilon(1e-6));
+}
+
+TEST_CASE("virtual clock: a lone request waits one modelled prefill step and the path",
+          "[simulate]") {
+    std::vector<stream> w{{request_spec{std::string(99, 'q'), 1, std::nullopt, -1}}};
+    sim::sim_config cfg;
+    cfg.replicas = 1;
+    cfg.concurrency = 1;
+    auto p = sim::make_sim_policy("round_robin", {});
+    const auto r = sim::simulate(cfg, w, *p);
+    const double step = cfg.replica.cost.step_time(100, 0, 0).count() / 1000.0;
+    CHECK(r["ttft_s"]["p50"].get<double>() == Approx(step + cfg.path_latency_s));
+    CHECK(r["e2e_s"]["p50"].get<double>() == Approx(step + cfg.path_latency_s));
+    CHECK(r["completed"] == 1);
+    // Twice as fast a model halves the step.
+    cfg.replica.cost.speedup = 2;
+    const auto r2 = sim::simulate(cfg, w, *p);
+    CHECK(r2["ttft_s"]["p50"].get<double>() == Approx(step / 2 + cfg.path_latency_s));
+}
+
+TEST_CASE("simulator: every request ends and prefix routing beats round-robin on shared prefixes",
+          "[simulate]") {
+    workload_config wc;
+    wc.groups = 8;
+    wc.prompts_per_group = 8;
+    wc.system_len = 512;
+    wc.output_len = 8;
+    std::string error;
+    const auto w = make_workload(wc, error);
+    REQUIRE(error.empty());
+    sim::sim_config cfg;
+    cfg.replicas = 4;
+    cfg.concurrency = 8;
+    sim::sim_policy_options po;
+    auto clock = std::make_shared<double>(0);
+    cfg.clock = clock;
+    po.lanes.clock = [clock] {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(*clock)));
+    };
+    auto rr = sim::make_sim_policy("round_robin", po);
+    auto prefix = sim::make_sim_policy("prefix", po);
+    const auto a = sim::simulate(cfg, w, *rr);
+    const auto b = sim::simulate(cfg, w, *prefix);
+    CHECK(a["completed"] == 64);
+    CHECK(b["completed"] == 64);
+    CHECK(a["imbalance"].get<double>() == Approx(1.0));
+    const double hit_rr = a["prefix_cache_hit_rate"]["measured"].get<double>();
+    const double hit_prefix = b["prefix_cache_hit_rate"]["measured"].get<double>();
+    CHECK(hit_prefix > hit_rr + 0.1);
+    CHECK(hit_prefix <= b["prefix_cache_hit_rate"]["ideal"].get<double>() + 1e-9);
+    CHECK(b["reasons"].contains("prefix_match"));
+    // The same run twice gives the same figures (a virtual clock, seeded draws).
+    auto prefix2 = sim::make_sim_policy("prefix", po);
+    const auto c = sim::simulate(cfg, w, *prefix2);
+    CHECK(c["ttft_s"]["p99"] == b["ttft_s"]["p99"]);
+    CHECK(c["prefix_cache_hit_rate"]["measured"] == b["prefix_cache_hit_rate"]["measured"]);
+    CHECK(b["kv_usage"].size() >= 1);
+}
+
+namespace {
+
+// Counts the picks that saw a scraped load.
+class load_watcher final : public sim::sim_policy {
+public:
+    std::string_view name() const override { return "watcher"; }
+    std::size_t pick(const sim::sim_request&, const router::pool_snapshot& pool, double) override {
+        ++picks;
+        if (pool.replicas[0].kv_usage)
+            ++with_load;
+        return picks % pool.replicas.size();
+    }
+    int picks = 0, with_load = 0;
+};
+
+} // namespace
+
+TEST_CASE("simulator: scraped load reaches the policy only while fresh", "[simulate]") {
+    workload_config wc;
+    wc.kind = "random";
+    wc.requests = 40;
+    wc.input_len = 64;
+    wc.output_len = 16;
+    std::string error;
+    const auto w = make_workload(wc, error);
+    sim::sim_config cfg;
+    cfg.replicas = 2;
+    cfg.concurrency = 2;
+    load_watcher fresh;
+    sim::simulate(cfg, w, fresh);
+    CHECK(fresh.picks == 40);
+    CHECK(fresh.with_load >= 38); // all but the picks before the first scrape
+    cfg.scrape_interval_s = 1000; // one scrape at the start, stale 2 s later
+    cfg.stale_after_s = 0.05;
+    load_watcher stale;
+    sim::simulate(cfg, w, stale);
+    CHECK(stale.with_load <= 4);
+}
