@@ -207,6 +207,8 @@ common::flag_set make_flags(router_config& cfg) {
           "prefix: matched share of the prompt below which the least-loaded replica is used");
     f.add("index-capacity", cfg.policy_knobs.index.capacity,
           "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
+    f.add("index-capacity-factor", cfg.policy_knobs.index.capacity_factor,
+          "prefix/kv_aware: blocks remembered per replica, times its num_gpu_blocks");
     f.add("hash-prefix-blocks", cfg.policy_knobs.index.hash_prefix_blocks,
           "prefix: leading blocks hashed when the index is empty (agreement across routers)");
     f.add("kv-weight", cfg.policy_knobs.load.kv_weight,
@@ -382,6 +384,8 @@ std::vector<std::string> validate(const router_config& cfg) {
          "--replace-client-auth needs --replica-api-key or --replica-api-key-file");
     need(cfg.policy_knobs.session.load_factor >= 1.0, "--load-factor must be at least 1");
     need(cfg.policy_knobs.prefix.load_factor >= 1.0, "--prefix-load-factor must be at least 1");
+    need(cfg.policy_knobs.index.capacity_factor > 0 && cfg.policy_knobs.index.capacity_factor <= 64,
+         "--index-capacity-factor must be above 0 and at most 64");
     need(cfg.policy_knobs.prefix.min_match_ratio >= 0 &&
              cfg.policy_knobs.prefix.min_match_ratio <= 1,
          "--min-match-ratio must be in 0..1");

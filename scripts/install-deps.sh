@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's packages, whatever lanes needs to build and test that is missing.
 # Idempotent: installs nothing (and touches no package list) when everything is present.
+#   scripts/install-deps.sh           build and test
+#   scripts/install-deps.sh --bench   and what deploy/bench/ runs: gnuplot for the charts, the
+#                                     proxies it compares with (nginx, HAProxy)
 set -euo pipefail
 
 packages=(
@@ -19,6 +22,10 @@ packages=(
     python3                                    # scripts/check-coawait.py, the soak driver
     util-linux                                 # prlimit, for the fd-starved router test
 )
+
+if [ "${1:-}" = "--bench" ]; then
+    packages+=(gnuplot-nox nginx-light haproxy)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

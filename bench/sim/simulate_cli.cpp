@@ -69,6 +69,7 @@ int simulate_main(int argc, const char* const* argv) {
     std::chrono::milliseconds scrape{100}, stale{2000};
     double load = 0;
     std::string capacity_policy = "prefix";
+    sim_policy_options po;
     common::flag_set f("lanes-bench simulate",
                        "Offline replay of a workload through simulated replicas and routing "
                        "policies on a virtual clock (results are modelled: sim).");
@@ -96,8 +97,35 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("sim-decode-e", cost.decode_e, "decode ms, coefficient of p");
     f.add("sim-decode-f", cost.decode_f, "decode ms per step at empty KV");
     f.add("sim-speedup", cost.speedup, "divide every modelled time by this");
+    f.add("tp", cost.tp, "tensor-parallel GPUs per replica (modelled, see sim_cost_model.hpp)");
+    f.add("tp-layers", cost.tp_layers, "TP model: layers (two all-reduces each)");
+    f.add("tp-hidden", cost.tp_hidden, "TP model: hidden size (activation elements per token)");
+    f.add("tp-link-gb-per-s", cost.tp_link_gb_per_s, "TP model: all-reduce link bandwidth, GB/s");
+    f.add("tp-link-latency-us", cost.tp_link_latency_us, "TP model: latency per all-reduce, us");
+    double gpu_memory_gb = 0, weights_gb = 16, gpu_util = 0.9;
+    std::int64_t kv_bytes_per_token = 131072;
+    f.add("gpu-memory-gb", gpu_memory_gb,
+          "KV capacity from memory instead of --kv-blocks: GB per GPU (0: use --kv-blocks)");
+    f.add("weights-gb", weights_gb, "with --gpu-memory-gb: the model's weights, split --tp ways");
+    f.add("gpu-memory-utilization", gpu_util, "with --gpu-memory-gb: the share vLLM would take");
+    f.add("kv-bytes-per-token", kv_bytes_per_token,
+          "with --gpu-memory-gb: K and V bytes per token, all layers (Llama-3-8B bf16: 131072)");
     f.add("scrape-interval", scrape, "the router's load scrape period (a peer may bring its own)");
     f.add("stale-after", stale, "scraped load older than this is ignored");
+    // lanes' policies' knobs, named as lanes-router's flags.
+    auto& k = po.lanes;
+    f.add("prefix-load-factor", k.prefix.load_factor, "lanes prefix: bounded-load factor");
+    f.add("load-cap-floor", k.load.cap_floor, "lanes: no replica is over a cap below this");
+    f.add("balance-abs-threshold", k.prefix.balance_abs_threshold, "lanes prefix: imbalance gap");
+    f.add("balance-rel-threshold", k.prefix.balance_rel_threshold, "lanes prefix: imbalance ratio");
+    f.add("min-match-ratio", k.prefix.min_match_ratio, "lanes prefix: shorter matches are misses");
+    f.add("index-capacity", k.index.capacity,
+          "lanes prefix: blocks remembered per replica that reports no num_gpu_blocks");
+    f.add("index-capacity-factor", k.index.capacity_factor,
+          "lanes prefix: blocks remembered per replica, times its KV capacity");
+    f.add("kv-weight", k.load.kv_weight, "lanes: a full KV cache counts as this many requests");
+    f.add("report-num-blocks", cfg.report_num_blocks,
+          "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM do");
     f.add("out", out_file, "result JSON file");
     auto errors = f.parse(argc, argv);
     if (f.help_requested()) {
@@ -111,12 +139,24 @@ int simulate_main(int argc, const char* const* argv) {
     if (cfg.concurrency < 1 || cfg.rate < 0 || load < 0 || cost.speedup <= 0)
         errors.push_back("--concurrency must be at least 1; --rate and --load not negative; "
                          "--sim-speedup positive");
+    if (cost.tp < 1 || gpu_memory_gb < 0 || kv_bytes_per_token < 1 || cost.tp_link_gb_per_s <= 0)
+        errors.push_back("--tp at least 1, --gpu-memory-gb not negative, --kv-bytes-per-token "
+                         "and --tp-link-gb-per-s positive");
+    if (gpu_memory_gb > 0) {
+        // What the TP group has left for KV once the weights are in: tp x util x memory - weights.
+        const double left = static_cast<double>(cost.tp) * gpu_util * gpu_memory_gb - weights_gb;
+        const double per_block = static_cast<double>(kv_bytes_per_token) *
+                                 static_cast<double>(std::max<std::int64_t>(block_size, 1));
+        if (left <= 0)
+            errors.push_back("--weights-gb do not fit in --tp x --gpu-memory-gb x utilization");
+        else
+            kv_blocks = static_cast<std::size_t>(left * 1024 * 1024 * 1024 / per_block);
+    }
     if ((w.kind == "trace" || w.kind == "azure") && w.trace_file.empty())
         errors.push_back("--workload " + w.kind + " needs --trace FILE");
     const auto names = expand(split(policies));
     if (names.empty())
         errors.push_back("--policy names none");
-    sim_policy_options po;
     po.block_size = static_cast<std::size_t>(std::max<std::int64_t>(block_size, 1));
     auto clock = std::make_shared<double>(0.0);
     po.lanes.clock = [clock] {
@@ -155,13 +195,18 @@ int simulate_main(int argc, const char* const* argv) {
     if (w.kind == "trace" || w.kind == "azure")
         cfg.trace_times = cfg.trace_times || cfg.rate == 0;
 
-    nlohmann::json doc = {{"modelled", "sim: lanes-bench simulate"},
-                          {"workload", w.kind},
-                          {"trace_file", w.trace_file},
-                          {"replicas", replicas},
-                          {"kv_blocks", kv_blocks},
-                          {"sim_speedup", cost.speedup},
-                          {"results", nlohmann::json::array()}};
+    nlohmann::json doc = {
+        {"modelled", "sim: lanes-bench simulate"},
+        {"workload", w.kind},
+        {"trace_file", w.trace_file},
+        {"replicas", replicas},
+        {"kv_blocks", kv_blocks},
+        {"sim_speedup", cost.speedup},
+        {"tp", cost.tp},
+        {"kv_capacity_tokens", kv_blocks *
+                                   static_cast<std::size_t>(std::max<std::int64_t>(block_size, 1)) *
+                                   static_cast<std::size_t>(replicas)},
+        {"results", nlohmann::json::array()}};
     if (load > 0) {
         // The capacity: a closed loop deep enough to keep every replica's batch full.
         sim_config sat = cfg;

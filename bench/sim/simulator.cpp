@@ -44,9 +44,13 @@ struct scraped {
     replica_load load;
 };
 
-nlohmann::json to_json(const summary& s) {
-    return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50},
-            {"p90", s.p90},     {"p99", s.p99},   {"max", s.max}};
+// lanes-bench's summary, with p95 (the DP x TP comparison's latency figure).
+nlohmann::json to_json(std::vector<double> samples) {
+    const summary s = summarize(samples);
+    std::sort(samples.begin(), samples.end());
+    const double p95 = samples.empty() ? 0.0 : percentile(samples, 0.95);
+    return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90},
+            {"p95", p95},       {"p99", s.p99},   {"max", s.max}};
 }
 
 class run {
@@ -60,7 +64,8 @@ public:
             replicas_.push_back(std::make_unique<sim_replica>(cfg.replica));
             router::replica_view v;
             v.id = "replica-" + std::to_string(i);
-            v.num_blocks = static_cast<std::int64_t>(cfg.replica.num_blocks);
+            if (cfg.report_num_blocks)
+                v.num_blocks = static_cast<std::int64_t>(cfg.replica.num_blocks);
             pool_.replicas.push_back(v);
         }
         scrapes_.resize(cfg.replicas);
@@ -311,9 +316,9 @@ nlohmann::json run::report(double wall_s) const {
         {"request_throughput", static_cast<double>(done) / duration},
         {"input_token_throughput", static_cast<double>(in_tokens) / duration},
         {"output_token_throughput", static_cast<double>(out_tokens) / duration},
-        {"ttft_s", to_json(summarize(ttft))},
-        {"tpot_s", to_json(summarize(tpot))},
-        {"e2e_s", to_json(summarize(e2e))},
+        {"ttft_s", to_json(std::move(ttft))},
+        {"tpot_s", to_json(std::move(tpot))},
+        {"e2e_s", to_json(std::move(e2e))},
         {"per_replica", per_replica},
         {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
         {"reasons", reasons_},

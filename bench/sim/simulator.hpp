@@ -30,6 +30,7 @@ struct sim_config {
     bool trace_times = false;          // arrivals at the workload's timestamps
     std::uint64_t seed = 1;            // arrivals (as lanes-bench's)
     double kv_sample_interval_s = 1.0; // KV usage over time: one sample per this much time
+    bool report_num_blocks = true;     // the scrape carries each replica's KV capacity
     std::size_t text_block_bytes = 16; // the router's hash block (lanes replicas: block_size)
     // From a client's send to the request's arrival in the replica's queue: the HTTP path through
     // router and replica, and the client's turn-around (the replica starts its next step without

@@ -5,6 +5,7 @@
 #   deploy/bench/results.sh [A] [C] [C64] [trace] [E] [sweep]   (default: all but sweep)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+scripts/install-deps.sh --bench # gnuplot for the charts
 out=build/results
 mkdir -p "$out" docs/img
 exp=deploy/bench/experiment.sh

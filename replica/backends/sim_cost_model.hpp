@@ -19,7 +19,22 @@ struct sim_cost_model {
     double decode_f = 5.74;
     double speedup = 1.0;
 
-    // The modelled duration of one step.
+    // Tensor parallelism, modelled (lanes-bench simulate --tp; a lanes replica is never TP):
+    // the step's matmuls split `tp` ways, so the prefill's token terms (a, b) and the decode's
+    // weight read (f) are divided by tp while the per-step constant (c) is not; the KV term
+    // (d, e) stays as it is, p being each GPU's own KV fill (its share of the tokens over its
+    // share of the capacity); and every layer pays two ring all-reduces of the step's
+    // activations (tokens x hidden x act_bytes, 2 (tp - 1) / tp of it over the link) plus the
+    // link's latency each. Defaults: a Llama-3-8B-sized model over NVLink-class links.
+    std::size_t tp = 1;
+    std::size_t tp_layers = 32;
+    std::size_t tp_hidden = 4096;
+    double tp_act_bytes = 2;
+    double tp_link_gb_per_s = 300;
+    double tp_link_latency_us = 10;
+
+    // The modelled duration of one step (prefill_tokens uncached prompt tokens, decode_seqs
+    // decodes, kv_fraction of the KV capacity active).
     std::chrono::duration<double, std::milli>
     step_time(std::size_t prefill_tokens, std::size_t decode_seqs, double kv_fraction) const;
 };

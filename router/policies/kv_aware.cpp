@@ -9,7 +9,7 @@
 namespace lanes::router {
 
 kv_aware_policy::kv_aware_policy(const policy_options& options)
-    : index_(options.index.capacity)
+    : index_(options.index.capacity, options.index.capacity_factor)
     , precise_(options.precise)
     , overlap_weight_(options.kv_aware.overlap_weight)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}

@@ -12,7 +12,7 @@ namespace lanes::router {
 
 prefix_policy::prefix_policy(const policy_options& options)
     : fallback_(options)
-    , index_(options.index.capacity)
+    , index_(options.index.capacity, options.index.capacity_factor)
     , precise_(options.precise)
     , kv_weight_(options.load.kv_weight)
     , load_factor_(options.prefix.load_factor)

@@ -71,9 +71,10 @@ void prefix_index::update_capacities(const pool_snapshot& pool) {
     }
     for (std::size_t i = 0; i < pool.replicas.size(); ++i) {
         const replica_view& r = pool.replicas[i];
-        const std::size_t capacity = r.num_blocks && *r.num_blocks > 0
-                                         ? static_cast<std::size_t>(*r.num_blocks)
-                                         : default_capacity_;
+        const std::size_t capacity =
+            r.num_blocks && *r.num_blocks > 0
+                ? static_cast<std::size_t>(static_cast<double>(*r.num_blocks) * capacity_factor_)
+                : default_capacity_;
         if (*bound_epochs_[i] != r.epoch) { // its cache is gone: so is what we knew of it
             *bound_[i] = block_lru(capacity);
             *bound_epochs_[i] = r.epoch;

@@ -25,6 +25,11 @@ namespace lanes::router {
 struct index_knobs {
     // Blocks remembered per replica when it does not report its num_gpu_blocks.
     std::size_t capacity = 65536;
+    // A replica that reports num_gpu_blocks is remembered at this many times them: the index
+    // learns a block when a request is routed, the replica keeps it until its LRU (which only
+    // evicts blocks no running request holds) reaches it, which comes later; at 1x the index
+    // forgot prefixes the replicas still held (lanes-bench simulate, docs/results-peers.md).
+    double capacity_factor = 2.0;
     // Leading blocks whose hash places a request by rendezvous hashing (so that independent
     // routers agree while their indexes are empty).
     std::size_t hash_prefix_blocks = 4;
@@ -32,8 +37,9 @@ struct index_knobs {
 
 class prefix_index {
 public:
-    explicit prefix_index(std::size_t default_capacity)
-        : default_capacity_(default_capacity) {}
+    explicit prefix_index(std::size_t default_capacity, double capacity_factor = 1.0)
+        : default_capacity_(default_capacity)
+        , capacity_factor_(capacity_factor) {}
 
     // Records that `replica` now holds `blocks` (most recently used). Returns how many of them it
     // held already (the leading run; the rest were added).
@@ -76,6 +82,7 @@ private:
     void unbind();
 
     std::size_t default_capacity_;
+    double capacity_factor_;
     std::unordered_map<std::string, block_lru> replicas_; // nodes: pointers stay valid
     // The last snapshot bound by update_capacities: its replica ids and their sets.
     std::vector<std::string> bound_ids_;

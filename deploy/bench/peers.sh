@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# lanes' policies against the peers' algorithms (bench/sim/peers), all in lanes-bench simulate
+# (modelled: the replicas' scheduler and prefix cache are real, their step times the sim cost
+# model's, the clock virtual). Every workload at half and 90 % of the fleet's capacity (its
+# closed-loop throughput under lanes' default policy), on 4, 8 and 16 replicas; then
+# deploy/bench/peers_report.py writes docs/results-peers.md and its charts.
+#   deploy/bench/peers.sh [OUT_DIR]      (default bench/results/peers-YYYYMMDD)
+# Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"),
+# WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/install-deps.sh --bench # gnuplot for the charts
+bin="${LANES_BUILD_DIR:-build}/bench/lanes-bench"
+[ -x "$bin" ] || scripts/build.sh
+out="${1:-bench/results/peers-$(date +%Y%m%d)}"
+mkdir -p "$out"
+traces=../shared/data/mooncake
+declare -A workload=(
+    [c64]="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048 --question-len 128 --output-len 256"
+    [multi-turn]="--workload multi-turn --sessions 128 --turns 4 --turn-len 256 --output-len 128"
+    [mooncake-conversation]="--workload trace --trace $traces/conversation_trace.jsonl --length-scale 0.0625"
+    [mooncake-synthetic]="--workload trace --trace $traces/synthetic_trace.jsonl --length-scale 0.0625"
+)
+for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; do
+    for n in ${REPLICAS:-4 8 16}; do
+        for load in ${LOADS:-0.5 0.9}; do
+            echo "== $w, $n replicas, load $load"
+            # shellcheck disable=SC2086
+            "$bin" simulate --policy all --replicas "$n" --load "$load" ${workload[$w]} \
+                --out "$out/$w-r$n-l$load.json" | grep -v '^results written'
+        done
+    done
+done
+python3 deploy/bench/peers_report.py "$out"

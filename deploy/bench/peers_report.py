@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Writes docs/results-peers.md and its charts (docs/img/peers-*.png, gnuplot) from the
+lanes-bench simulate results of deploy/bench/peers.sh. Every figure is modelled (the simulator's
+virtual clock and the sim cost model), never measured on hardware.
+   deploy/bench/peers_report.py RESULTS_DIR [OUT.md]"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+root = sys.argv[1]
+out_md = sys.argv[2] if len(sys.argv) > 2 else "docs/results-peers.md"
+img = "docs/img"
+os.makedirs(img, exist_ok=True)
+LANES = "prefix"  # lanes-router's default policy
+PEERS = ["sglang_cache_aware", "sglang_prefix_hash", "kubeai_chwbl", "llmd_scorer", "dynamo_kv",
+         "prodstack_prefixaware", "power_of_two"]
+WORKLOADS = ["c64", "multi-turn", "mooncake-conversation", "mooncake-synthetic"]
+IMBALANCE_CAP = 1.25
+
+
+def gnuplot(script):
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+runs = {}
+for path in sorted(glob.glob(f"{root}/*.json")):
+    name = os.path.basename(path)[:-5]
+    w, rest = name.rsplit("-r", 1)
+    n, load = rest.split("-l")
+    with open(path) as f:
+        runs[(w, int(n), float(load))] = json.load(f)
+if not runs:
+    sys.exit(f"peers_report: no results in {root}")
+
+
+def hit(r):
+    return r["prefix_cache_hit_rate"]["measured"]
+
+
+def p99(r):
+    return r["ttft_s"]["p99"]
+
+
+def winners(doc):
+    res = {r["policy"]: r for r in doc["results"]}
+    contenders = {k: v for k, v in res.items() if k == LANES or k in PEERS}
+    best_p99 = min(contenders, key=lambda k: p99(contenders[k]))
+    balanced = {k: v for k, v in contenders.items() if v["imbalance"] <= IMBALANCE_CAP}
+    best_hit = max(balanced, key=lambda k: hit(balanced[k])) if balanced else None
+    return res, best_p99, best_hit
+
+
+lines = []
+emit = lines.append
+emit("# lanes against the peers' routing algorithms (modelled)")
+emit("")
+emit("Every figure on this page is **modelled**: `lanes-bench simulate` replays each workload "
+     "through N simulated replicas (the replica's own scheduler, block manager and prefix cache, "
+     "the sim backend's cost model, a virtual clock) and one routing policy fed with what a live "
+     "router sees (its own in-flight counts, the replicas' load as last scraped, stale after 2 s). "
+     "The peers are their published algorithms with their published defaults, written for the "
+     "simulator from their documentation and source descriptions (`bench/sim/peers/`, each file "
+     "names its source); they are not the peers' code. The simulator agrees with live runs within "
+     "the bounds shown in [results.md](results.md#simulator-against-live-runs).")
+emit("")
+first = next(iter(runs.values()))
+emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost model at speedup "
+     f"{first['sim_speedup']:g} (Dynamo mocker's coefficients). Load: Poisson arrivals at half and "
+     f"90 % of the fleet's capacity, the capacity being the closed-loop throughput of lanes' default "
+     f"policy on that workload and fleet. `prefix` is lanes-router's default policy; the other "
+     f"lanes policies are listed for reference.")
+emit("")
+emit("Regenerate: `deploy/bench/peers.sh` (all rows, about ten minutes on one core), which ends "
+     "by running `deploy/bench/peers_report.py bench/results/peers-DATE`.")
+emit("")
+
+# The verdict table.
+emit("## Who wins each row")
+emit("")
+emit(f"Best TTFT p99 among `prefix` and the peers, and best hit rate among those with imbalance "
+     f"≤ {IMBALANCE_CAP} (max requests per replica / mean).")
+emit("")
+emit("| workload | replicas | load | best TTFT p99 | best hit rate (imbalance ≤ 1.25) | prefix: hit / TTFT p99 |")
+emit("|---|---|---|---|---|---|")
+wins_p99 = wins_hit = total = 0
+losses = []
+for w in WORKLOADS:
+    for n in (4, 8, 16):
+        for load in (0.5, 0.9):
+            doc = runs.get((w, n, load))
+            if not doc:
+                continue
+            res, bp, bh = winners(doc)
+            total += 1
+            lp = res[LANES]
+            p99_ok = bp == LANES or p99(lp) <= p99(res[bp]) * 1.0
+            hit_ok = bh == LANES or (bh and hit(lp) >= hit(res[bh]) - 1e-9)
+            wins_p99 += 1 if p99_ok else 0
+            wins_hit += 1 if hit_ok else 0
+            if not (p99_ok and hit_ok):
+                losses.append((w, n, load, bp, bh, res))
+            mark_p = "**prefix**" if bp == LANES else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
+            mark_h = "**prefix**" if bh == LANES else f"{bh} ({hit(res[bh]):.3f})"
+            emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_h} | "
+                 f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
+emit("")
+emit(f"`prefix` has the best TTFT p99 in {wins_p99} of {total} rows and the best balanced hit "
+     f"rate in {wins_hit} of {total}.")
+emit("")
+
+# Full tables.
+emit("## Every policy, every row")
+emit("")
+for w in WORKLOADS:
+    rows = sorted(k for k in runs if k[0] == w)
+    if not rows:
+        continue
+    emit(f"### {w}")
+    emit("")
+    doc0 = runs[rows[0]]
+    emit(f"Workload `{doc0['workload']}`" + (f", trace `{os.path.basename(doc0['trace_file'])}`"
+                                             if doc0.get('trace_file') else "") + ".")
+    emit("")
+    for key in rows:
+        doc = runs[key]
+        _, n, load = key
+        emit(f"**{n} replicas, load {load:g}** (capacity {doc['capacity_rps']:.1f} req/s, offered "
+             f"{doc['rate']:.1f} req/s; ideal hit rate {doc['results'][0]['prefix_cache_hit_rate']['ideal']:.3f}, "
+             f"with one cache the fleet's size {doc['results'][0]['prefix_cache_hit_rate']['ideal_fleet']:.3f})")
+        emit("")
+        emit("| policy | hit rate | TTFT p50 | TTFT p99 | e2e p50 | e2e p99 | req/s | imbalance |")
+        emit("|---|---|---|---|---|---|---|---|")
+        for r in sorted(doc["results"], key=lambda r: p99(r)):
+            name = f"**{r['policy']}**" if r["policy"] == LANES else r["policy"]
+            emit(f"| {name} | {hit(r):.3f} | {r['ttft_s']['p50'] * 1000:.0f} ms | "
+                 f"{p99(r) * 1000:.0f} ms | {r['e2e_s']['p50']:.2f} s | {r['e2e_s']['p99']:.2f} s | "
+                 f"{r['request_throughput']:.1f} | {r['imbalance']:.2f} |")
+        emit("")
+
+# Charts: hit rate and TTFT p99 per workload at 8 replicas, load 0.9.
+chart_policies = [LANES] + PEERS
+for metric, title, ylabel, fn in (("hit", "prefix-cache hit rate", "hit rate", hit),
+                                  ("p99", "TTFT p99", "seconds", p99)):
+    data = []
+    for w in WORKLOADS:
+        doc = runs.get((w, 8, 0.9))
+        if not doc:
+            continue
+        res = {r["policy"]: r for r in doc["results"]}
+        data.append(w + " " + " ".join(f"{fn(res[p]):.4f}" for p in chart_policies))
+    if not data:
+        continue
+    plots = ", ".join(f"'$d' using {i + 2}:xtic(1) title '{p}'" for i, p in enumerate(chart_policies))
+    gnuplot(f"""set terminal pngcairo size 900,420 noenhanced
+set output '{img}/peers-{metric}.png'
+set title '{title}, 8 replicas at 90 % load (modelled: lanes-bench simulate)'
+set style data histogram; set style histogram cluster gap 1; set style fill solid 0.8 border -1
+set ylabel '{ylabel}'; set key outside right; set grid ytics; set yrange [0:*]
+$d << EOD
+{chr(10).join(data)}
+EOD
+plot {plots}
+""")
+
+# KV usage over time, one row.
+doc = runs.get(("mooncake-conversation", 8, 0.9))
+if doc:
+    res = {r["policy"]: r for r in doc["results"]}
+    blocks = []
+    names = [p for p in (LANES, "sglang_cache_aware", "llmd_scorer", "dynamo_kv", "round_robin")
+             if p in res]
+    for p in names:
+        blocks.append("\n".join(f"{t:.2f} {m:.4f}" for t, m, _ in res[p]["kv_usage"]) + "\ne")
+    plots = ", ".join(f"'-' using 1:2 with lines title '{p}'" for p in names)
+    gnuplot(f"""set terminal pngcairo size 900,380 noenhanced
+set output '{img}/peers-kv-usage.png'
+set title 'mean KV usage over time, Mooncake conversation, 8 replicas, 90 % load (modelled)'
+set xlabel 'virtual seconds'; set ylabel 'KV usage'; set grid; set key outside right
+plot {plots}
+{chr(10).join(blocks)}
+""")
+
+emit("## Charts")
+emit("")
+emit("![hit rate](img/peers-hit.png)")
+emit("")
+emit("![TTFT p99](img/peers-p99.png)")
+emit("")
+emit("![KV usage](img/peers-kv-usage.png)")
+emit("")
+with open(out_md, "w") as f:
+    f.write("\n".join(lines))
+print(f"wrote {out_md}: prefix best TTFT p99 in {wins_p99}/{total} rows, best balanced hit rate "
+      f"in {wins_hit}/{total}")
+for w, n, load, bp, bh, res in losses:
+    print(f"  lost: {w} r{n} l{load}: p99 {bp} {p99(res[bp]) * 1000:.0f} vs prefix "
+          f"{p99(res[LANES]) * 1000:.0f}; hit {bh} {hit(res[bh]) if bh else 0:.3f} vs prefix "
+          f"{hit(res[LANES]):.3f}")
