@@ -33,9 +33,19 @@ using boost::system::error_code;
 
 namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Reads start at min_read_size and double, up to chunk_buffer_size, each time one fills what it
+// was given: a stream of small events keeps a small buffer (its capacity stays with the connection
+// for the whole stream, and a proxy holds thousands of them), a large body soon reads in large
+// pieces.
 constexpr std::size_t chunk_buffer_size = 16 * 1024;
+constexpr std::size_t min_read_size = 2 * 1024;
 constexpr std::uint32_t response_header_limit = 64 * 1024;
 } // namespace
+
+void client_connection::grow_reads(std::size_t got) {
+    if (got >= read_size_ && read_size_ < chunk_buffer_size)
+        read_size_ = std::min(read_size_ * 2, chunk_buffer_size);
+}
 
 client_connection::client_connection(asio::any_io_executor ex)
     : io_(std::make_unique<transport>(std::move(ex))) {}
@@ -116,6 +126,10 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
     header_read_ = false;
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
+    // A kept-alive connection that carried a large body starts small again.
+    read_size_ = min_read_size;
+    if (buffer_.size() == 0 && buffer_.capacity() > 2 * min_read_size)
+        buffer_.shrink_to_fit();
     const std::array<asio::const_buffer, 2> wire{asio::buffer(head), asio::buffer(body)};
     auto w = write_now(*io_, wire.data(), wire.size());
     if (!w.done)
@@ -177,8 +191,8 @@ asio::awaitable<error_code> client_connection::read_header(duration timeout) {
     for (;;) {
         // Read right after the request went out, the answer is not there yet: start the read
         // behind the handlers already ready.
-        auto [rec, n] =
-            co_await read_some_later(*io_, buffer_.prepare(chunk_buffer_size), &deadline_);
+        auto [rec, n] = co_await read_some_later(*io_, buffer_.prepare(read_size_), &deadline_);
+        grow_reads(n);
         if ((ec = header_bytes_read(rec, n)) || take_buffered_header(ec))
             co_return ec;
     }
@@ -230,7 +244,8 @@ asio::awaitable<error_code> client_connection::read_chunk(std::string& out, dura
     error_code ec;
     while (!take_buffered_piece(out, ec)) {
         start_deadline(idle_timeout);
-        auto [rec, n] = co_await io_->read_some_bare(buffer_.prepare(chunk_buffer_size));
+        auto [rec, n] = co_await io_->read_some_bare(buffer_.prepare(read_size_));
+        grow_reads(n);
         deadline_.stop();
         rec = deadline_.result(rec);
         if (rec == asio::error::eof) { // the end of a body that runs to the close, or a cut
@@ -281,7 +296,8 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
         }
         start_deadline(idle_timeout);
         auto [ec, n] = co_await io_->read_some_bare(
-            buffer_.prepare(std::min(chunk_buffer_size, max_buffered - buffer_.size())));
+            buffer_.prepare(std::min(read_size_, max_buffered - buffer_.size())));
+        grow_reads(n);
         deadline_.stop();
         ec = deadline_.result(ec);
         if (ec) {

@@ -81,10 +81,13 @@ private:
     // Sets the deadline (first byte, stream idle) for the read about to start.
     void start_deadline(duration timeout);
     boost::system::error_code header_bytes_read(boost::system::error_code ec, std::size_t n);
+    // After a read of `got` bytes: the next one may take twice as many when this one was full.
+    void grow_reads(std::size_t got);
 
     std::unique_ptr<transport> io_; // its socket is re-created by rebind()
     read_deadline deadline_;
     boost::beast::flat_buffer buffer_;
+    std::size_t read_size_ = 2048; // the next read's size (grow_reads; min_read_size)
     response_head head_;
     chunk_decoder decoder_;  // read_chunk on a chunked body
     std::uint64_t left_ = 0; // body bytes still to come, for a Content-Length body

@@ -94,6 +94,10 @@ asio::awaitable<void> session::run() {
                 break;
         }
 
+        // All of it read: the read buffer is not held while the handler runs (a proxied stream
+        // runs for minutes, and a proxy holds thousands of them).
+        if (buffer_.size() == 0)
+            buffer_.shrink_to_fit();
         start_serving();
         std::string failure;
         try {

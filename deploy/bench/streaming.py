@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Streaming at scale: lanes-router, nginx (proxy_buffering off, kept-alive upstream) and HAProxy
+relaying many concurrent SSE streams from lanes-sse-source (bench/sse_source.cpp) to
+lanes-sse-client (bench/sse_client.cpp), all on loopback. Each proxy runs on CPU 0 with one
+worker thread; the source and the client share CPU 1. Per proxy:
+ - CPU seconds per million events relayed (utime + stime from /proc, so it does not depend on
+   what else shares the core) and events/s, with 1,000 and with STREAMS_MAX streams sending back
+   to back (saturation: the proxy's core or the source and client's, whichever gives first);
+ - latency per event at half of lanes' saturated rate, minus the same run without a proxy
+   (p50/p99 added);
+ - resident memory per open stream with STREAMS_MAX slow streams open, and whether every stream
+   ended without error.
+Writes bench/results/streaming-DATE/streaming.json and prints a markdown table.
+   deploy/bench/streaming.py [OUT_DIR]
+Environment: REPEATS (3 rounds of the paced runs), PROXIES ("lanes nginx haproxy"), PHASES ("saturated paced held"), HALF_RATE (the
+paced runs' events/s; default half of lanes' saturated rate), LANES_BUILD_DIR (build), STREAMS_MAX (9900: a proxy holds two descriptors a stream
+and the hard limit here is 20,000), EVENTS (events per saturated stream, 400)."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+build = os.environ.get("LANES_BUILD_DIR", "build")
+out_dir = sys.argv[1] if len(sys.argv) > 1 else time.strftime("bench/results/streaming-%Y%m%d")
+os.makedirs(out_dir, exist_ok=True)
+streams_max = int(os.environ.get("STREAMS_MAX", "9900"))
+events = int(os.environ.get("EVENTS", "400"))
+work = tempfile.mkdtemp()
+ticks = os.sysconf("SC_CLK_TCK")
+procs = []
+
+
+next_port = [18200]
+
+
+def free_port():
+    """A free port below the ephemeral range (the client's 10k outgoing connections take ports
+    there, and could take one picked by the kernel before it is listened on)."""
+    while True:
+        next_port[0] += 1
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", next_port[0]))
+            return next_port[0]
+        except OSError:
+            continue
+        finally:
+            s.close()
+
+
+def start(cmd, cpu, log):
+    p = subprocess.Popen(["taskset", "-c", str(cpu), *cmd], stdout=open(log, "w"),
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    procs.append(p)
+    return p
+
+
+def stop(p):
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def wait_port(port, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"streaming: nothing listens on {port}")
+
+
+def tree_pids(root):
+    """The process and its descendants (nginx's master and worker, taskset's child)."""
+    pids, frontier = [], [root]
+    while frontier:
+        p = frontier.pop()
+        pids.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                frontier += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def cpu_s(root):
+    total = 0
+    for p in tree_pids(root):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / ticks
+
+
+def rss_kib(root):
+    total = 0
+    for p in tree_pids(root):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                m = re.search(r"VmRSS:\s+(\d+)", f.read())
+                total += int(m.group(1)) if m else 0
+        except OSError:
+            pass
+    return total
+
+
+def source(events_per_stream, interval_us):
+    port = free_port()
+    p = start([f"{build}/bench/lanes-sse-source", "--port", str(port), "--events",
+               str(events_per_stream), "--interval-us", str(interval_us)], 1, f"{work}/source.log")
+    wait_port(port)
+    return p, port
+
+
+def proxy(name, upstream):
+    port = free_port()
+    if name == "lanes":
+        cmd = [f"{build}/router/lanes-router", "--host", "127.0.0.1", "--port", str(port),
+               "--threads", "1", "--policy", "round_robin", "--admin-port", "0",
+               "--access-log", "false", "--log-level", "warn", "--max-idle-connections", "1024",
+               "--connect-timeout", "10s",
+               "--replica", f"http://127.0.0.1:{upstream}"]
+    elif name == "nginx":
+        with open(f"{work}/nginx.conf", "w") as f:
+            f.write(f"""worker_processes 1;
+worker_rlimit_nofile 20000;
+pid {work}/nginx.pid;
+error_log {work}/nginx.err;
+events {{ worker_connections 19990; }}
+http {{
+    access_log off;
+    upstream s {{ server 127.0.0.1:{upstream}; keepalive 1024; }}
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{
+            proxy_pass http://s;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_read_timeout 300s;
+        }}
+    }}
+}}
+""")
+        cmd = ["nginx", "-c", f"{work}/nginx.conf", "-g", "daemon off;"]
+    elif name == "haproxy":
+        with open(f"{work}/haproxy.cfg", "w") as f:
+            f.write(f"""global
+    nbthread 1
+    maxconn 9990
+defaults
+    mode http
+    timeout connect 10s
+    timeout client 300s
+    timeout server 300s
+    http-reuse always
+    # Send each event when it comes (no MSG_MORE): what interactive streams need.
+    option http-no-delay
+frontend f
+    bind 127.0.0.1:{port}
+    default_backend s
+backend s
+    server s1 127.0.0.1:{upstream}
+""")
+        cmd = ["haproxy", "-f", f"{work}/haproxy.cfg", "-q"]
+    p = start(cmd, 0, f"{work}/{name}.log")
+    wait_port(port)
+    if name == "lanes":  # the replica's first look (health, models, load) before traffic
+        for _ in range(100):
+            try:
+                r = subprocess.run(["curl", "--noproxy", "*", "-s", "-o", "/dev/null", "-w",
+                                    "%{http_code}", f"http://127.0.0.1:{port}/readiness"],
+                                   capture_output=True, text=True, timeout=2)
+                if r.stdout == "200":
+                    break
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(0.1)
+    return p, port
+
+
+def client(port, streams, hold_ms=0, tag="run"):
+    out = f"{work}/{tag}.json"
+    cmd = ["taskset", "-c", "1", f"{build}/bench/lanes-sse-client", "--port", str(port),
+           "--streams", str(streams), "--ramp", "5", "--out", out]
+    if hold_ms:
+        cmd += ["--hold", f"{hold_ms}ms"]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), out
+
+
+def finish(c, out):
+    c.communicate(timeout=600)
+    with open(out) as f:
+        return json.load(f)
+
+
+def saturated(name, streams):
+    src, sport = source(events, 0)
+    pxy, pport = (None, sport) if name == "direct" else proxy(name, sport)
+    root = (pxy or src).pid
+    before = cpu_s(root)
+    c, out = client(pport, streams, tag=f"{name}-sat{streams}")
+    r = finish(c, out)
+    used = cpu_s(root) - before
+    for p in (pxy, src):
+        if p:
+            stop(p)
+    r["proxy_cpu_s"] = used
+    r["cpu_s_per_million_events"] = used / max(r["events"], 1) * 1e6
+    r["proxy_core_busy"] = used / r["seconds"]
+    return r
+
+
+def paced(name, streams, rate):
+    interval_us = int(streams / rate * 1e6)
+    n = max(50, int(rate * 8 / streams))  # about 8 s of events
+    src, sport = source(n, interval_us)
+    pxy, pport = (None, sport) if name == "direct" else proxy(name, sport)
+    c, out = client(pport, streams, tag=f"{name}-paced")
+    r = finish(c, out)
+    for p in (pxy, src):
+        if p:
+            stop(p)
+    r["offered_events_per_s"] = rate
+    return r
+
+
+def held(name, streams):
+    # Slow streams: 40 events, one every 400 ms (16 s each); memory read at 10 s, all open.
+    src, sport = source(40, 400_000)
+    pxy, pport = proxy(name, sport)
+    base = rss_kib(pxy.pid)
+    c, out = client(pport, streams, hold_ms=10_000, tag=f"{name}-held")
+    line = c.stdout.readline()  # "open N" at 10 s
+    rss = rss_kib(pxy.pid)
+    r = finish(c, out)
+    stop(pxy)
+    stop(src)
+    open_now = int(line.split()[1]) if line.startswith("open") else 0
+    r.update({"rss_idle_kib": base, "rss_open_kib": rss, "open_at_read": open_now,
+              "kib_per_stream": (rss - base) / max(open_now, 1)})
+    return r
+
+
+names = os.environ.get("PROXIES", "lanes nginx haproxy").split()
+phases = os.environ.get("PHASES", "saturated paced held").split()
+repeats = int(os.environ.get("REPEATS", "3"))
+results = {"streams_max": streams_max, "events_per_stream": events, "proxies": {}}
+try:
+    for n in names + ["direct"]:
+        results["proxies"].setdefault(n, {})
+        for s in (1000, streams_max) if "saturated" in phases else ():
+            r = saturated(n, s)
+            results["proxies"][n][f"saturated_{s}"] = r
+            print(f"{n} saturated {s}: {r['events_per_s']:.0f} ev/s, "
+                  f"{r.get('cpu_s_per_million_events', 0):.2f} cpu s/M, failed {r['failed']}",
+                  flush=True)
+    half = float(os.environ.get("HALF_RATE", "0")) or (
+        0.5 * results["proxies"]["lanes"]["saturated_1000"]["events_per_s"]
+        if "saturated" in phases else 30000)
+    results["half_rate"] = half
+    # Latency is noisy on a shared machine: REPEATS rounds, the order turned each round, and the
+    # median of each figure kept (every round is in the JSON).
+    order = ["direct"] + names
+    rounds = {n: [] for n in order}
+    for k in range(repeats if "paced" in phases else 0):
+        for n in order[k % len(order):] + order[:k % len(order)]:
+            r = paced(n, 1000, half)
+            rounds[n].append(r)
+            print(f"{n} paced at {half:.0f} ev/s: p50 {r['latency_ms']['p50']:.3f} ms, "
+                  f"p99 {r['latency_ms']['p99']:.3f} ms", flush=True)
+    for n, rs in rounds.items():
+        if rs:
+            mid = lambda key: sorted(x["latency_ms"][key] for x in rs)[len(rs) // 2]
+            results["proxies"][n]["paced"] = {"rounds": rs,
+                                              "latency_ms": {"p50": mid("p50"), "p99": mid("p99")}}
+    for n in names if "held" in phases else ():
+        r = held(n, streams_max)
+        results["proxies"][n]["held"] = r
+        print(f"{n} held {streams_max}: {r['kib_per_stream']:.1f} KiB/stream, open "
+              f"{r['open_at_read']}, failed {r['failed']} {r['first_error']}", flush=True)
+finally:
+    for p in procs:
+        stop(p)
+with open(f"{out_dir}/streaming.json", "w") as f:
+    json.dump(results, f, indent=1)
+
+if phases != ["saturated", "paced", "held"]:
+    print(json.dumps(results["proxies"], indent=1)[:3000])
+    sys.exit(0)
+d = results["proxies"]["direct"]["paced"]["latency_ms"]
+print(f"\n| proxy | CPU s / M events (1k) | CPU s / M events ({streams_max}) | events/s (1k) | "
+      f"core busy | added p50 | added p99 | KiB per open stream | {streams_max} streams held |")
+print("|---|---|---|---|---|---|---|---|---|")
+for n in names:
+    p = results["proxies"][n]
+    a, b, h = p["saturated_1000"], p[f"saturated_{streams_max}"], p["held"]
+    lat = p["paced"]["latency_ms"]
+    print(f"| {n} | {a['cpu_s_per_million_events']:.2f} | {b['cpu_s_per_million_events']:.2f} | "
+          f"{a['events_per_s']:,.0f} | {a['proxy_core_busy']:.0%} | "
+          f"{lat['p50'] - d['p50']:.3f} ms | {lat['p99'] - d['p99']:.3f} ms | "
+          f"{h['kib_per_stream']:.1f} | {h['done']}/{h['streams']} ok, {h['failed']} failed |")
+print(f"\nno proxy: {results['proxies']['direct']['saturated_1000']['events_per_s']:,.0f} events/s "
+      f"(1k streams); latency at {half:,.0f} events/s p50 {d['p50']:.3f} ms, p99 {d['p99']:.3f} ms")
+print(f"results in {out_dir}/streaming.json")
