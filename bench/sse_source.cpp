@@ -26,6 +26,7 @@ struct source_config {
     std::int64_t events = 100;              // events per stream
     std::chrono::milliseconds interval{10}; // between two events of a stream
     std::int64_t interval_us = -1;          // finer than --interval when set
+    std::chrono::milliseconds delay{0};     // before a stream's first event
 };
 
 std::int64_t mono_ns() {
@@ -119,7 +120,11 @@ asio::awaitable<void> session(tcp::socket sock, const source_config& cfg) {
                                    asio::redirect_error(asio::use_awaitable, ec));
         if (ec)
             co_return;
-        auto next = std::chrono::steady_clock::now();
+        auto next = std::chrono::steady_clock::now() + cfg.delay;
+        if (cfg.delay.count() > 0) {
+            timer.expires_at(next);
+            co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
         for (std::int64_t i = 0; i < cfg.events; ++i) {
             if (interval.count() > 0) {
                 next += interval;
@@ -166,6 +171,8 @@ int main(int argc, char** argv) {
     f.add("events", cfg.events, "events per stream");
     f.add("interval", cfg.interval, "time between a stream's events (0: back to back)");
     f.add("interval-us", cfg.interval_us, "the same in microseconds (overrides --interval)");
+    f.add("delay", cfg.delay,
+          "wait this long before a stream's first event (lets thousands of streams open first)");
     auto errors = f.parse(argc, argv);
     if (f.help_requested()) {
         std::fputs(f.usage().c_str(), stdout);

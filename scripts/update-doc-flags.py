@@ -11,9 +11,12 @@ import sys
 root = pathlib.Path(__file__).resolve().parent.parent
 build = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else root / "build")
 binaries = {
-    "lanes-router": build / "router" / "lanes-router",
-    "lanes-replica": build / "replica" / "lanes-replica",
-    "lanes-bench": build / "bench" / "lanes-bench",
+    "lanes-router": [build / "router" / "lanes-router"],
+    "lanes-replica": [build / "replica" / "lanes-replica"],
+    "lanes-bench": [build / "bench" / "lanes-bench"],
+    "lanes-bench simulate": [build / "bench" / "lanes-bench", "simulate"],
+    "lanes-sse-source": [build / "bench" / "lanes-sse-source"],
+    "lanes-sse-client": [build / "bench" / "lanes-sse-client"],
 }
 doc = root / "docs" / "configuration.md"
 lines = doc.read_text().split("\n")
@@ -30,7 +33,7 @@ while i < len(lines):
         i += 1
     if i == len(lines):
         sys.exit(f"{doc}: no fenced block under '## {name}'")
-    help_text = subprocess.run([str(binaries[name]), "--help"], check=True,
+    help_text = subprocess.run([str(a) for a in binaries[name]] + ["--help"], check=True,
                                capture_output=True, text=True).stdout.rstrip("\n")
     out += ["```", help_text, "```"]
     i += 1

@@ -83,7 +83,7 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
     f.add("load", load,
           "open loop at this fraction of the fleet's capacity (its closed-loop throughput under "
-          "--capacity-policy); overrides --rate and --trace-times");
+          "--capacity-policy with its default knobs); overrides --rate and --trace-times");
     f.add("capacity-policy", capacity_policy, "policy whose saturated throughput is the capacity");
     f.add("kv-blocks", kv_blocks, "KV cache blocks per replica");
     f.add("block-size", block_size, "tokens per KV block (and the router's hash block)");
@@ -213,7 +213,12 @@ int simulate_main(int argc, const char* const* argv) {
         sat.rate = 0;
         sat.trace_times = false;
         sat.concurrency = replicas * max_num_seqs;
-        auto p = make_sim_policy(capacity_policy, po);
+        // With the policy's default knobs: the load level belongs to the workload and fleet,
+        // not to the knobs under test.
+        sim_policy_options defaults = po;
+        defaults.lanes = router::policy_options{};
+        defaults.lanes.clock = po.lanes.clock;
+        auto p = make_sim_policy(capacity_policy, defaults);
         const auto r = simulate(sat, workload, *p);
         const double capacity = r["request_throughput"].get<double>();
         cfg.rate = load * capacity;

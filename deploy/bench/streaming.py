@@ -120,10 +120,11 @@ def rss_kib(root):
     return total
 
 
-def source(events_per_stream, interval_us):
+def source(events_per_stream, interval_us, delay_ms=0):
     port = free_port()
     p = start([f"{build}/bench/lanes-sse-source", "--port", str(port), "--events",
-               str(events_per_stream), "--interval-us", str(interval_us)], 1, f"{work}/source.log")
+               str(events_per_stream), "--interval-us", str(interval_us), "--delay",
+               f"{delay_ms}ms"], 1, f"{work}/source.log")
     wait_port(port)
     return p, port
 
@@ -211,7 +212,8 @@ def finish(c, out):
 
 
 def saturated(name, streams):
-    src, sport = source(events, 0)
+    # Every stream opens before the first events flow: they start after the ramp (5 a ms).
+    src, sport = source(events, 0, delay_ms=streams // 5 + 1000)
     pxy, pport = (None, sport) if name == "direct" else proxy(name, sport)
     root = (pxy or src).pid
     before = cpu_s(root)
@@ -223,7 +225,7 @@ def saturated(name, streams):
             stop(p)
     r["proxy_cpu_s"] = used
     r["cpu_s_per_million_events"] = used / max(r["events"], 1) * 1e6
-    r["proxy_core_busy"] = used / r["seconds"]
+    r["proxy_core_busy"] = used / max(r["event_seconds"], 1e-9)
     return r
 
 

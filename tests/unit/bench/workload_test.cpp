@@ -66,6 +66,23 @@ TEST_CASE("multi-turn: each turn extends the previous one with a session key", "
     CHECK(w[0][0].session != w[1][0].session);
 }
 
+namespace {
+
+// A trace file's workload at half its timestamps; three requests expected.
+std::vector<stream> three_from(const char* kind, const char* path) {
+    workload_config cfg;
+    cfg.kind = kind;
+    cfg.trace_file = path;
+    cfg.time_scale = 0.5;
+    std::string error;
+    auto w = make_workload(cfg, error);
+    REQUIRE(error.empty());
+    REQUIRE(w.size() == 3);
+    return w;
+}
+
+} // namespace
+
 TEST_CASE("trace: equal hash ids give equal bytes, different ids different bytes", "[workload]") {
     char path[] = "/tmp/lanes-trace-XXXXXX";
     REQUIRE(mkstemp(path) >= 0);
@@ -79,9 +96,7 @@ TEST_CASE("trace: equal hash ids give equal bytes, different ids different bytes
     cfg.trace_file = path;
     cfg.time_scale = 0.5;
     std::string error;
-    const auto w = make_workload(cfg, error);
-    REQUIRE(error.empty());
-    REQUIRE(w.size() == 3);
+    const auto w = three_from("trace", path);
     const auto& a = w[0][0].prompt;
     const auto& b = w[1][0].prompt;
     const auto& c = w[2][0].prompt;
@@ -173,4 +188,30 @@ TEST_CASE("report: throughput, errors by kind, per-replica spread, hit rate", "[
     const auto z = make_report({}, ctx, records, 2.0);
     CHECK(z["per_replica"]["c"] == 0);
     CHECK(z["imbalance"].get<double>() == Approx(2.0 / 1.0));
+}
+
+TEST_CASE("azure trace: lengths and arrival times from the CSV, no sharing", "[workload]") {
+    char path[] = "/tmp/lanes-azure-XXXXXX";
+    REQUIRE(mkstemp(path) >= 0);
+    std::ofstream(path) << "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+                           "2023-11-16 18:15:46.6805900,374,44\r\n"
+                           "2023-11-16 18:15:50.9951690,396,109\r\n"
+                           "2023-11-16 18:16:46,20,1\r\n";
+    const auto w = three_from("azure", path);
+    CHECK(w[0][0].prompt.size() == 374);
+    CHECK(w[1][0].max_tokens == 109);
+    CHECK(w[0][0].arrival_s == Approx(0.0));
+    CHECK(w[1][0].arrival_s == Approx((50.9951690 - 46.6805900) * 0.5));
+    CHECK(w[2][0].arrival_s == Approx((106.0 - 46.6805900) * 0.5));
+    CHECK(w[0][0].prompt.substr(0, 16) != w[1][0].prompt.substr(0, 16));
+    // A malformed line is a clear error naming it.
+    std::ofstream(path) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,abc,4\n";
+    workload_config cfg;
+    cfg.kind = "azure";
+    cfg.trace_file = path;
+    std::string error;
+    const auto bad = make_workload(cfg, error);
+    CHECK(bad.empty());
+    CHECK(error.find(":2: expected TIMESTAMP") != std::string::npos);
+    std::remove(path);
 }

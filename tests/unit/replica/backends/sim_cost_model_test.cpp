@@ -79,3 +79,31 @@ TEST_CASE("sim cost: a decode step costs at least 1 ms (before the speedup)", "[
     m.prefill_c = 2.0;
     CHECK(ms(m, 10, 1, 0.1) == Approx((2.0 + 1.0) / 4.0));
 }
+
+TEST_CASE("sim cost: tensor parallelism splits the token terms and adds two all-reduces a layer",
+          "[sim_cost_model]") {
+    sim_cost_model one;
+    sim_cost_model tp = one;
+    tp.tp = 4;
+    tp.tp_layers = 2;
+    tp.tp_hidden = 1000;
+    tp.tp_act_bytes = 2;
+    tp.tp_link_gb_per_s = 1;    // 1e9 bytes/s
+    tp.tp_link_latency_us = 10; // 0.01 ms
+    // Prefill of 100 tokens: (a T^2 + b T) / 4 + c; the all-reduce moves 2 * 3/4 of
+    // 100 * 1000 * 2 bytes = 300,000 bytes in 0.3 ms, plus 0.01 ms, twice per layer, two layers.
+    const double t = 100;
+    const double compute = (one.prefill_a * t * t + one.prefill_b * t) / 4 + one.prefill_c;
+    CHECK(ms(tp, 100, 0, 0) == Approx(compute + 4 * (0.01 + 0.3)));
+    // Decode: the weight read (f) splits, the KV term does not; one token per sequence moved.
+    const double p = 0.5;
+    const double decode =
+        one.decode_d * p * p + one.decode_e * p + one.decode_f / 4; // above the 1 ms floor
+    const double moved = 2.0 * 0.75 * 8 * 1000 * 2 / 1e9 * 1000;    // ms for 8 sequences
+    CHECK(ms(tp, 0, 8, p) == Approx(decode + 4 * (0.01 + moved)));
+    // TP 1 is the plain model.
+    sim_cost_model same = one;
+    same.tp = 1;
+    same.tp_link_latency_us = 1000;
+    CHECK(ms(same, 100, 8, p) == Approx(ms(one, 100, 8, p)));
+}
