@@ -107,7 +107,8 @@ for w in WORKLOADS:
                  f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
 emit("")
 emit(f"`prefix` has the best TTFT p99 in {wins_p99} of {total} rows and the best balanced hit "
-     f"rate in {wins_hit} of {total}.")
+     f"rate in {wins_hit} of {total}. Why each peer wins where it does: "
+     f"[results.md](results.md#against-the-peers-algorithms-modelled).")
 emit("")
 
 # Full tables.

@@ -254,16 +254,16 @@ TEST_CASE("prefix: the index stays within capacity", "[policy][prefix]") {
     for (std::uint64_t family = 0; family < 500; ++family)
         route(p, request_for(make_blocks(family, 8)), pool);
     CHECK(p.index().capacity("r0") == 64);
-    CHECK(p.index().capacity("r2") == 32); // twice the 16 blocks it reports (capacity_factor)
+    CHECK(p.index().capacity("r2") == 16); // the 16 blocks it reports
     for (const auto& r : pool.replicas) {
         INFO(r.id);
         CHECK(p.index().size(r.id) <= p.index().capacity(r.id));
         CHECK(p.index().size(r.id) > 0);
     }
-    o.index.capacity_factor = 1.0;
-    prefix_policy exact(o);
-    route(exact, request_for(make_blocks(1, 8)), pool);
-    CHECK(exact.index().capacity("r2") == 16);
+    o.index.capacity_factor = 2.0;
+    prefix_policy twice(o);
+    route(twice, request_for(make_blocks(1, 8)), pool);
+    CHECK(twice.index().capacity("r2") == 32);
 }
 
 TEST_CASE("prefix: a replica that left is forgotten", "[policy][prefix]") {
