@@ -205,6 +205,9 @@ common::flag_set make_flags(router_config& cfg) {
           "... and max load above this times min load (both must hold)");
     f.add("min-match-ratio", cfg.policy_knobs.prefix.min_match_ratio,
           "prefix: matched share of the prompt below which the least-loaded replica is used");
+    f.add("miss-prefill-weight", cfg.policy_knobs.prefix.miss_prefill_weight,
+          "prefix: a miss goes to the lowest load plus this times the prefill pending there "
+          "(uncached blocks routed, no first byte yet) over its own blocks; 0: load alone");
     f.add("index-capacity", cfg.policy_knobs.index.capacity,
           "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
     f.add("index-capacity-factor", cfg.policy_knobs.index.capacity_factor,
@@ -384,6 +387,9 @@ std::vector<std::string> validate(const router_config& cfg) {
          "--replace-client-auth needs --replica-api-key or --replica-api-key-file");
     need(cfg.policy_knobs.session.load_factor >= 1.0, "--load-factor must be at least 1");
     need(cfg.policy_knobs.prefix.load_factor >= 1.0, "--prefix-load-factor must be at least 1");
+    need(cfg.policy_knobs.prefix.miss_prefill_weight >= 0 &&
+             cfg.policy_knobs.prefix.miss_prefill_weight <= 1000,
+         "--miss-prefill-weight must be in 0..1000");
     need(cfg.policy_knobs.index.capacity_factor > 0 && cfg.policy_knobs.index.capacity_factor <= 64,
          "--index-capacity-factor must be above 0 and at most 64");
     need(cfg.policy_knobs.prefix.min_match_ratio >= 0 &&

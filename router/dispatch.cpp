@@ -120,18 +120,29 @@ public:
         , rr_(rr) {}
     ~done_notice() {
         std::lock_guard lock(p_.policy_mutex_);
+        if (!first_byte_)
+            pick_.chooser->on_first_byte(rr_, pick_.chosen->id(), pick_.recorded);
         pick_.chooser->on_outcome(rr_, pick_.chosen->id(), pick_.recorded, taken_);
         pick_.chooser->on_request_done(pick_.chosen->id());
     }
     done_notice(const done_notice&) = delete;
     done_notice& operator=(const done_notice&) = delete;
     void taken(bool yes) { taken_ = yes; }
+    // The replica's answer began: the policy hears it now (else at the end, from the destructor).
+    void first_byte() {
+        if (first_byte_)
+            return;
+        first_byte_ = true;
+        std::lock_guard lock(p_.policy_mutex_);
+        pick_.chooser->on_first_byte(rr_, pick_.chosen->id(), pick_.recorded);
+    }
 
 private:
     proxy& p_;
     const pick_result& pick_;
     const route_request& rr_;
     bool taken_ = false;
+    bool first_byte_ = false;
 };
 
 asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer& out,
@@ -183,6 +194,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             done_notice done(*this, p, plan.rr);
             upstream_call call(cfg_.upstream, metrics_, p.chosen, p.d, request_id, plan.start,
                                plan.capture_response_id);
+            call.on_first_byte([&done] { done.first_byte(); });
             last = co_await call.run(req, out);
             // The replica took it when it answered below 400 (a stream it began counts).
             done.taken(last.status > 0 && last.status < 400);

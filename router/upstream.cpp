@@ -319,7 +319,7 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
         else
             body += piece;
     }
-    metrics_.first_byte.observe(seconds_since(start_));
+    first_byte();
     recycle(l);
     if (result_.status >= 500 || result_.backpressure) {
         // Kept to relay, headers and all, should no other replica answer.
@@ -404,6 +404,12 @@ std::array<http::header_view, 3> upstream_call::route_headers() const {
              {header_request_id, request_id_}}};
 }
 
+void upstream_call::first_byte() {
+    metrics_.first_byte.observe(seconds_since(start_));
+    if (auto hook = std::move(first_byte_hook_))
+        hook();
+}
+
 // Back to the pool once the response is complete (the hook lets go of it first: once pooled,
 // another request on another thread may use it).
 void upstream_call::recycle(link& l) {
@@ -461,7 +467,7 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
         if (capture_response_id_ && result_.response_id.empty() && !piece.empty())
             result_.response_id = find_response_id(piece);
         if (first && !piece.empty()) {
-            metrics_.first_byte.observe(seconds_since(start_));
+            first_byte();
             first = false;
         }
         bool written = false;

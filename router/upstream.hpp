@@ -19,6 +19,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ public:
 
     boost::asio::awaitable<attempt_result> run(const common::http::request& req,
                                                common::http::response_writer& out);
+    // Runs once when the replica's answer begins (a stream's first piece, or a whole answer
+    // read): the request's prefill is over there.
+    void on_first_byte(std::function<void()> f) { first_byte_hook_ = std::move(f); }
 
 private:
     struct link; // the attempt's connection, shared with the client-closed hook
@@ -97,6 +101,8 @@ private:
     const std::string_view request_id_;
     const std::chrono::steady_clock::time_point start_;
     const bool capture_response_id_;
+    std::function<void()> first_byte_hook_;
+    void first_byte(); // the metric, and the hook once
     attempt_result result_;
     // The relayed fields' names and values back to back in one string, and where each lies.
     struct field_at {

@@ -29,6 +29,12 @@ void lanes_policy::on_routed(const sim_request& req, std::size_t replica, double
     recorded_[req.id] = policy_->on_routed(request_of(req), ids_.at(replica));
 }
 
+void lanes_policy::on_first_token(const sim_request& req, std::size_t replica, double) {
+    const auto it = recorded_.find(req.id);
+    policy_->on_first_byte(request_of(req), ids_.at(replica),
+                           it == recorded_.end() ? 0 : it->second);
+}
+
 void lanes_policy::on_done(const sim_request& req, std::size_t replica, double) {
     const auto it = recorded_.find(req.id);
     const std::size_t recorded = it == recorded_.end() ? 0 : it->second;

@@ -17,6 +17,7 @@ public:
     std::size_t pick(const sim_request& req, const router::pool_snapshot& pool,
                      double now) override;
     void on_routed(const sim_request& req, std::size_t replica, double now) override;
+    void on_first_token(const sim_request& req, std::size_t replica, double now) override;
     void on_done(const sim_request& req, std::size_t replica, double now) override;
     std::string_view last_reason() const override { return router::to_string(last_); }
 

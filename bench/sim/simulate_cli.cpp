@@ -119,6 +119,8 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("balance-abs-threshold", k.prefix.balance_abs_threshold, "lanes prefix: imbalance gap");
     f.add("balance-rel-threshold", k.prefix.balance_rel_threshold, "lanes prefix: imbalance ratio");
     f.add("min-match-ratio", k.prefix.min_match_ratio, "lanes prefix: shorter matches are misses");
+    f.add("miss-prefill-weight", k.prefix.miss_prefill_weight,
+          "lanes prefix: weight of pending prefill in where a miss goes");
     f.add("index-capacity", k.index.capacity,
           "lanes prefix: blocks remembered per replica that reports no num_gpu_blocks");
     f.add("index-capacity-factor", k.index.capacity_factor,

@@ -97,6 +97,10 @@ public:
     virtual std::size_t on_routed(const route_request&, const std::string& /*replica_id*/) {
         return 0;
     }
+    // The replica's answer began (a stream's first event, or a whole answer's header): its
+    // prefill is over. Called at most once per routed attempt, before on_outcome.
+    virtual void on_first_byte(const route_request&, const std::string& /*replica_id*/,
+                               std::size_t /*recorded*/) {}
     // How the attempt ended: `ok` when the replica took the request (answered with a status
     // below 400); otherwise what on_routed recorded as pending is dropped.
     virtual void on_outcome(const route_request&, const std::string& /*replica_id*/,

@@ -6,6 +6,7 @@
 #include "router/policies/rendezvous.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace lanes::router {
@@ -20,12 +21,31 @@ prefix_policy::prefix_policy(const policy_options& options)
     , balance_abs_(options.prefix.balance_abs_threshold)
     , balance_rel_(options.prefix.balance_rel_threshold)
     , min_match_ratio_(options.prefix.min_match_ratio)
+    , miss_prefill_weight_(options.prefix.miss_prefill_weight)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
 std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
     if (precise_)
-        precise_->expect(replica_id, req.blocks); // until its events confirm them
-    return index_.insert(replica_id, req.blocks); // pending until on_outcome
+        precise_->expect(replica_id, req.blocks);                   // until its events confirm them
+    const std::size_t held = index_.insert(replica_id, req.blocks); // pending until on_outcome
+    prefilling_[replica_id] += static_cast<std::int64_t>(req.blocks.size() - held);
+    return held;
+}
+
+void prefix_policy::on_first_byte(const route_request& req, const std::string& replica_id,
+                                  std::size_t recorded) {
+    const auto it = prefilling_.find(replica_id);
+    if (it == prefilling_.end())
+        return;
+    const auto uncached = req.blocks.size() - std::min(recorded, req.blocks.size());
+    it->second = std::max<std::int64_t>(0, it->second - static_cast<std::int64_t>(uncached));
+}
+
+std::int64_t prefix_policy::prefilling_at(const pool_snapshot& pool, std::size_t i) const {
+    if (miss_prefill_weight_ == 0)
+        return 0;
+    const auto it = prefilling_.find(pool.replicas[i].id);
+    return it == prefilling_.end() ? 0 : it->second;
 }
 
 std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
@@ -46,6 +66,10 @@ void prefix_policy::on_outcome(const route_request& req, const std::string& repl
 }
 
 void prefix_policy::on_replicas_changed(const pool_snapshot& pool) {
+    std::erase_if(prefilling_, [&](const auto& e) {
+        return std::none_of(pool.replicas.begin(), pool.replicas.end(),
+                            [&](const replica_view& r) { return r.id == e.first; });
+    });
     index_.retain(pool);
     index_.update_capacities(pool);
 }
@@ -84,10 +108,21 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
                                      const std::vector<std::size_t>& candidates) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
+    // Load, and the prefill pending there (uncached prompt blocks routed whose answer has not
+    // begun) in units of this request's blocks, times miss_prefill_weight: a new prefix waits
+    // behind the prompts ahead of it, which the count of requests does not tell apart.
+    const double unit = static_cast<double>(std::max<std::size_t>(req.blocks.size(), 1));
+    const auto cost = [&](std::size_t i) {
+        // Whole requests' worth only: less than one leaves the tie to the smaller index, which
+        // spreads new prefixes evenly.
+        return load_score(pool.replicas[i], kv_weight_) +
+               std::floor(miss_prefill_weight_ * static_cast<double>(prefilling_at(pool, i)) /
+                          unit);
+    };
     std::size_t best = candidates.front();
     for (const std::size_t i : candidates) {
-        const double li = load_score(pool.replicas[i], kv_weight_);
-        const double lb = load_score(pool.replicas[best], kv_weight_);
+        const double li = cost(i);
+        const double lb = cost(best);
         const std::size_t si = index_.size_at(i);
         const std::size_t sb = index_.size_at(best);
         if (li < lb || (li == lb && (si < sb || (si == sb && order.before(i, best)))))

@@ -24,6 +24,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace lanes::router {
 
@@ -38,6 +39,10 @@ struct prefix_knobs {
     double balance_rel_threshold = 1.5;
     // A match shorter than this fraction of the request's blocks is a miss.
     double min_match_ratio = 0.3;
+    // A miss goes to the replica with the lowest load score plus this times its pending prefill
+    // (uncached prompt blocks routed to it whose answer has not begun) over the request's own
+    // blocks; 0: the load score alone.
+    double miss_prefill_weight = 4.0;
 };
 
 class prefix_policy final : public policy {
@@ -47,6 +52,8 @@ public:
     decision pick(const route_request& req, const pool_snapshot& pool,
                   const tried_set& tried) override;
     std::size_t on_routed(const route_request& req, const std::string& replica_id) override;
+    void on_first_byte(const route_request& req, const std::string& replica_id,
+                       std::size_t recorded) override;
     void on_outcome(const route_request& req, const std::string& replica_id, std::size_t recorded,
                     bool ok) override;
     void on_replicas_changed(const pool_snapshot& pool) override;
@@ -90,7 +97,11 @@ private:
     double balance_abs_;
     double balance_rel_;
     double min_match_ratio_;
+    double miss_prefill_weight_;
     std::size_t hash_prefix_blocks_;
+    // Uncached prompt blocks routed to each replica whose answer has not begun.
+    std::unordered_map<std::string, std::int64_t> prefilling_;
+    std::int64_t prefilling_at(const pool_snapshot& pool, std::size_t i) const;
 };
 
 } // namespace lanes::router

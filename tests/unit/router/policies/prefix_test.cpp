@@ -302,3 +302,36 @@ TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[p
     CHECK(after.reason != route_reason::prefix_match);
     CHECK(after.matched_blocks == 0);
 }
+
+TEST_CASE("prefix: a miss goes where less prefill is pending, until the first byte",
+          "[policy][prefix]") {
+    prefix_policy p({}); // miss_prefill_weight 4
+    auto pool = make_pool(2);
+    // r0 and r1 each hold a prefix (the index is not empty); both have one request in flight.
+    const auto long_prompt = make_blocks(1, 40);
+    const auto short_prompt = make_blocks(2, 4);
+    const std::size_t held0 = p.on_routed(request_for(long_prompt), "r0");
+    const std::size_t held1 = p.on_routed(request_for(short_prompt), "r1");
+    pool.replicas[0].inflight = 1;
+    pool.replicas[1].inflight = 1;
+    // A new 10-block prompt: r0 is prefilling 40 blocks (4 x 40 / 10 = 16 more), r1 4 (1.6).
+    const auto fresh = make_blocks(3, 10);
+    decision d = p.pick(request_for(fresh), pool, {});
+    CHECK(d.reason == route_reason::prefix_miss);
+    CHECK(*d.replica == 1);
+    // r0's answer began: its prefill is over, and r1's 4 pending blocks now make r0 the cheaper
+    // one (load and pending prefill come before the smaller index).
+    p.on_first_byte(request_for(long_prompt), "r0", held0);
+    d = p.pick(request_for(fresh), pool, {});
+    CHECK(*d.replica == 0);
+    // With the weight 0, pending prefill does not count: equal load, then the smaller index (r1).
+    policy_options o;
+    o.prefix.miss_prefill_weight = 0;
+    prefix_policy q(o);
+    q.on_routed(request_for(long_prompt), "r0");
+    q.on_routed(request_for(short_prompt), "r1");
+    CHECK(*q.pick(request_for(fresh), pool, {}).replica == 1);
+    // The last first byte leaves nothing pending: equal load again, the smaller index (r1).
+    p.on_first_byte(request_for(short_prompt), "r1", held1);
+    CHECK(*p.pick(request_for(fresh), pool, {}).replica == 1);
+}
