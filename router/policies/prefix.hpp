@@ -9,11 +9,13 @@
 //     of the first index_knobs::hash_prefix_blocks blocks within the load cap, so independent
 //     routers agree (prefix_hash);
 //  4. the longest match wins (ties: lower load, then rendezvous order); a match of 0 or under
-//     min_match_ratio of the blocks -> the least-loaded replica, ties to the one with the
-//     smallest index, then rendezvous order (prefix_miss);
+//     min_match_ratio of the blocks -> the replica with the lowest load score plus the prefill
+//     pending there (prefix_knobs::miss_prefill_weight), ties to the one with the smallest
+//     index, then rendezvous order (prefix_miss);
 //  5. a winner over the cap (load.hpp, with prefix_knobs::load_factor) -> the longest match among
 //     replicas within the cap (prefix_overload), else prefix_match.
-// on_routed records the request's blocks under the replica it went to. The knobs and their
+// on_routed records the request's blocks under the replica it went to, and its uncached blocks as
+// pending prefill there until on_first_byte. The knobs and their
 // defaults are prefix_knobs below, index_knobs (prefix_index.hpp) and load_knobs (load.hpp).
 #pragma once
 
