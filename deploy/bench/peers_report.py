@@ -150,7 +150,8 @@ for metric, title, ylabel, fn in (("hit", "prefix-cache hit rate", "hit rate", h
         if not doc:
             continue
         res = {r["policy"]: r for r in doc["results"]}
-        data.append(w + " " + " ".join(f"{fn(res[p]):.4f}" for p in chart_policies))
+        label = w.replace("mooncake-", "")
+        data.append(label + " " + " ".join(f"{fn(res[p]):.4f}" for p in chart_policies))
     if not data:
         continue
     plots = ", ".join(f"'$d' using {i + 2}:xtic(1) title '{p}'" for i, p in enumerate(chart_policies))
@@ -158,7 +159,8 @@ for metric, title, ylabel, fn in (("hit", "prefix-cache hit rate", "hit rate", h
 set output '{img}/peers-{metric}.png'
 set title '{title}, 8 replicas at 90 % load (modelled: lanes-bench simulate)'
 set style data histogram; set style histogram cluster gap 1; set style fill solid 0.8 border -1
-set ylabel '{ylabel}'; set key outside right; set grid ytics; set yrange [0:*]
+set ylabel '{ylabel}'; set key outside right; set grid ytics
+{"set logscale y; set yrange [0.01:*]" if metric == "p99" else "set yrange [0:*]"}
 $d << EOD
 {chr(10).join(data)}
 EOD
