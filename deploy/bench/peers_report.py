@@ -69,11 +69,12 @@ first = next(iter(runs.values()))
 emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost model at speedup "
      f"{first['sim_speedup']:g} (Dynamo mocker's coefficients). Load: Poisson arrivals at half and "
      f"90 % of the fleet's capacity, the capacity being the closed-loop throughput of lanes' default "
-     f"policy on that workload and fleet. `prefix` is lanes-router's default policy; the other "
+     f"policy (default knobs) on that workload and fleet. `prefix` is lanes-router's default policy; the other "
      f"lanes policies are listed for reference.")
 emit("")
-emit("Regenerate: `deploy/bench/peers.sh` (all rows, about ten minutes on one core), which ends "
-     "by running `deploy/bench/peers_report.py bench/results/peers-DATE`.")
+emit(f"Results: `{root}` (2026-12-02 for the committed set). Regenerate: `deploy/bench/peers.sh` "
+     "(all rows, 40 s on this project's 2-core VM), which ends by running "
+     "`deploy/bench/peers_report.py bench/results/peers-DATE`.")
 emit("")
 
 # The verdict table.
