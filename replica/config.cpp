@@ -6,6 +6,16 @@
 
 namespace lanes::replica {
 
+void add_sim_cost_flags(common::flag_set& f, sim_cost_model& m) {
+    f.add("sim-prefill-a", m.prefill_a, "sim: ms per squared uncached prompt token");
+    f.add("sim-prefill-b", m.prefill_b, "sim: ms per uncached prompt token");
+    f.add("sim-prefill-c", m.prefill_c, "sim: ms per prefill step");
+    f.add("sim-decode-d", m.decode_d, "sim: decode ms, coefficient of p^2 (p = KV fill)");
+    f.add("sim-decode-e", m.decode_e, "sim: decode ms, coefficient of p");
+    f.add("sim-decode-f", m.decode_f, "sim: decode ms per step at empty KV");
+    f.add("sim-speedup", m.speedup, "sim: divide every modelled time by this");
+}
+
 void add_engine_flags(common::flag_set& f, replica_config& cfg) {
     f.add("backend", cfg.backend, "model backend: auto, cuda, cpu or sim");
     f.add("preset", cfg.preset, "model size: tiny, small, base or 1b");
@@ -18,13 +28,7 @@ void add_engine_flags(common::flag_set& f, replica_config& cfg) {
     f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");
     f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");
-    f.add("sim-prefill-a", cfg.sim.prefill_a, "sim: ms per squared uncached prompt token");
-    f.add("sim-prefill-b", cfg.sim.prefill_b, "sim: ms per uncached prompt token");
-    f.add("sim-prefill-c", cfg.sim.prefill_c, "sim: ms per prefill step");
-    f.add("sim-decode-d", cfg.sim.decode_d, "sim: decode ms, coefficient of p^2 (p = KV fill)");
-    f.add("sim-decode-e", cfg.sim.decode_e, "sim: decode ms, coefficient of p");
-    f.add("sim-decode-f", cfg.sim.decode_f, "sim: decode ms per step at empty KV");
-    f.add("sim-speedup", cfg.sim.speedup, "sim: divide every modelled time by this");
+    add_sim_cost_flags(f, cfg.sim);
     f.add("block-size", cfg.block_size, "tokens per KV cache block");
     f.add("seed", cfg.seed, "seed for the weights (a request without a seed gets a fresh one)");
     f.add("max-model-len", cfg.max_model_len, "longest prompt + output, in tokens");

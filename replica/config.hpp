@@ -51,6 +51,9 @@ struct replica_config {
     sim_cost_model sim;
 };
 
+// Declares the sim backend's cost-model flags (--sim-prefill-a ... --sim-speedup) against `m`:
+// the replica's and the offline simulator's.
+void add_sim_cost_flags(common::flag_set& f, sim_cost_model& m);
 // Declares the flags that configure the engine (backend, model, KV cache, scheduler limits)
 // against the fields of `cfg`: the server's and the engine bench's.
 void add_engine_flags(common::flag_set& f, replica_config& cfg);

@@ -3,6 +3,7 @@
 #include "bench/sim/simulator.hpp"
 #include "bench/workload.hpp"
 #include "common/config_util.hpp"
+#include "replica/config.hpp"
 #include "router/policies/factory.hpp"
 
 #include <nlohmann/json.hpp>
@@ -90,13 +91,7 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("max-num-seqs", max_num_seqs, "most requests running in one step");
     f.add("max-num-batched-tokens", max_batched, "most tokens computed per step");
     f.add("max-model-len", max_model_len, "longest prompt + output, in tokens");
-    f.add("sim-prefill-a", cost.prefill_a, "ms per squared uncached prompt token");
-    f.add("sim-prefill-b", cost.prefill_b, "ms per uncached prompt token");
-    f.add("sim-prefill-c", cost.prefill_c, "ms per prefill step");
-    f.add("sim-decode-d", cost.decode_d, "decode ms, coefficient of p^2 (p = KV fill)");
-    f.add("sim-decode-e", cost.decode_e, "decode ms, coefficient of p");
-    f.add("sim-decode-f", cost.decode_f, "decode ms per step at empty KV");
-    f.add("sim-speedup", cost.speedup, "divide every modelled time by this");
+    replica::add_sim_cost_flags(f, cost);
     f.add("tp", cost.tp, "tensor-parallel GPUs per replica (modelled, see sim_cost_model.hpp)");
     f.add("tp-layers", cost.tp_layers, "TP model: layers (two all-reduces each)");
     f.add("tp-hidden", cost.tp_hidden, "TP model: hidden size (activation elements per token)");
