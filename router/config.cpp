@@ -204,10 +204,15 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("balance-rel-threshold", cfg.policy_knobs.prefix.balance_rel_threshold,
           "... and max load above this times min load (both must hold)");
     f.add("min-match-ratio", cfg.policy_knobs.prefix.min_match_ratio,
-          "prefix: matched share of the prompt below which the least-loaded replica is used");
+          "prefix: matched share of the prompt below which the request is a miss (to the "
+          "least full index)");
     f.add("miss-prefill-weight", cfg.policy_knobs.prefix.miss_prefill_weight,
-          "prefix: a miss goes to the lowest load plus this times the prefill pending there "
-          "(uncached blocks routed, no first byte yet) over its own blocks; 0: load alone");
+          "prefix: between equally full indexes, a miss goes to the lowest load plus this times "
+          "the prefill pending there (uncached blocks routed, no first byte yet) over its own "
+          "blocks; 0: load alone");
+    f.add("match-prefill-blocks", cfg.policy_knobs.prefix.match_prefill_blocks,
+          "prefix: between equally long matches, this many blocks of prefill pending at a "
+          "replica count as one more request there; 0: load alone");
     f.add("index-capacity", cfg.policy_knobs.index.capacity,
           "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
     f.add("index-capacity-factor", cfg.policy_knobs.index.capacity_factor,
@@ -390,6 +395,8 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.policy_knobs.prefix.miss_prefill_weight >= 0 &&
              cfg.policy_knobs.prefix.miss_prefill_weight <= 1000,
          "--miss-prefill-weight must be in 0..1000");
+    need(cfg.policy_knobs.prefix.match_prefill_blocks >= 0,
+         "--match-prefill-blocks must not be negative");
     need(cfg.policy_knobs.index.capacity_factor > 0 && cfg.policy_knobs.index.capacity_factor <= 64,
          "--index-capacity-factor must be above 0 and at most 64");
     need(cfg.policy_knobs.prefix.min_match_ratio >= 0 &&

@@ -116,6 +116,8 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("min-match-ratio", k.prefix.min_match_ratio, "lanes prefix: shorter matches are misses");
     f.add("miss-prefill-weight", k.prefix.miss_prefill_weight,
           "lanes prefix: weight of pending prefill in where a miss goes");
+    f.add("match-prefill-blocks", k.prefix.match_prefill_blocks,
+          "lanes prefix: pending prefill blocks that count as one request between equal matches");
     f.add("index-capacity", k.index.capacity,
           "lanes prefix: blocks remembered per replica that reports no num_gpu_blocks");
     f.add("index-capacity-factor", k.index.capacity_factor,

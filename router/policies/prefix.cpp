@@ -22,6 +22,7 @@ prefix_policy::prefix_policy(const policy_options& options)
     , balance_rel_(options.prefix.balance_rel_threshold)
     , min_match_ratio_(options.prefix.min_match_ratio)
     , miss_prefill_weight_(options.prefix.miss_prefill_weight)
+    , match_prefill_blocks_(options.prefix.match_prefill_blocks)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
 std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
@@ -42,8 +43,6 @@ void prefix_policy::on_first_byte(const route_request& req, const std::string& r
 }
 
 std::int64_t prefix_policy::prefilling_at(const pool_snapshot& pool, std::size_t i) const {
-    if (miss_prefill_weight_ == 0)
-        return 0;
     const auto it = prefilling_.find(pool.replicas[i].id);
     return it == prefilling_.end() ? 0 : it->second;
 }
@@ -101,34 +100,49 @@ decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& p
     return {rendezvous_bounded(key, pool, candidates, cap), route_reason::prefix_hash, 0};
 }
 
-// A new prefix goes to the least-loaded replica; ties (common at low load) go to the replica whose
-// index holds the fewest blocks (SGLang's original "smallest tree"), then rendezvous order: so new
-// prefixes spread evenly instead of by coin flips.
+double prefix_policy::busy(const pool_snapshot& pool, std::size_t i, double per_block) const {
+    // Whole requests' worth only: less than one leaves the tie to the next rule.
+    return load_score(pool.replicas[i], kv_weight_) +
+           std::floor(per_block * static_cast<double>(prefilling_at(pool, i)));
+}
+
+// A new prefix goes to the replica whose index is least full, among those within the load cap
+// (SGLang's original "smallest tree"): new prefixes spread evenly, so that the requests that
+// later share them do too, where the load of the moment would place them by its noise. Ties
+// (indexes at their capacity, or empty) go to the least busy replica, then rendezvous order.
 decision prefix_policy::least_cached(const route_request& req, const pool_snapshot& pool,
                                      const std::vector<std::size_t>& candidates) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
-    // Load, and the prefill pending there (uncached prompt blocks routed whose answer has not
-    // begun) in units of this request's blocks, times miss_prefill_weight: a new prefix waits
-    // behind the prompts ahead of it, which the count of requests does not tell apart.
-    const double unit = static_cast<double>(std::max<std::size_t>(req.blocks.size(), 1));
-    const auto cost = [&](std::size_t i) {
-        // Whole requests' worth only: less than one leaves the tie to the smaller index, which
-        // spreads new prefixes evenly.
-        return load_score(pool.replicas[i], kv_weight_) +
-               std::floor(miss_prefill_weight_ * static_cast<double>(prefilling_at(pool, i)) /
-                          unit);
-    };
-    std::size_t best = candidates.front();
+    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
+    const bool any_within = std::any_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+        return within_cap(pool.replicas[i], cap);
+    });
+    // The prefill pending there (uncached prompt blocks routed whose answer has not begun), in
+    // units of this request's blocks, times miss_prefill_weight: a new prefix waits behind the
+    // prompts ahead of it, which the count of requests does not tell apart.
+    const double per_block =
+        miss_prefill_weight_ / static_cast<double>(std::max<std::size_t>(req.blocks.size(), 1));
+    std::optional<std::size_t> best;
+    double best_busy = 0;
     for (const std::size_t i : candidates) {
-        const double li = cost(i);
-        const double lb = cost(best);
-        const std::size_t si = index_.size_at(i);
-        const std::size_t sb = index_.size_at(best);
-        if (li < lb || (li == lb && (si < sb || (si == sb && order.before(i, best)))))
-            best = i;
+        if (any_within && !within_cap(pool.replicas[i], cap))
+            continue;
+        const double bi = busy(pool, i, per_block);
+        if (best) {
+            // Fill is size / capacity, compared without division.
+            const std::size_t fi =
+                index_.size_at(i) * std::max<std::size_t>(index_.capacity_at(*best), 1);
+            const std::size_t fb =
+                index_.size_at(*best) * std::max<std::size_t>(index_.capacity_at(i), 1);
+            if (fi > fb ||
+                (fi == fb && (bi > best_busy || (bi == best_busy && !order.before(i, *best)))))
+                continue;
+        }
+        best = i;
+        best_busy = bi;
     }
-    return {best, route_reason::prefix_miss, matched(pool, best, req.blocks)};
+    return {*best, route_reason::prefix_miss, matched(pool, *best, req.blocks)};
 }
 
 decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
@@ -167,7 +181,10 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
                                                bool precise) {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
-    // Longer match first, then lower load, then rendezvous order.
+    // Longer match first, then the lower load with pending prefill, then rendezvous order.
+    const double per_block =
+        match_prefill_blocks_ > 0 ? 1.0 / static_cast<double>(match_prefill_blocks_) : 0.0;
+    const auto tie_busy = [&](std::size_t i) { return busy(pool, i, per_block); };
     const auto better = [&](const candidate& a, const std::optional<candidate>& b) {
         if (!b)
             return true;
@@ -184,7 +201,7 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
         const replica_view& r = pool.replicas[i];
         const std::size_t m =
             precise ? matched(pool, i, req.blocks) : index_.match_at(i, req.blocks);
-        const candidate c{i, load_score(r, kv_weight_), m};
+        const candidate c{i, tie_busy(i), m};
         if (better(c, best))
             best = c;
         if (within_cap(r, cap) && better(c, best_within))

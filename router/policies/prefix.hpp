@@ -8,10 +8,13 @@
 //  3. an index that knows no block of any eligible replica (a fresh router) -> rendezvous hashing
 //     of the first index_knobs::hash_prefix_blocks blocks within the load cap, so independent
 //     routers agree (prefix_hash);
-//  4. the longest match wins (ties: lower load, then rendezvous order); a match of 0 or under
-//     min_match_ratio of the blocks -> the replica with the lowest load score plus the prefill
-//     pending there (prefix_knobs::miss_prefill_weight), ties to the one with the smallest
-//     index, then rendezvous order (prefix_miss);
+//  4. the longest match wins; ties go to the lower load score, where every
+//     prefix_knobs::match_prefill_blocks blocks of prefill pending at a replica count as one more
+//     request, then rendezvous order. A match of 0 or under min_match_ratio of the blocks is a
+//     miss: among the replicas within the load cap, the one whose index is least full (new
+//     prefixes spread evenly, SGLang's "smallest tree"), ties to the lowest load score plus the
+//     prefill pending there (prefix_knobs::miss_prefill_weight), then rendezvous order
+//     (prefix_miss);
 //  5. a winner over the cap (load.hpp, with prefix_knobs::load_factor) -> the longest match among
 //     replicas within the cap (prefix_overload), else prefix_match.
 // on_routed records the request's blocks under the replica it went to, and its uncached blocks as
@@ -44,7 +47,12 @@ struct prefix_knobs {
     // A miss goes to the replica with the lowest load score plus this times its pending prefill
     // (uncached prompt blocks routed to it whose answer has not begun) over the request's own
     // blocks; 0: the load score alone.
-    double miss_prefill_weight = 4.0;
+    double miss_prefill_weight = 16.0;
+    // Between equally long matches, this many blocks of prefill pending at a replica count as
+    // one more request in flight there (128: 2048 tokens of 16, one step's prefill budget in
+    // vLLM's default scheduler): a short prompt whose prefix every replica holds does not queue
+    // behind a long prompt's prefill. 0: the load score alone.
+    std::int64_t match_prefill_blocks = 128;
 };
 
 class prefix_policy final : public policy {
@@ -72,6 +80,8 @@ private:
     bool imbalanced(const pool_snapshot& pool, const std::vector<std::size_t>& candidates) const;
     decision delegate(const route_request& req, const pool_snapshot& pool, const tried_set& tried,
                       route_reason reason);
+    // The load score plus `per_block` times the prefill pending at replica i, in whole requests.
+    double busy(const pool_snapshot& pool, std::size_t i, double per_block) const;
     decision least_cached(const route_request& req, const pool_snapshot& pool,
                           const std::vector<std::size_t>& candidates) const;
     decision by_hash(const route_request& req, const pool_snapshot& pool,
@@ -100,6 +110,7 @@ private:
     double balance_rel_;
     double min_match_ratio_;
     double miss_prefill_weight_;
+    std::int64_t match_prefill_blocks_;
     std::size_t hash_prefix_blocks_;
     // Uncached prompt blocks routed to each replica whose answer has not begun.
     std::unordered_map<std::string, std::int64_t> prefilling_;

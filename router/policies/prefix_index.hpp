@@ -68,6 +68,7 @@ public:
         return longest_run(*bound_[i], blocks);
     }
     std::size_t size_at(std::size_t i) const { return bound_[i]->size(); }
+    std::size_t capacity_at(std::size_t i) const { return bound_[i]->capacity(); }
     // Forgets the replicas the snapshot lacks.
     void retain(const pool_snapshot& pool);
     void forget(const std::string& replica);

@@ -303,35 +303,99 @@ TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[p
     CHECK(after.matched_blocks == 0);
 }
 
-TEST_CASE("prefix: a miss goes where less prefill is pending, until the first byte",
+TEST_CASE("prefix: a miss goes to the least full index within the load cap",
           "[policy][prefix]") {
-    prefix_policy p({}); // miss_prefill_weight 4
+    prefix_policy p({}); // load_cap_floor 4, prefix_load_factor 2
+    auto pool = make_pool(3);
+    p.on_routed(request_for(make_blocks(1, 8)), "r0");
+    p.on_routed(request_for(make_blocks(2, 2)), "r1");
+    p.on_routed(request_for(make_blocks(3, 4)), "r2");
+    // r1 holds the fewest blocks: a new prefix goes there even with more in flight.
+    pool.replicas[1].inflight = 3;
+    decision d = p.pick(request_for(make_blocks(4, 6)), pool, {});
+    CHECK(*d.replica == 1);
+    CHECK(d.reason == route_reason::prefix_miss);
+    // Over the cap (ceil(2 * 5 / 3) = 4, floor 4: 4 + 1 is over), the next least full.
+    pool.replicas[1].inflight = 4;
+    d = p.pick(request_for(make_blocks(4, 6)), pool, {});
+    CHECK(*d.replica == 2);
+    // Fill is relative to each replica's capacity: r0's 8 of 64 blocks is less full than
+    // r1's 2 of 8 and r2's 4 of 16.
+    pool.replicas[1].inflight = 0;
+    pool.replicas[0].num_blocks = 64;
+    pool.replicas[1].num_blocks = 8;
+    pool.replicas[2].num_blocks = 16;
+    CHECK(*p.pick(request_for(make_blocks(4, 6)), pool, {}).replica == 0);
+    // New prefixes spread evenly: each goes to the least full index in turn.
+    prefix_policy q({});
+    const auto even = make_pool(4);
+    q.on_routed(request_for(make_blocks(9, 8)), "r3"); // the index is not empty
+    std::map<std::size_t, int> homes;
+    for (std::uint64_t family = 10; family < 18; ++family)
+        ++homes[*route(q, request_for(make_blocks(family, 8)), even).replica];
+    CHECK(homes == std::map<std::size_t, int>{{0, 3}, {1, 2}, {2, 2}, {3, 1}});
+}
+
+TEST_CASE("prefix: between equally full indexes, a miss goes where less prefill is pending",
+          "[policy][prefix]") {
+    prefix_policy p({}); // miss_prefill_weight 16
     auto pool = make_pool(2);
-    // r0 and r1 each hold a prefix (the index is not empty); both have one request in flight.
+    // r0 and r1 hold prefixes of equal size; both have one request in flight.
     const auto long_prompt = make_blocks(1, 40);
     const auto short_prompt = make_blocks(2, 4);
     const std::size_t held0 = p.on_routed(request_for(long_prompt), "r0");
     const std::size_t held1 = p.on_routed(request_for(short_prompt), "r1");
+    p.on_routed(request_for(make_blocks(5, 36)), "r1");
+    p.on_first_byte(request_for(make_blocks(5, 36)), "r1", 0);
     pool.replicas[0].inflight = 1;
     pool.replicas[1].inflight = 1;
-    // A new 10-block prompt: r0 is prefilling 40 blocks (4 x 40 / 10 = 16 more), r1 4 (1.6).
+    // A new 10-block prompt: r0 is prefilling 40 blocks (16 x 40 / 10 = 64 more), r1 4 (6.4).
     const auto fresh = make_blocks(3, 10);
     decision d = p.pick(request_for(fresh), pool, {});
     CHECK(d.reason == route_reason::prefix_miss);
     CHECK(*d.replica == 1);
-    // r0's answer began: its prefill is over, and r1's 4 pending blocks now make r0 the cheaper
-    // one (load and pending prefill come before the smaller index).
+    // r0's answer began: its prefill is over, and r1's 4 pending blocks make r0 the cheaper one.
     p.on_first_byte(request_for(long_prompt), "r0", held0);
     d = p.pick(request_for(fresh), pool, {});
     CHECK(*d.replica == 0);
-    // With the weight 0, pending prefill does not count: equal load, then the smaller index (r1).
+    // With the weight 0, pending prefill does not count: equal load, then rendezvous order,
+    // whichever that is, the same as with nothing pending.
     policy_options o;
     o.prefix.miss_prefill_weight = 0;
     prefix_policy q(o);
     q.on_routed(request_for(long_prompt), "r0");
     q.on_routed(request_for(short_prompt), "r1");
-    CHECK(*q.pick(request_for(fresh), pool, {}).replica == 1);
-    // The last first byte leaves nothing pending: equal load again, the smaller index (r1).
+    q.on_routed(request_for(make_blocks(5, 36)), "r1");
+    const std::size_t by_order = *q.pick(request_for(fresh), pool, {}).replica;
     p.on_first_byte(request_for(short_prompt), "r1", held1);
-    CHECK(*p.pick(request_for(fresh), pool, {}).replica == 1);
+    CHECK(*p.pick(request_for(fresh), pool, {}).replica == by_order);
+}
+
+TEST_CASE("prefix: between equal matches, pending prefill counts as load", "[policy][prefix]") {
+    prefix_policy p({}); // match_prefill_blocks 128
+    auto pool = make_pool(2);
+    const auto shared = make_blocks(1, 4);
+    p.on_routed(request_for(shared), "r0");
+    p.on_routed(request_for(shared), "r1");
+    // r0 took a 300-block prompt that has not begun to answer; r1 has two short requests.
+    const auto long_prompt = concat(shared, make_blocks(2, 296));
+    const std::size_t held = p.on_routed(request_for(long_prompt), "r0");
+    pool.replicas[0].inflight = 1;
+    pool.replicas[1].inflight = 2;
+    // r0: 1 + floor(296 / 128) = 3 against r1's 2.
+    const decision d = p.pick(request_for(concat(shared, make_blocks(3, 1))), pool, {});
+    CHECK(*d.replica == 1);
+    CHECK(d.reason == route_reason::prefix_match);
+    CHECK(d.matched_blocks == 4);
+    // Once it answers, r0 is the less loaded again.
+    p.on_first_byte(request_for(long_prompt), "r0", held);
+    CHECK(*p.pick(request_for(concat(shared, make_blocks(3, 1))), pool, {}).replica == 0);
+    // With match_prefill_blocks 0, only the load score counts.
+    policy_options o;
+    o.prefix.match_prefill_blocks = 0;
+    prefix_policy q(o);
+    q.on_routed(request_for(shared), "r0");
+    q.on_routed(request_for(shared), "r1");
+    q.on_routed(request_for(long_prompt), "r0");
+    CHECK(*q.pick(request_for(concat(shared, make_blocks(3, 1))), pool, {}).replica == 0);
 }
