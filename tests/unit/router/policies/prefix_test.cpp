@@ -303,8 +303,7 @@ TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[p
     CHECK(after.matched_blocks == 0);
 }
 
-TEST_CASE("prefix: a miss goes to the least full index within the load cap",
-          "[policy][prefix]") {
+TEST_CASE("prefix: a miss goes to the least full index within the load cap", "[policy][prefix]") {
     prefix_policy p({}); // load_cap_floor 4, prefix_load_factor 2
     auto pool = make_pool(3);
     p.on_routed(request_for(make_blocks(1, 8)), "r0");
