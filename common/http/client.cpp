@@ -243,8 +243,9 @@ bool client_connection::take_buffered_piece(std::string& out, error_code& ec) {
 asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
     error_code ec;
     while (!take_buffered_piece(out, ec)) {
-        start_deadline(idle_timeout);
-        auto [rec, n] = co_await io_->read_some_bare(buffer_.prepare(read_size_));
+        deadline_.start(io_->socket(), idle_timeout); // (read_header cleared the stream's expiry)
+        // Behind the ready handlers, as in read_framed_chunks.
+        auto [rec, n] = co_await read_some_later(*io_, buffer_.prepare(read_size_), &deadline_);
         grow_reads(n);
         deadline_.stop();
         rec = deadline_.result(rec);
@@ -294,9 +295,12 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
             open_ = false;
             co_return beast_http::error::buffer_overflow;
         }
-        start_deadline(idle_timeout);
-        auto [ec, n] = co_await io_->read_some_bare(
-            buffer_.prepare(std::min(read_size_, max_buffered - buffer_.size())));
+        deadline_.start(io_->socket(), idle_timeout); // (read_header cleared the stream's expiry)
+        // Started behind the handlers already ready: a stream's next event is rarely there the
+        // moment the last one was relayed, and a try on the spot would find nothing and cost a
+        // receive; behind the others, it often finds the event and reads more of them at once.
+        auto [ec, n] = co_await read_some_later(
+            *io_, buffer_.prepare(std::min(read_size_, max_buffered - buffer_.size())), &deadline_);
         grow_reads(n);
         deadline_.stop();
         ec = deadline_.result(ec);

@@ -96,16 +96,59 @@ def tree_pids(root):
     return pids
 
 
-def cpu_s(root):
-    total = 0
+def cpu_split(root):
+    """(user, system) CPU seconds of the process tree."""
+    user = system = 0
     for p in tree_pids(root):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+            user += int(fields[11])
+            system += int(fields[12])
         except OSError:
             pass
-    return total / ticks
+    return user / ticks, system / ticks
+
+
+def cpu_s(root):
+    return sum(cpu_split(root))
+
+
+# The system calls counted per relayed event (perf's tracepoints, where perf can read them).
+SYSCALLS = ["recvfrom", "sendto", "read", "write", "readv", "writev", "recvmsg", "sendmsg",
+            "epoll_wait", "epoll_ctl", "timerfd_settime", "futex"]
+
+
+def perf_start(root):
+    """perf stat counting every system call of the proxy's processes, or None without perf."""
+    if subprocess.run(["sh", "-c", "command -v perf"], capture_output=True).returncode != 0:
+        return None
+    out = f"{work}/perf-{root}.txt"
+    events = ",".join(["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{c}" for c in SYSCALLS])
+    pids = ",".join(str(p) for p in tree_pids(root))
+    p = subprocess.Popen(["perf", "stat", "-x", ",", "-e", events, "-p", pids, "-o", out],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)  # attached before the first event
+    return p, out
+
+
+def perf_stop(handle, events_relayed):
+    if not handle:
+        return {}
+    p, out = handle
+    p.send_signal(signal.SIGINT)
+    p.wait(10)
+    counts = {}
+    with open(out) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) > 2 and parts[0].replace(".", "").isdigit():
+                name = parts[2].split(":")[-1].replace("sys_enter_", "")
+                counts[name] = int(float(parts[0]))
+    if not counts.get("sys_enter"):
+        return {}
+    per = {k: v / max(events_relayed, 1) for k, v in counts.items() if v}
+    return {"syscalls_per_event": per.pop("sys_enter"), "per_event_by_call": per}
 
 
 def rss_kib(root):
@@ -216,14 +259,20 @@ def saturated(name, streams):
     src, sport = source(events, 0, delay_ms=streams // 5 + 1000)
     pxy, pport = (None, sport) if name == "direct" else proxy(name, sport)
     root = (pxy or src).pid
-    before = cpu_s(root)
+    before = cpu_split(root)
+    counting = perf_start(root) if pxy else None
     c, out = client(pport, streams, tag=f"{name}-sat{streams}")
     r = finish(c, out)
-    used = cpu_s(root) - before
+    after = cpu_split(root)
+    r.update(perf_stop(counting, r["events"]))
+    user, system = after[0] - before[0], after[1] - before[1]
+    used = user + system
     for p in (pxy, src):
         if p:
             stop(p)
     r["proxy_cpu_s"] = used
+    r["proxy_user_s"] = user
+    r["proxy_system_s"] = system
     r["cpu_s_per_million_events"] = used / max(r["events"], 1) * 1e6
     r["proxy_core_busy"] = used / max(r["event_seconds"], 1e-9)
     return r
@@ -271,8 +320,11 @@ try:
             r = saturated(n, s)
             results["proxies"][n][f"saturated_{s}"] = r
             print(f"{n} saturated {s}: {r['events_per_s']:.0f} ev/s, "
-                  f"{r.get('cpu_s_per_million_events', 0):.2f} cpu s/M, failed {r['failed']}",
-                  flush=True)
+                  f"{r.get('cpu_s_per_million_events', 0):.2f} cpu s/M (user "
+                  f"{r.get('proxy_user_s', 0):.2f} s, system {r.get('proxy_system_s', 0):.2f} s), "
+                  f"{r.get('syscalls_per_event', 0):.2f} syscalls/event "
+                  f"{ {k: round(v, 2) for k, v in r.get('per_event_by_call', {}).items()} }, "
+                  f"failed {r['failed']}", flush=True)
     half = float(os.environ.get("HALF_RATE", "0")) or (
         0.5 * results["proxies"]["lanes"]["saturated_1000"]["events_per_s"]
         if "saturated" in phases else 30000)
