@@ -3,7 +3,8 @@
 # Idempotent: installs nothing (and touches no package list) when everything is present.
 #   scripts/install-deps.sh           build and test
 #   scripts/install-deps.sh --bench   and what deploy/bench/ runs: gnuplot for the charts, the
-#                                     proxies it compares with (nginx, HAProxy)
+#                                     proxies it compares with (nginx, HAProxy), perf (system
+#                                     calls per relayed event)
 set -euo pipefail
 
 packages=(
@@ -24,7 +25,7 @@ packages=(
 )
 
 if [ "${1:-}" = "--bench" ]; then
-    packages+=(gnuplot-nox nginx-light haproxy)
+    packages+=(gnuplot-nox nginx-light haproxy linux-perf)
 fi
 
 missing=()

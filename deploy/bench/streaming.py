@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+subprocess.run([os.path.join(root, "scripts", "install-deps.sh"), "--bench"], check=True)
 build = os.environ.get("LANES_BUILD_DIR", "build")
 out_dir = sys.argv[1] if len(sys.argv) > 1 else time.strftime("bench/results/streaming-%Y%m%d")
 os.makedirs(out_dir, exist_ok=True)
