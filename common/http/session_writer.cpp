@@ -1,9 +1,11 @@
 #include "common/http/session_writer.hpp"
 
 #include "common/http/chunked.hpp"
+#include "common/http/field_syntax.hpp"
 #include "common/http/io/head_writer.hpp"
 #include "common/http/io/socket_write.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace lanes::common::http {
@@ -78,7 +80,12 @@ asio::awaitable<bool> session_writer::begin_stream(beast_http::status status,
     head_writer head(head_buffer_, bound);
     head.put(version_text(version_)).put(" ").put_number(static_cast<unsigned>(status));
     head.put(" ").put(reason).put("\r\nServer: ").put(server_header);
-    head.put("\r\nContent-Type: ").put(content_type).put("\r\nCache-Control: no-cache\r\n");
+    head.put("\r\nContent-Type: ").put(content_type).put("\r\n");
+    // A stream is not to be cached, unless the answer relayed says how it may be.
+    if (std::none_of(headers.begin(), headers.end(), [](const header_view& h) {
+            return syntax::iequals(h.first, "cache-control");
+        }))
+        head.put("Cache-Control: no-cache\r\n");
     for (const auto& [name, value] : headers)
         head.put(name).put(": ").put(value).put("\r\n");
     if (chunked_)

@@ -70,6 +70,9 @@ TEST_CASE("streams: chunked to HTTP/1.1, bare bytes to HTTP/1.0, relayed chunks 
         const std::string v11 =
             raw_exchange(ts.port, "GET /framed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
         CHECK(v11.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+        // The relayed Cache-Control stands alone: ours is not added beside it.
+        CHECK(v11.find("cache-control: no-store\r\n") != std::string::npos);
+        CHECK(v11.find("Cache-Control: no-cache") == std::string::npos);
         CHECK(v11.ends_with("\r\n\r\n5\r\nhello\r\n6;x=1\r\n world\r\n1\r\n!\r\n0\r\n\r\n"));
     }
     SECTION("chunks larger than the socket's buffer go out whole") {

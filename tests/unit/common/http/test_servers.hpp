@@ -59,7 +59,10 @@ struct test_server {
                       co_return;
                   }
                   if (req.target() == "/framed") { // chunks already framed, as a relay has them
-                      co_await out.begin_stream(bhttp::status::ok, "text/event-stream", {});
+                      // With the cache policy of the answer it relays (which replaces ours).
+                      const std::array<http::header_view, 1> relayed{
+                          {{"cache-control", "no-store"}}};
+                      co_await out.begin_stream(bhttp::status::ok, "text/event-stream", relayed);
                       co_await out.write_framed("5\r\nhello\r\n6;x=1\r\n world\r\n");
                       co_await out.write_chunk("!");
                       co_await out.end_stream();
