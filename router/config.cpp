@@ -1,6 +1,7 @@
 #include "router/config.hpp"
 
 #include "router/access/client_address.hpp"
+#include "router/policies/policy_flags.hpp"
 
 #include "common/http/server_flags.hpp"
 #include "common/http/url.hpp"
@@ -193,39 +194,7 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("max-ejection-percent", cfg.health.max_ejection_percent,
           "most of a model's replicas that failed requests can eject (past it, the least "
           "recently failed stay routable); failed probes eject regardless");
-    f.add("load-factor", cfg.policy_knobs.session.load_factor,
-          "session: bounded-load cap, a replica takes at most this times the mean in-flight load");
-    f.add("prefix-load-factor", cfg.policy_knobs.prefix.load_factor,
-          "prefix: the bounded-load cap's factor for leaving the replica that caches a prefix");
-    f.add("load-cap-floor", cfg.policy_knobs.load.cap_floor,
-          "in-flight requests below which no replica counts as over the load cap");
-    f.add("balance-abs-threshold", cfg.policy_knobs.prefix.balance_abs_threshold,
-          "prefix: load gap (requests) above which routing ignores the cache ...");
-    f.add("balance-rel-threshold", cfg.policy_knobs.prefix.balance_rel_threshold,
-          "... and max load above this times min load (both must hold)");
-    f.add("min-match-ratio", cfg.policy_knobs.prefix.min_match_ratio,
-          "prefix: matched share of the prompt below which the request is a miss (to the "
-          "least full index)");
-    f.add("miss-prefill-weight", cfg.policy_knobs.prefix.miss_prefill_weight,
-          "prefix: between equally full indexes, a miss goes to the lowest load plus this times "
-          "the prefill pending there (uncached blocks routed, no first byte yet) over its own "
-          "blocks; 0: load alone");
-    f.add("match-prefill-blocks", cfg.policy_knobs.prefix.match_prefill_blocks,
-          "prefix: between equally long matches, this many blocks of prefill pending at a "
-          "replica count as one more request there; 0: load alone");
-    f.add("index-capacity", cfg.policy_knobs.index.capacity,
-          "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
-    f.add("index-capacity-factor", cfg.policy_knobs.index.capacity_factor,
-          "prefix/kv_aware: blocks remembered per replica, times its num_gpu_blocks");
-    f.add("hash-prefix-blocks", cfg.policy_knobs.index.hash_prefix_blocks,
-          "prefix: leading blocks hashed when the index is empty (agreement across routers)");
-    f.add("kv-weight", cfg.policy_knobs.load.kv_weight,
-          "load score: queued requests a full KV cache counts as");
-    f.add("overlap-weight", cfg.policy_knobs.kv_aware.overlap_weight,
-          "kv_aware: cost of one uncached prompt block against one active KV block");
-    f.add("session-ttl", cfg.policy_knobs.session.ttl,
-          "session: idle time before a session is forgotten");
-    f.add("session-capacity", cfg.policy_knobs.session.capacity, "session: sessions remembered");
+    add_policy_flags(f, cfg.policy_knobs);
     f.add("session-key-limit", cfg.session_key_limit,
           "session: longest session key (x-session-id, user, cookie) taken; longer names none");
     common::http::add_server_flags(f, cfg.http);
@@ -390,18 +359,7 @@ std::vector<std::string> validate(const router_config& cfg) {
          "--bytes-per-token must be in 1..64");
     need(!cfg.upstream.replace_client_auth || !cfg.monitor.replica_api_key.empty(),
          "--replace-client-auth needs --replica-api-key or --replica-api-key-file");
-    need(cfg.policy_knobs.session.load_factor >= 1.0, "--load-factor must be at least 1");
-    need(cfg.policy_knobs.prefix.load_factor >= 1.0, "--prefix-load-factor must be at least 1");
-    need(cfg.policy_knobs.prefix.miss_prefill_weight >= 0 &&
-             cfg.policy_knobs.prefix.miss_prefill_weight <= 1000,
-         "--miss-prefill-weight must be in 0..1000");
-    need(cfg.policy_knobs.prefix.match_prefill_blocks >= 0,
-         "--match-prefill-blocks must not be negative");
-    need(cfg.policy_knobs.index.capacity_factor > 0 && cfg.policy_knobs.index.capacity_factor <= 64,
-         "--index-capacity-factor must be above 0 and at most 64");
-    need(cfg.policy_knobs.prefix.min_match_ratio >= 0 &&
-             cfg.policy_knobs.prefix.min_match_ratio <= 1,
-         "--min-match-ratio must be in 0..1");
+    check_policy_options(cfg.policy_knobs, errors);
     for (const auto& name : cfg.monitor.dns_names) {
         std::string_view spec = name;
         if (spec.starts_with("https://"))

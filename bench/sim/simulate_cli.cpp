@@ -5,6 +5,7 @@
 #include "common/config_util.hpp"
 #include "replica/config.hpp"
 #include "router/policies/factory.hpp"
+#include "router/policies/policy_flags.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -107,22 +108,8 @@ int simulate_main(int argc, const char* const* argv) {
           "with --gpu-memory-gb: K and V bytes per token, all layers (Llama-3-8B bf16: 131072)");
     f.add("scrape-interval", scrape, "the router's load scrape period (a peer may bring its own)");
     f.add("stale-after", stale, "scraped load older than this is ignored");
-    // lanes' policies' knobs, named as lanes-router's flags.
-    auto& k = po.lanes;
-    f.add("prefix-load-factor", k.prefix.load_factor, "lanes prefix: bounded-load factor");
-    f.add("load-cap-floor", k.load.cap_floor, "lanes: no replica is over a cap below this");
-    f.add("balance-abs-threshold", k.prefix.balance_abs_threshold, "lanes prefix: imbalance gap");
-    f.add("balance-rel-threshold", k.prefix.balance_rel_threshold, "lanes prefix: imbalance ratio");
-    f.add("min-match-ratio", k.prefix.min_match_ratio, "lanes prefix: shorter matches are misses");
-    f.add("miss-prefill-weight", k.prefix.miss_prefill_weight,
-          "lanes prefix: weight of pending prefill in where a miss goes");
-    f.add("match-prefill-blocks", k.prefix.match_prefill_blocks,
-          "lanes prefix: pending prefill blocks that count as one request between equal matches");
-    f.add("index-capacity", k.index.capacity,
-          "lanes prefix: blocks remembered per replica that reports no num_gpu_blocks");
-    f.add("index-capacity-factor", k.index.capacity_factor,
-          "lanes prefix: blocks remembered per replica, times its KV capacity");
-    f.add("kv-weight", k.load.kv_weight, "lanes: a full KV cache counts as this many requests");
+    // lanes' policies' knobs: lanes-router's own flags.
+    router::add_policy_flags(f, po.lanes);
     f.add("report-num-blocks", cfg.report_num_blocks,
           "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM do");
     f.add("out", out_file, "result JSON file");
@@ -131,6 +118,7 @@ int simulate_main(int argc, const char* const* argv) {
         std::fputs(f.usage().c_str(), stdout);
         return 0;
     }
+    router::check_policy_options(po.lanes, errors);
     if (replicas < 1 || kv_blocks < 1 || block_size < 1 || max_num_seqs < 1 || max_batched < 1 ||
         max_model_len < 2)
         errors.push_back("--replicas, --kv-blocks, --block-size, --max-num-seqs, "

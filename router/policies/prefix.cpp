@@ -101,9 +101,11 @@ decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& p
 }
 
 double prefix_policy::busy(const pool_snapshot& pool, std::size_t i, double per_block) const {
+    const double load = load_score(pool.replicas[i], kv_weight_);
+    if (per_block == 0)
+        return load;
     // Whole requests' worth only: less than one leaves the tie to the next rule.
-    return load_score(pool.replicas[i], kv_weight_) +
-           std::floor(per_block * static_cast<double>(prefilling_at(pool, i)));
+    return load + std::floor(per_block * static_cast<double>(prefilling_at(pool, i)));
 }
 
 // A new prefix goes to the replica whose index is least full, among those within the load cap
@@ -184,7 +186,6 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
     // Longer match first, then the lower load with pending prefill, then rendezvous order.
     const double per_block =
         match_prefill_blocks_ > 0 ? 1.0 / static_cast<double>(match_prefill_blocks_) : 0.0;
-    const auto tie_busy = [&](std::size_t i) { return busy(pool, i, per_block); };
     const auto better = [&](const candidate& a, const std::optional<candidate>& b) {
         if (!b)
             return true;
@@ -201,7 +202,7 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
         const replica_view& r = pool.replicas[i];
         const std::size_t m =
             precise ? matched(pool, i, req.blocks) : index_.match_at(i, req.blocks);
-        const candidate c{i, tie_busy(i), m};
+        const candidate c{i, busy(pool, i, per_block), m};
         if (better(c, best))
             best = c;
         if (within_cap(r, cap) && better(c, best_within))

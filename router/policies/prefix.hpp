@@ -73,7 +73,7 @@ public:
 private:
     struct candidate {
         std::size_t index;   // into pool.replicas
-        double load;         // load score
+        double load;         // busy(): load score with the prefill pending
         std::size_t matched; // cached prefix, in blocks
     };
 
