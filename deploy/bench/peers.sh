@@ -5,7 +5,10 @@
 # closed-loop throughput under lanes' default policy), on 4, 8 and 16 replicas; then
 # deploy/bench/peers_report.py writes docs/results-peers.md and its charts.
 #   deploy/bench/peers.sh [OUT_DIR]      (default bench/results/peers-YYYYMMDD)
-# Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"),
+# Every row runs once per seed (its arrivals, and the multi-turn workload's text, differ); the
+# report gives each figure's mean over the seeds, as one run's p99 of a few hundred requests is
+# a handful of them.
+# Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"), SEEDS ("1 2 3"),
 # WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,11 +27,14 @@ declare -A workload=(
 for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; do
     for n in ${REPLICAS:-4 8 16}; do
         for load in ${LOADS:-0.5 0.9}; do
-            echo "== $w, $n replicas, load $load"
-            # shellcheck disable=SC2086
-            "$bin" simulate --policy all --replicas "$n" --load "$load" ${workload[$w]} \
-                --out "$out/$w-r$n-l$load.json" | grep -v '^results written'
+            for seed in ${SEEDS:-1 2 3}; do
+                echo "== $w, $n replicas, load $load, seed $seed"
+                # shellcheck disable=SC2086
+                "$bin" simulate --policy all --replicas "$n" --load "$load" --seed "$seed" \
+                    ${workload[$w]} --out "$out/$w-r$n-l$load-s$seed.json" |
+                    grep -v '^results written'
+            done
         done
     done
 done
-python3 deploy/bench/peers_report.py "$out"
+python3 deploy/bench/peers_report.py "$out" ${PEERS_REPORT_OUT:-}

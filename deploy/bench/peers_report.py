@@ -24,15 +24,42 @@ def gnuplot(script):
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
 
-runs = {}
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def merged(docs):
+    """One row's runs over several seeds as one document: each policy's figures are their means
+    (imbalance included); the KV usage over time is the first seed's."""
+    first = docs[0]
+    out = dict(first, seeds=len(docs), capacity_rps=mean([d["capacity_rps"] for d in docs]),
+               rate=mean([d["rate"] for d in docs]), results=[])
+    for r in first["results"]:
+        rs = [next(x for x in d["results"] if x["policy"] == r["policy"]) for d in docs]
+        m = dict(r)
+        m["prefix_cache_hit_rate"] = {
+            k: mean([x["prefix_cache_hit_rate"][k] for x in rs])
+            for k in ("measured", "ideal", "ideal_fleet")}
+        for k in ("ttft_s", "e2e_s"):
+            m[k] = {q: mean([x[k][q] for x in rs]) for q in ("p50", "p99")}
+        for k in ("request_throughput", "imbalance"):
+            m[k] = mean([x[k] for x in rs])
+        out["results"].append(m)
+    return out
+
+
+by_row = {}
 for path in sorted(glob.glob(f"{root}/*.json")):
     name = os.path.basename(path)[:-5]
     w, rest = name.rsplit("-r", 1)
     n, load = rest.split("-l")
+    load = load.split("-s")[0]  # -sSEED: one seed's run
     with open(path) as f:
-        runs[(w, int(n), float(load))] = json.load(f)
+        by_row.setdefault((w, int(n), float(load)), []).append(json.load(f))
+runs = {k: merged(v) for k, v in by_row.items()}
 if not runs:
     sys.exit(f"peers_report: no results in {root}")
+seeds = min(d["seeds"] for d in runs.values())
 
 
 def hit(r):
@@ -70,10 +97,12 @@ emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost 
      f"{first['sim_speedup']:g} (Dynamo mocker's coefficients). Load: Poisson arrivals at half and "
      f"90 % of the fleet's capacity, the capacity being the closed-loop throughput of lanes' default "
      f"policy (default knobs) on that workload and fleet. `prefix` is lanes-router's default policy; the other "
-     f"lanes policies are listed for reference.")
+     f"lanes policies are listed for reference. Each row ran with {seeds} seeds (the arrivals, and "
+     f"the multi-turn workload's text, differ); every figure is the mean over the seeds, as one "
+     f"run's p99 over a few hundred requests rests on its few slowest.")
 emit("")
 emit(f"Results: `{root}` (2026-12-02 for the committed set). Regenerate: `deploy/bench/peers.sh` "
-     "(all rows, 80 s on this project's 2-core VM), which ends by running "
+     "(all rows and seeds, about 2.5 minutes on this project's 2-core VM), which ends by running "
      "`deploy/bench/peers_report.py bench/results/peers-DATE`.")
 emit("")
 

@@ -21,8 +21,9 @@ namespace lanes::router {
 struct load_knobs {
     // A full KV cache counts like this many queued requests in the load score.
     double kv_weight = 4.0;
-    // No replica counts as over a bounded-load cap below this many requests in flight.
-    std::int64_t cap_floor = 4;
+    // No replica counts as over a bounded-load cap below this many requests in flight: a few
+    // requests batch together at no cost, where spilling a prefix copies it to a second replica.
+    std::int64_t cap_floor = 8;
 };
 
 double load_score(const replica_view& r, double kv_weight);

@@ -42,8 +42,10 @@ struct prefix_knobs {
     // balance_rel_threshold * min (SGLang's defaults).
     double balance_abs_threshold = 64.0;
     double balance_rel_threshold = 1.5;
-    // A match shorter than this fraction of the request's blocks is a miss.
-    double min_match_ratio = 0.3;
+    // A match shorter than this fraction of the request's blocks is a miss. SGLang's
+    // cache_threshold is 0.3; 0.1 keeps a long turn whose history is a small share of it on the
+    // replica holding that history (docs/results.md, the Mooncake traces).
+    double min_match_ratio = 0.1;
     // A miss goes to the replica with the lowest load score plus this times its pending prefill
     // (uncached prompt blocks routed to it whose answer has not begun) over the request's own
     // blocks; 0: the load score alone.

@@ -12,10 +12,10 @@
 using namespace lanes::router;
 using namespace lanes::router::test;
 
-TEST_CASE("load knobs default to a KV weight of 4 and a cap floor of 4", "[policy][load]") {
+TEST_CASE("load knobs default to a KV weight of 4 and a cap floor of 8", "[policy][load]") {
     const load_knobs k;
     CHECK(k.kv_weight == 4.0);
-    CHECK(k.cap_floor == 4);
+    CHECK(k.cap_floor == 8);
 }
 
 TEST_CASE("load score with part of a scrape counts what is there", "[policy][load]") {

@@ -161,15 +161,15 @@ TEST_CASE("prefix: the default cap lets a cached replica take twice its share",
 }
 
 TEST_CASE("prefix: below the cap floor a prefix stays on its replica", "[policy][prefix]") {
-    prefix_policy p({}); // load_cap_floor 4
+    prefix_policy p({}); // load_cap_floor 8
     auto pool = make_pool(4);
     const auto blocks = make_blocks(1, 8);
     p.on_routed(request_for(blocks), "r0");
-    pool.replicas[0].inflight = 3; // raw cap 2, floor 4: 3 + 1 fits
+    pool.replicas[0].inflight = 7; // raw cap ceil(2 * 8 / 4) = 4, floor 8: 7 + 1 fits
     const decision d = p.pick(request_for(blocks), pool, {});
     CHECK(*d.replica == 0);
     CHECK(d.reason == route_reason::prefix_match);
-    pool.replicas[0].inflight = 4; // 4 + 1 over both
+    pool.replicas[0].inflight = 8; // 8 + 1 over both
     CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
 }
 
@@ -210,25 +210,27 @@ TEST_CASE("prefix: with an empty index independent routers agree by hashing", "[
 }
 
 TEST_CASE("prefix: min_match_ratio decides between a match and a miss", "[policy][prefix]") {
-    const auto blocks = make_blocks(1, 10);
+    const auto blocks = make_blocks(1, 20);
     const auto pool = make_pool(4);
     const auto with_cached = [&](const policy_options& o, std::size_t cached) {
         prefix_policy p(o);
         p.on_routed(request_for({blocks.begin(), blocks.begin() + static_cast<long>(cached)}),
                     "r0");
+        p.on_routed(request_for(make_blocks(2, 1)), "r1"); // r0 is not the least full index
         return p.pick(request_for(blocks), pool, {});
     };
-    const decision hit = with_cached({}, 3); // 3 / 10 reaches 0.3
+    const decision hit = with_cached({}, 2); // 2 / 20 reaches the default 0.1
     CHECK(*hit.replica == 0);
     CHECK(hit.reason == route_reason::prefix_match);
-    CHECK(hit.matched_blocks == 3);
-    const decision miss = with_cached({}, 2); // 2 / 10 does not
+    CHECK(hit.matched_blocks == 2);
+    const decision miss = with_cached({}, 1); // 1 / 20 does not
     CHECK(miss.reason == route_reason::prefix_miss);
-    CHECK(miss.matched_blocks == (*miss.replica == 0 ? 2u : 0u));
+    CHECK(*miss.replica != 0);
+    CHECK(miss.matched_blocks == 0);
     policy_options strict;
     strict.prefix.min_match_ratio = 0.5;
-    CHECK(with_cached(strict, 4).reason == route_reason::prefix_miss);
-    CHECK(with_cached(strict, 5).reason == route_reason::prefix_match);
+    CHECK(with_cached(strict, 9).reason == route_reason::prefix_miss);
+    CHECK(with_cached(strict, 10).reason == route_reason::prefix_match);
 }
 
 TEST_CASE("prefix: unknown prefixes and empty requests go to least_loaded", "[policy][prefix]") {
@@ -304,7 +306,9 @@ TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[p
 }
 
 TEST_CASE("prefix: a miss goes to the least full index within the load cap", "[policy][prefix]") {
-    prefix_policy p({}); // load_cap_floor 4, prefix_load_factor 2
+    policy_options low_floor;
+    low_floor.load.cap_floor = 4; // prefix_load_factor stays at its default, 2
+    prefix_policy p(low_floor);
     auto pool = make_pool(3);
     p.on_routed(request_for(make_blocks(1, 8)), "r0");
     p.on_routed(request_for(make_blocks(2, 2)), "r1");

@@ -140,10 +140,10 @@ TEST_CASE("a session spills exactly when its replica is over the bounded-load ca
     auto pool = make_pool(4);
     const std::size_t home = *p.pick(with_key("chat"), pool, {}).replica;
     for (auto& r : pool.replicas)
-        r.inflight = 2;
-    pool.replicas[home].inflight = 3; // cap ceil(1.25 * 10 / 4) = 4: 3 + 1 fits
+        r.inflight = 8;                // the raw cap above load_cap_floor (8)
+    pool.replicas[home].inflight = 11; // cap ceil(1.25 * 36 / 4) = 12: 11 + 1 fits
     CHECK(p.pick(with_key("chat"), pool, {}).reason == route_reason::session_sticky);
-    pool.replicas[home].inflight = 4; // cap ceil(1.25 * 11 / 4) = 4: 4 + 1 does not
+    pool.replicas[home].inflight = 12; // cap ceil(1.25 * 37 / 4) = 12: 12 + 1 does not
     const decision d = p.pick(with_key("chat"), pool, {});
     CHECK(d.reason == route_reason::session_spill);
     CHECK(*d.replica != home);
