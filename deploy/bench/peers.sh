@@ -5,11 +5,12 @@
 # closed-loop throughput under lanes' default policy), on 4, 8 and 16 replicas; then
 # deploy/bench/peers_report.py writes docs/results-peers.md and its charts.
 #   deploy/bench/peers.sh [OUT_DIR]      (default bench/results/peers-YYYYMMDD)
-# Every row runs once per seed (its arrivals, and the multi-turn workload's text, differ); the
-# report gives each figure's mean over the seeds, as one run's p99 of a few hundred requests is
-# a handful of them.
+# Every row runs once per seed (its arrivals, and the multi-turn workload's text, differ) and
+# the report gives each figure's mean over the seeds: one run's p99 over a few hundred requests
+# rests on its few slowest.
 # Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"), SEEDS ("1 2 3"),
-# WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic").
+# WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic"), PEERS_REPORT_OUT (the
+# page to write; default docs/results-peers.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/install-deps.sh --bench # gnuplot for the charts
@@ -37,4 +38,4 @@ for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; 
         done
     done
 done
-python3 deploy/bench/peers_report.py "$out" ${PEERS_REPORT_OUT:-}
+python3 deploy/bench/peers_report.py "$out" ${PEERS_REPORT_OUT:+"$PEERS_REPORT_OUT"}

@@ -354,8 +354,8 @@ try:
     for n, rs in rounds.items():
         if rs:
             mid = lambda key: sorted(x["latency_ms"][key] for x in rs)[len(rs) // 2]
-            results["proxies"].setdefault(n, {})["paced"] = {"rounds": rs,
-                                              "latency_ms": {"p50": mid("p50"), "p99": mid("p99")}}
+            results["proxies"].setdefault(n, {})["paced"] = {
+                "rounds": rs, "latency_ms": {"p50": mid("p50"), "p99": mid("p99")}}
     for n in names if "held" in phases else ():
         r = held(n, streams_max)
         results["proxies"][n]["held"] = r
