@@ -8,7 +8,7 @@
 # Every row runs once per seed (its arrivals, and the multi-turn workload's text, differ) and
 # the report gives each figure's mean over the seeds: one run's p99 over a few hundred requests
 # rests on its few slowest.
-# Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"), SEEDS ("1 2 3"),
+# Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"), SEEDS ("1 2 3 4 5"),
 # WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic"), PEERS_REPORT_OUT (the
 # page to write; default docs/results-peers.md).
 set -euo pipefail
@@ -28,7 +28,7 @@ declare -A workload=(
 for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; do
     for n in ${REPLICAS:-4 8 16}; do
         for load in ${LOADS:-0.5 0.9}; do
-            for seed in ${SEEDS:-1 2 3}; do
+            for seed in ${SEEDS:-1 2 3 4 5}; do
                 echo "== $w, $n replicas, load $load, seed $seed"
                 # shellcheck disable=SC2086
                 "$bin" simulate --policy all --replicas "$n" --load "$load" --seed "$seed" \

@@ -70,6 +70,36 @@ def p99(r):
     return r["ttft_s"]["p99"]
 
 
+def best_peer_gap(key):
+    """The best peer's TTFT p99 (lowest mean over the seeds) against prefix's, paired seed by
+    seed (the same arrivals): the mean of peer / prefix - 1 over the seeds and its standard
+    error. Negative: the peer is faster."""
+    docs = by_row[key]
+    res = [{r["policy"]: r for r in d["results"]} for d in docs]
+    peer = min((p for p in PEERS if p in res[0]), key=lambda p: mean([p99(x[p]) for x in res]))
+    gaps = [p99(x[peer]) / p99(x[LANES]) - 1 for x in res]
+    m = mean(gaps)
+    se = (sum((g - m) ** 2 for g in gaps) / (len(gaps) - 1) / len(gaps)) ** 0.5 if len(gaps) > 1 else 0.0
+    return peer, m, se
+
+
+def best_peer_hit_gap(key):
+    """The balanced peer with the highest mean hit rate (imbalance within the cap, as the
+    verdict's), against prefix seed by seed: the mean of peer - prefix and its standard error.
+    Positive: the peer hits more. None when no peer is balanced."""
+    docs = by_row[key]
+    res = [{r["policy"]: r for r in d["results"]} for d in docs]
+    merged_res = {r["policy"]: r for r in runs[key]["results"]}
+    balanced = [p for p in PEERS if p in merged_res and merged_res[p]["imbalance"] <= IMBALANCE_CAP]
+    if not balanced:
+        return None
+    peer = max(balanced, key=lambda p: hit(merged_res[p]))
+    gaps = [hit(x[peer]) - hit(x[LANES]) for x in res]
+    m = mean(gaps)
+    se = (sum((g - m) ** 2 for g in gaps) / (len(gaps) - 1) / len(gaps)) ** 0.5 if len(gaps) > 1 else 0.0
+    return peer, m, se
+
+
 def winners(doc):
     res = {r["policy"]: r for r in doc["results"]}
     contenders = {k: v for k, v in res.items() if k == LANES or k in PEERS}
@@ -102,7 +132,7 @@ emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost 
      f"run's p99 over a few hundred requests rests on its few slowest.")
 emit("")
 emit(f"Results: `{root}` (2026-12-02 for the committed set). Regenerate: `deploy/bench/peers.sh` "
-     "(all rows and seeds, about 2.5 minutes on this project's 2-core VM), which ends by running "
+     "(all rows and seeds, about 5 minutes on this project's 2-core VM), which ends by running "
      "`deploy/bench/peers_report.py bench/results/peers-DATE`.")
 emit("")
 
@@ -113,9 +143,17 @@ emit(f"Best TTFT p99 among `prefix` and the peers, and best hit rate among those
      f"≤ {IMBALANCE_CAP} (max requests per replica / mean); hit rates equal to three decimals "
      f"are a tie.")
 emit("")
-emit("| workload | replicas | load | best TTFT p99 | best hit rate (imbalance ≤ 1.25) | prefix: hit / TTFT p99 |")
-emit("|---|---|---|---|---|---|")
+emit("The column *best peer's p99 against prefix* pairs the runs seed by seed (the same "
+     "arrivals): the mean over the seeds of the best peer's TTFT p99 over prefix's, minus 1, and "
+     "its standard error; negative means the peer is faster. *Best balanced peer's hit rate against "
+     "prefix* is the same for the hit rate (the peer's minus prefix's; positive means the peer "
+     "hits more). A gap smaller than twice its standard error is within what the seeds alone "
+     "move.")
+emit("")
+emit("| workload | replicas | load | best TTFT p99 | best peer's p99 against prefix | best hit rate (imbalance ≤ 1.25) | best balanced peer's hit rate against prefix | prefix: hit / TTFT p99 |")
+emit("|---|---|---|---|---|---|---|---|")
 wins_p99 = wins_hit = total = 0
+clear_peer = clear_lanes = clear_hit_peer = clear_hit_lanes = 0
 losses = []
 for w in WORKLOADS:
     for n in (4, 8, 16):
@@ -135,14 +173,30 @@ for w in WORKLOADS:
             if not (p99_ok and hit_ok):
                 losses.append((w, n, load, bp, bh, res))
             mark_p = "**prefix**" if bp == LANES else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
+            peer, gap, se = best_peer_gap((w, n, load))
+            clear = abs(gap) > 2 * se and abs(gap) >= 0.0005  # printed to 0.1 %
+            clear_peer += 1 if clear and gap < 0 else 0
+            clear_lanes += 1 if clear and gap > 0 else 0
+            mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + ("" if clear else " (within)")
+            hg = best_peer_hit_gap((w, n, load))
+            mark_hg = "no balanced peer"
+            if hg:
+                hclear = abs(hg[1]) > 2 * hg[2] and abs(hg[1]) >= 0.0005  # printed to 0.001
+                clear_hit_peer += 1 if hclear and hg[1] > 0 else 0
+                clear_hit_lanes += 1 if hclear and hg[1] < 0 else 0
+                mark_hg = f"{hg[0]} {hg[1]:+.3f} ± {hg[2]:.3f}" + ("" if hclear else " (within)")
             mark_h = ("**prefix**" if bh == LANES else
                       f"**prefix**, tied with {bh}" if hit_ok else f"{bh} ({hit(res[bh]):.3f})")
-            emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_h} | "
+            emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_g} | {mark_h} | {mark_hg} | "
                  f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
 emit("")
 emit(f"`prefix` has the best TTFT p99 in {wins_p99} of {total} rows and the best balanced hit "
-     f"rate in {wins_hit} of {total}. Why each peer wins where it does: "
-     f"[results.md](results.md#against-the-peers-algorithms-modelled).")
+     f"rate in {wins_hit} of {total}. Paired seed by seed, the best peer's p99 is lower than "
+     f"prefix's by more than twice the standard error in {clear_peer} rows, higher in "
+     f"{clear_lanes}, and within that in the other {total - clear_peer - clear_lanes}; the best "
+     f"balanced peer's hit rate is higher than prefix's by more than twice the standard error in "
+     f"{clear_hit_peer} rows, lower in {clear_hit_lanes}. Why each "
+     f"peer wins where it does: [results.md](results.md#against-the-peers-algorithms-modelled).")
 emit("")
 
 # Full tables.
@@ -230,7 +284,9 @@ emit("")
 with open(out_md, "w") as f:
     f.write("\n".join(lines))
 print(f"wrote {out_md}: prefix best TTFT p99 in {wins_p99}/{total} rows, best balanced hit rate "
-      f"in {wins_hit}/{total}")
+      f"in {wins_hit}/{total}; best peer's p99 clearly lower in {clear_peer}, clearly higher in "
+      f"{clear_lanes}; best balanced peer's hit rate clearly higher in {clear_hit_peer}, clearly "
+      f"lower in {clear_hit_lanes}")
 for w, n, load, bp, bh, res in losses:
     print(f"  lost: {w} r{n} l{load}: p99 {bp} {p99(res[bp]) * 1000:.0f} vs prefix "
           f"{p99(res[LANES]) * 1000:.0f}; hit {bh} {hit(res[bh]) if bh else 0:.3f} vs prefix "
