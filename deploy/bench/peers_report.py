@@ -70,34 +70,44 @@ def p99(r):
     return r["ttft_s"]["p99"]
 
 
-def best_peer_gap(key):
-    """The best peer's TTFT p99 (lowest mean over the seeds) against prefix's, paired seed by
-    seed (the same arrivals): the mean of peer / prefix - 1 over the seeds and its standard
-    error. Negative: the peer is faster."""
-    docs = by_row[key]
-    res = [{r["policy"]: r for r in d["results"]} for d in docs]
-    peer = min((p for p in PEERS if p in res[0]), key=lambda p: mean([p99(x[p]) for x in res]))
-    gaps = [p99(x[peer]) / p99(x[LANES]) - 1 for x in res]
+# A paired gap counts as a lead when it exceeds this many standard errors (and shows at the
+# precision it is printed to); below that it is within what the seeds alone move.
+CLEAR_SE = 2
+
+
+def paired_gap(key, peer, gap):
+    """gap(peer's run, prefix's run) over the seeds of one row, each pair on the same arrivals:
+    its mean and standard error."""
+    res = [{r["policy"]: r for r in d["results"]} for d in by_row[key]]
+    gaps = [gap(x[peer], x[LANES]) for x in res]
     m = mean(gaps)
-    se = (sum((g - m) ** 2 for g in gaps) / (len(gaps) - 1) / len(gaps)) ** 0.5 if len(gaps) > 1 else 0.0
-    return peer, m, se
+    if len(gaps) < 2:
+        return m, 0.0
+    return m, (sum((g - m) ** 2 for g in gaps) / (len(gaps) - 1) / len(gaps)) ** 0.5
+
+
+def clear(m, se, printed):
+    return abs(m) > CLEAR_SE * se and abs(m) >= printed / 2
+
+
+def best_peer_gap(key):
+    """The peer with the lowest mean TTFT p99 against prefix: peer / prefix - 1, paired.
+    Negative: the peer is faster."""
+    res = {r["policy"]: r for r in runs[key]["results"]}
+    peer = min((p for p in PEERS if p in res), key=lambda p: p99(res[p]))
+    return (peer, *paired_gap(key, peer, lambda a, b: p99(a) / p99(b) - 1))
 
 
 def best_peer_hit_gap(key):
-    """The balanced peer with the highest mean hit rate (imbalance within the cap, as the
-    verdict's), against prefix seed by seed: the mean of peer - prefix and its standard error.
-    Positive: the peer hits more. None when no peer is balanced."""
-    docs = by_row[key]
-    res = [{r["policy"]: r for r in d["results"]} for d in docs]
-    merged_res = {r["policy"]: r for r in runs[key]["results"]}
-    balanced = [p for p in PEERS if p in merged_res and merged_res[p]["imbalance"] <= IMBALANCE_CAP]
+    """The balanced peer (imbalance within the cap, as the verdict's) with the highest mean hit
+    rate against prefix: peer - prefix, paired. Positive: the peer hits more. None when no peer
+    is balanced."""
+    res = {r["policy"]: r for r in runs[key]["results"]}
+    balanced = [p for p in PEERS if p in res and res[p]["imbalance"] <= IMBALANCE_CAP]
     if not balanced:
         return None
-    peer = max(balanced, key=lambda p: hit(merged_res[p]))
-    gaps = [hit(x[peer]) - hit(x[LANES]) for x in res]
-    m = mean(gaps)
-    se = (sum((g - m) ** 2 for g in gaps) / (len(gaps) - 1) / len(gaps)) ** 0.5 if len(gaps) > 1 else 0.0
-    return peer, m, se
+    peer = max(balanced, key=lambda p: hit(res[p]))
+    return (peer, *paired_gap(key, peer, lambda a, b: hit(a) - hit(b)))
 
 
 def winners(doc):
@@ -145,12 +155,14 @@ emit(f"Best TTFT p99 among `prefix` and the peers, and best hit rate among those
 emit("")
 emit("The column *best peer's p99 against prefix* pairs the runs seed by seed (the same "
      "arrivals): the mean over the seeds of the best peer's TTFT p99 over prefix's, minus 1, and "
-     "its standard error; negative means the peer is faster. *Best balanced peer's hit rate against "
-     "prefix* is the same for the hit rate (the peer's minus prefix's; positive means the peer "
-     "hits more). A gap smaller than twice its standard error is within what the seeds alone "
-     "move.")
+     "its standard error; negative means the peer is faster. *Best balanced peer's hit rate "
+     "against prefix* is the same for the hit rate (the peer's minus prefix's; positive means the peer "
+     f"hits more). A gap of at most {CLEAR_SE} standard errors is within what the seeds alone "
+     f"move.")
 emit("")
-emit("| workload | replicas | load | best TTFT p99 | best peer's p99 against prefix | best hit rate (imbalance ≤ 1.25) | best balanced peer's hit rate against prefix | prefix: hit / TTFT p99 |")
+emit("| workload | replicas | load | best TTFT p99 | best peer's p99 against prefix | "
+     f"best hit rate (imbalance ≤ {IMBALANCE_CAP}) | best balanced peer's hit rate against prefix | "
+     "prefix: hit / TTFT p99 |")
 emit("|---|---|---|---|---|---|---|---|")
 wins_p99 = wins_hit = total = 0
 clear_peer = clear_lanes = clear_hit_peer = clear_hit_lanes = 0
@@ -174,17 +186,19 @@ for w in WORKLOADS:
                 losses.append((w, n, load, bp, bh, res))
             mark_p = "**prefix**" if bp == LANES else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
             peer, gap, se = best_peer_gap((w, n, load))
-            clear = abs(gap) > 2 * se and abs(gap) >= 0.0005  # printed to 0.1 %
-            clear_peer += 1 if clear and gap < 0 else 0
-            clear_lanes += 1 if clear and gap > 0 else 0
-            mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + ("" if clear else " (within)")
+            p_clear = clear(gap, se, 0.001)  # printed to 0.1 %
+            clear_peer += 1 if p_clear and gap < 0 else 0
+            clear_lanes += 1 if p_clear and gap > 0 else 0
+            mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + (
+                "" if p_clear else " (within)")
             hg = best_peer_hit_gap((w, n, load))
             mark_hg = "no balanced peer"
             if hg:
-                hclear = abs(hg[1]) > 2 * hg[2] and abs(hg[1]) >= 0.0005  # printed to 0.001
-                clear_hit_peer += 1 if hclear and hg[1] > 0 else 0
-                clear_hit_lanes += 1 if hclear and hg[1] < 0 else 0
-                mark_hg = f"{hg[0]} {hg[1]:+.3f} ± {hg[2]:.3f}" + ("" if hclear else " (within)")
+                h_peer, h_gap, h_se = hg
+                h_clear = clear(h_gap, h_se, 0.001)  # printed to 0.001
+                clear_hit_peer += 1 if h_clear and h_gap > 0 else 0
+                clear_hit_lanes += 1 if h_clear and h_gap < 0 else 0
+                mark_hg = f"{h_peer} {h_gap:+.3f} ± {h_se:.3f}" + ("" if h_clear else " (within)")
             mark_h = ("**prefix**" if bh == LANES else
                       f"**prefix**, tied with {bh}" if hit_ok else f"{bh} ({hit(res[bh]):.3f})")
             emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_g} | {mark_h} | {mark_hg} | "
@@ -192,9 +206,9 @@ for w in WORKLOADS:
 emit("")
 emit(f"`prefix` has the best TTFT p99 in {wins_p99} of {total} rows and the best balanced hit "
      f"rate in {wins_hit} of {total}. Paired seed by seed, the best peer's p99 is lower than "
-     f"prefix's by more than twice the standard error in {clear_peer} rows, higher in "
+     f"prefix's by more than {CLEAR_SE} standard errors in {clear_peer} rows, higher in "
      f"{clear_lanes}, and within that in the other {total - clear_peer - clear_lanes}; the best "
-     f"balanced peer's hit rate is higher than prefix's by more than twice the standard error in "
+     f"balanced peer's hit rate is higher than prefix's by more than {CLEAR_SE} standard errors in "
      f"{clear_hit_peer} rows, lower in {clear_hit_lanes}. Why each "
      f"peer wins where it does: [results.md](results.md#against-the-peers-algorithms-modelled).")
 emit("")

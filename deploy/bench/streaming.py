@@ -14,9 +14,10 @@ worker thread; the source and the client share CPU 1. Per proxy:
    ended without error.
 Writes bench/results/streaming-DATE/streaming.json and prints a markdown table.
    deploy/bench/streaming.py [OUT_DIR]
-Environment: REPEATS (3 rounds of the saturated and the paced runs), PROXIES ("lanes nginx haproxy"), PHASES ("saturated paced held"), HALF_RATE (the
-paced runs' events/s; default half of lanes' saturated rate), LANES_BUILD_DIR (build), STREAMS_MAX (9900: a proxy holds two descriptors a stream
-and the hard limit here is 20,000), EVENTS (events per saturated stream, 400)."""
+Environment: REPEATS (3 rounds of the saturated and the paced runs), PROXIES ("lanes nginx
+haproxy"), PHASES ("saturated paced held"), HALF_RATE (the paced runs' events/s; default half of
+lanes' saturated rate), LANES_BUILD_DIR (build), STREAMS_MAX (9900: a proxy holds two descriptors
+a stream and the hard limit here is 20,000), EVENTS (events per saturated stream, 400)."""
 import json
 import os
 import re
@@ -112,6 +113,21 @@ def cpu_split(root):
         except OSError:
             pass
     return user / ticks, system / ticks
+
+
+def record_cpu(r, before, after):
+    """The proxy's CPU between two cpu_split readings into the run's result r: user, system,
+    their sum and the sum per million events relayed."""
+    user, system = after[0] - before[0], after[1] - before[1]
+    r["proxy_cpu_s"] = user + system
+    r["proxy_user_s"] = user
+    r["proxy_system_s"] = system
+    r["cpu_s_per_million_events"] = (user + system) / max(r["events"], 1) * 1e6
+
+
+def median(xs):
+    """The middle value (the upper one of an even count), as the rounds' figures are kept."""
+    return sorted(xs)[len(xs) // 2]
 
 
 def cpu_s(root):
@@ -269,16 +285,11 @@ def saturated(name, streams):
     r = finish(c, out)
     after = cpu_split(root)
     r.update(perf_stop(counting, r["events"]))
-    user, system = after[0] - before[0], after[1] - before[1]
-    used = user + system
     for p in (pxy, src):
         if p:
             stop(p)
-    r["proxy_cpu_s"] = used
-    r["proxy_user_s"] = user
-    r["proxy_system_s"] = system
-    r["cpu_s_per_million_events"] = used / max(r["events"], 1) * 1e6
-    r["proxy_core_busy"] = used / max(r["event_seconds"], 1e-9)
+    record_cpu(r, before, after)
+    r["proxy_core_busy"] = r["proxy_cpu_s"] / max(r["event_seconds"], 1e-9)
     return r
 
 
@@ -295,10 +306,8 @@ def paced(name, streams, rate):
         if p:
             stop(p)
     r["offered_events_per_s"] = rate
-    if pxy:  # every proxy relays the same events at the same rate: CPU per event without batching's say
-        used = after[0] - before[0] + after[1] - before[1]
-        r["proxy_cpu_s"] = used
-        r["cpu_s_per_million_events"] = used / max(r["events"], 1) * 1e6
+    if pxy:  # the same events at the same rate for every proxy: batching has no say
+        record_cpu(r, before, after)
     return r
 
 
@@ -343,7 +352,7 @@ try:
     for (n, s), rs in sat_rounds.items():
         mid = sorted(rs, key=lambda x: x.get("cpu_s_per_million_events", 0))[len(rs) // 2]
         mid = dict(mid, rounds=rs)
-        mid["events_per_s"] = sorted(x["events_per_s"] for x in rs)[len(rs) // 2]
+        mid["events_per_s"] = median([x["events_per_s"] for x in rs])
         results["proxies"].setdefault(n, {})[f"saturated_{s}"] = mid
     half = float(os.environ.get("HALF_RATE", "0")) or (
         0.5 * results["proxies"]["lanes"]["saturated_1000"]["events_per_s"]
@@ -362,12 +371,12 @@ try:
                   f"{r.get('cpu_s_per_million_events', 0):.2f} cpu s/M", flush=True)
     for n, rs in rounds.items():
         if rs:
-            mid = lambda key: sorted(x["latency_ms"][key] for x in rs)[len(rs) // 2]
-            results["proxies"].setdefault(n, {})["paced"] = {
-                "rounds": rs, "latency_ms": {"p50": mid("p50"), "p99": mid("p99")}}
+            paced_result = {"rounds": rs, "latency_ms": {
+                q: median([x["latency_ms"][q] for x in rs]) for q in ("p50", "p99")}}
             if n != "direct":
-                results["proxies"][n]["paced"]["cpu_s_per_million_events"] = sorted(
-                    x["cpu_s_per_million_events"] for x in rs)[len(rs) // 2]
+                paced_result["cpu_s_per_million_events"] = median(
+                    [x["cpu_s_per_million_events"] for x in rs])
+            results["proxies"].setdefault(n, {})["paced"] = paced_result
     for n in names if "held" in phases else ():
         r = held(n, streams_max)
         results["proxies"][n]["held"] = r
@@ -392,7 +401,8 @@ for n in names:
     a, b, h = p["saturated_1000"], p[f"saturated_{streams_max}"], p["held"]
     lat = p["paced"]["latency_ms"]
     print(f"| {n} | {a['cpu_s_per_million_events']:.2f} | {b['cpu_s_per_million_events']:.2f} | "
-          f"{p['paced']['cpu_s_per_million_events']:.2f} | {a['events_per_s']:,.0f} | {a['proxy_core_busy']:.0%} | "
+          f"{p['paced']['cpu_s_per_million_events']:.2f} | {a['events_per_s']:,.0f} | "
+          f"{a['proxy_core_busy']:.0%} | "
           f"{lat['p50'] - d['p50']:.3f} ms | {lat['p99'] - d['p99']:.3f} ms | "
           f"{h['kib_per_stream']:.1f} | {h['done']}/{h['streams']} ok, {h['failed']} failed |")
 print(f"\nno proxy: {results['proxies']['direct']['saturated_1000']['events_per_s']:,.0f} events/s "
