@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 
 #include <array>
+#include <optional>
 
 namespace lanes::router {
 
@@ -276,7 +277,8 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
     }
     bool first = true;
     bool at_event_end = true; // what the client got so far ends with a whole SSE event
-    std::string piece;
+    std::string decoded;      // a piece read decoded (a body not chunked)
+    std::string_view piece;   // the piece to relay: the upstream buffer's chunks, or `decoded`
     // A chunked upstream body (every lanes, vLLM and SGLang stream) is relayed as whole chunks,
     // byte for byte; anything else is read decoded and sent as chunks of our own.
     const bool framed = l.conn->chunked();
@@ -286,10 +288,12 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
         // then queue for a while before its prefill (as the first-byte timeout allows for).
         const auto wait = first ? cfg_.first_byte_timeout : cfg_.stream_idle_timeout;
         error_code ec; // (one co_await per statement: GCC 12 mishandles them inside ?:)
-        if (framed)
+        if (framed) {
             ec = co_await l.conn->read_framed_chunks(piece, wait, cfg_.body_limit);
-        else
-            ec = co_await l.conn->read_chunk(piece, wait);
+        } else {
+            ec = co_await l.conn->read_chunk(decoded, wait);
+            piece = decoded;
+        }
         if (ec) {
             if (l.client_gone) { // the hook closed the upstream: nobody to tell
                 result_.failure = "client closed";
@@ -317,7 +321,15 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
         }
         bool written = false;
         if (framed) {
-            written = co_await out.write_framed(piece);
+            // Sent on the spot when the client's socket takes it (the usual case): no coroutine
+            // frame for the write.
+            const std::optional<std::size_t> sent = out.write_framed_now(piece);
+            if (!sent)
+                written = false;
+            else if (*sent == piece.size())
+                written = true;
+            else
+                written = co_await out.write_framed(piece.substr(*sent));
         } else {
             if (!piece.empty())
                 at_event_end = piece.ends_with("\n\n") || piece.ends_with("\r\n\r\n");

@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <utility>
 
 namespace lanes::common::http {
 
@@ -41,6 +42,10 @@ constexpr std::size_t chunk_buffer_size = 16 * 1024;
 constexpr std::size_t min_read_size = 2 * 1024;
 constexpr std::uint32_t response_header_limit = 64 * 1024;
 } // namespace
+
+void client_connection::release_view() {
+    buffer_.consume(std::exchange(viewed_, 0));
+}
 
 void client_connection::grow_reads(std::size_t got) {
     if (got >= read_size_ && read_size_ < chunk_buffer_size)
@@ -86,6 +91,7 @@ asio::awaitable<error_code> client_connection::connect(const url& target, durati
     prepare_for_write_now(*io_);
     open_ = true;
     buffer_.clear();
+    viewed_ = 0;
     co_return error_code{};
 }
 
@@ -123,6 +129,7 @@ asio::awaitable<error_code> client_connection::write(outgoing_request& req, dura
 
 asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
                                                          std::string_view body, duration timeout) {
+    release_view();
     header_read_ = false;
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
@@ -184,6 +191,7 @@ error_code client_connection::header_bytes_read(error_code ec, std::size_t n) {
 }
 
 asio::awaitable<error_code> client_connection::read_header(duration timeout) {
+    release_view();
     error_code ec;
     if (take_buffered_header(ec))
         co_return ec;
@@ -241,6 +249,7 @@ bool client_connection::take_buffered_piece(std::string& out, error_code& ec) {
 }
 
 asio::awaitable<error_code> client_connection::read_chunk(std::string& out, duration idle_timeout) {
+    release_view();
     error_code ec;
     while (!take_buffered_piece(out, ec)) {
         deadline_.start(io_->socket(), idle_timeout); // (read_header cleared the stream's expiry)
@@ -273,10 +282,11 @@ bool client_connection::chunked() const {
     return header_read_ && head_.framing() == body_framing::chunked;
 }
 
-asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& out,
+asio::awaitable<error_code> client_connection::read_framed_chunks(std::string_view& out,
                                                                   duration idle_timeout,
                                                                   std::size_t max_buffered) {
-    out.clear();
+    release_view();
+    out = {};
     for (;;) {
         const std::string_view data(static_cast<const char*>(buffer_.data().data()),
                                     buffer_.size());
@@ -286,8 +296,8 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
             co_return beast_http::error::bad_chunk;
         }
         if (s.complete > 0 || s.last) {
-            out.assign(data.substr(0, s.complete));
-            buffer_.consume(s.consumed);
+            out = data.substr(0, s.complete);
+            viewed_ = s.consumed; // consumed at the next call (the caller's view ends there)
             body_done_ = s.last;
             co_return error_code{};
         }
@@ -314,7 +324,7 @@ asio::awaitable<error_code> client_connection::read_framed_chunks(std::string& o
 
 bool client_connection::reusable() const {
     // Bytes past the end of the answer would be read as the next request's answer.
-    return is_open() && done() && head_.keep_alive() && buffer_.size() == 0;
+    return is_open() && done() && head_.keep_alive() && buffer_.size() == viewed_;
 }
 
 bool closed_while_idle(error_code ec) {

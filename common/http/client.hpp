@@ -69,8 +69,9 @@ public:
     // (size lines, data, CRLFs), for a relay to forward without decoding and re-encoding; `out`
     // is empty and done() true once the last chunk and trailers have been read. A chunk that
     // would need more than `max_buffered` bytes buffered is an error, as is broken framing.
+    // `out` views the connection's own buffer (no copy), valid until the next call on it.
     boost::asio::awaitable<boost::system::error_code>
-    read_framed_chunks(std::string& out, duration idle_timeout, std::size_t max_buffered);
+    read_framed_chunks(std::string_view& out, duration idle_timeout, std::size_t max_buffered);
 
 private:
     // The readers work on what is already buffered and read the socket only when that is not
@@ -83,6 +84,8 @@ private:
     boost::system::error_code header_bytes_read(boost::system::error_code ec, std::size_t n);
     // After a read of `got` bytes: the next one may take twice as many when this one was full.
     void grow_reads(std::size_t got);
+    // Lets go of the chunks read_framed_chunks last handed out (their view ends here).
+    void release_view();
 
     std::unique_ptr<transport> io_; // its socket is re-created by rebind()
     read_deadline deadline_;
@@ -91,6 +94,7 @@ private:
     response_head head_;
     chunk_decoder decoder_;  // read_chunk on a chunked body
     std::uint64_t left_ = 0; // body bytes still to come, for a Content-Length body
+    std::size_t viewed_ = 0; // buffer_'s first bytes, still viewed by read_framed_chunks' caller
     url target_;
     bool open_ = false;
     bool head_request_ = false; // the request sent was a HEAD: its answer has no body

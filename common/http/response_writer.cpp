@@ -21,6 +21,10 @@ boost::asio::awaitable<bool> response_writer::send(response res) {
     co_return co_await send(res.result(), content_type, headers, res.body());
 }
 
+std::optional<std::size_t> response_writer::write_framed_now(std::string_view /*chunks*/) {
+    return 0;
+}
+
 error_page plain_error_page(int /*status*/, std::string_view message) {
     return {"text/plain", std::string(message) + "\n"};
 }

@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,11 @@ public:
     // the last chunk), as a relay receives them from upstream: no decoding, no re-framing (an
     // HTTP/1.0 client gets the chunks' data).
     virtual boost::asio::awaitable<bool> write_framed(std::string_view chunks) = 0;
+    // What write_framed would send, sent now without waiting where the writer can: the bytes the
+    // client's socket took (all of them, or fewer when it is full: write_framed sends the rest),
+    // or nullopt once the client is gone. A writer that cannot write at once takes none (0). A
+    // relay's stream of small events so costs no coroutine frame per event.
+    virtual std::optional<std::size_t> write_framed_now(std::string_view chunks);
     virtual boost::asio::awaitable<bool> end_stream() = 0;
     // Calls `on_closed` (on the session's executor) if the client closes its side of the
     // connection while the handler is still running, so work for a vanished client can be

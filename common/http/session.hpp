@@ -74,6 +74,9 @@ public:
     boost::asio::awaitable<bool> write_framed(std::string_view chunks) override {
         return writer_.write_framed(chunks);
     }
+    std::optional<std::size_t> write_framed_now(std::string_view chunks) override {
+        return writer_.write_framed_now(chunks);
+    }
     boost::asio::awaitable<bool> end_stream() override { return writer_.end_stream(); }
     void on_client_closed(std::function<void()> on_closed) override;
     void watch_now() override;

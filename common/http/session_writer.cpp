@@ -150,6 +150,19 @@ asio::awaitable<bool> session_writer::write_framed(std::string_view chunks) {
     co_return !broken_;
 }
 
+std::optional<std::size_t> session_writer::write_framed_now(std::string_view chunks) {
+    if (broken_)
+        return std::nullopt;
+    if (!chunked_ || chunks.empty())
+        return 0; // (an HTTP/1.0 client gets the chunks' data: write_framed decodes them)
+    const asio::const_buffer wire = asio::buffer(chunks.data(), chunks.size());
+    std::size_t written = 0;
+    write_at_once(&wire, 1, written); // none on a secure connection
+    if (broken_)
+        return std::nullopt;
+    return written;
+}
+
 asio::awaitable<bool> session_writer::end_stream() {
     if (broken_)
         co_return false;

@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,8 @@ public:
                                               std::span<const header_view> headers);
     boost::asio::awaitable<bool> write_chunk(std::string_view data);
     boost::asio::awaitable<bool> write_framed(std::string_view chunks);
+    // response_writer::write_framed_now: a chunked stream on a plain connection only.
+    std::optional<std::size_t> write_framed_now(std::string_view chunks);
     boost::asio::awaitable<bool> end_stream();
 
     bool started() const { return started_; }

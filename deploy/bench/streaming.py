@@ -9,7 +9,8 @@ worker thread; the source and the client share CPU 1. Per proxy:
  - latency per event at half of lanes' saturated rate, minus the same run without a proxy
    (p50/p99 added), and the proxy's CPU per event there: every proxy relays the same events at
    the same rate, so how many events one receive finds (which saturation rewards the faster
-   proxy with) has no say;
+   proxy with) has no say; and lanes' gap to each peer there, paired round by round (mean and
+   standard error);
  - resident memory per open stream with STREAMS_MAX slow streams open, and whether every stream
    ended without error.
 Writes bench/results/streaming-DATE/streaming.json and prints a markdown table.
@@ -128,6 +129,16 @@ def record_cpu(r, before, after):
 def median(xs):
     """The middle value (the upper one of an even count), as the rounds' figures are kept."""
     return sorted(xs)[len(xs) // 2]
+
+
+def paired_gap(mine, theirs):
+    """Round by round mine / theirs - 1: its mean and standard error, or None under 2 rounds."""
+    ratios = [a / b - 1 for a, b in zip(mine, theirs) if b > 0]
+    if len(ratios) < 2:
+        return None
+    mean = sum(ratios) / len(ratios)
+    var = sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1)
+    return {"mean": mean, "se": (var / len(ratios)) ** 0.5, "rounds": len(ratios)}
 
 
 def cpu_s(root):
@@ -377,9 +388,20 @@ try:
                 paced_result["cpu_s_per_million_events"] = median(
                     [x["cpu_s_per_million_events"] for x in rs])
             results["proxies"].setdefault(n, {})["paced"] = paced_result
+    # lanes against each peer round by round (the same events at the same rate, run next to
+    # each other): the mean gap in CPU per event and its standard error, which says whether a
+    # difference between the medians is more than the rounds' spread.
+    if "lanes" in names and len(rounds["lanes"]) > 1:
+        for peer in (n for n in names if n != "lanes"):
+            gap = paired_gap([x["cpu_s_per_million_events"] for x in rounds["lanes"]],
+                             [x["cpu_s_per_million_events"] for x in rounds[peer]])
+            if gap:
+                results.setdefault("paced_cpu_lanes_vs", {})[peer] = gap
+                print(f"paced CPU per event, lanes against {peer}: {gap['mean']:+.1%} "
+                      f"± {gap['se']:.1%} over {gap['rounds']} rounds", flush=True)
     for n in names if "held" in phases else ():
         r = held(n, streams_max)
-        results["proxies"][n]["held"] = r
+        results["proxies"].setdefault(n, {})["held"] = r
         print(f"{n} held {streams_max}: {r['kib_per_stream']:.1f} KiB/stream, open "
               f"{r['open_at_read']}, failed {r['failed']} {r['first_error']}", flush=True)
 finally:

@@ -115,7 +115,7 @@ TEST_CASE("client deadlines: first byte and stream idle", "[http]") {
         const http::url target{"127.0.0.1", cs.port(), ""};
         boost::system::error_code connected, written, header, first, second;
         bool chunked = false;
-        std::string piece;
+        std::string_view piece;
         std::chrono::steady_clock::duration waited{};
         run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
             http::client_connection c(ex);
@@ -165,6 +165,69 @@ TEST_CASE("client takes a body that came with its header without waiting", "[htt
     CHECK(done);
     CHECK(!end_ec);
     CHECK(second.empty());
+}
+
+TEST_CASE("client hands out framed chunks as views and keeps the connection after them", "[http]") {
+    SECTION("chunks relayed as they came, then a second answer on the same connection") {
+        test_server ts({});
+        std::string relayed, second;
+        bool reusable = false;
+        run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+            http::client_connection c(ex);
+            co_await connect_and_get(c, ts.port, "/framed");
+            auto ec = co_await c.read_header(2s);
+            REQUIRE(!ec);
+            std::string_view piece;
+            while (!c.done()) {
+                ec = co_await c.read_framed_chunks(piece, 2s, 1 << 20);
+                REQUIRE(!ec);
+                relayed += piece;
+            }
+            reusable = c.reusable();
+            // The bytes last viewed are let go before the next answer is read.
+            http::outgoing_request req{bhttp::verb::get, "/stream", 11};
+            ec = co_await c.write(req, 2s);
+            REQUIRE(!ec);
+            ec = co_await c.read_header(2s);
+            REQUIRE(!ec);
+            std::string decoded;
+            while (!c.done()) {
+                ec = co_await c.read_chunk(decoded, 2s);
+                REQUIRE(!ec);
+                second += decoded;
+            }
+        });
+        CHECK(relayed == "5\r\nhello\r\n6;x=1\r\n world\r\n1\r\n!\r\n");
+        CHECK(reusable);
+        CHECK(second == "data: 0\n\ndata: 1\n\ndata: 2\n\n");
+    }
+    SECTION("the last chunk in the same read as data still viewed") {
+        for (const std::string extra : {"", "EXTRA"}) {
+            canned_server cs("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "5\r\nhello\r\n0\r\n\r\n" +
+                                 extra,
+                             300ms);
+            std::string_view piece;
+            std::string got;
+            bool done = false;
+            bool reusable = false;
+            run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+                http::client_connection c(ex);
+                co_await connect_and_get(c, cs.port(), "/");
+                auto ec = co_await c.read_header(2s);
+                REQUIRE(!ec);
+                ec = co_await c.read_framed_chunks(piece, 2s, 1 << 20);
+                REQUIRE(!ec);
+                got = piece;
+                done = c.done();
+                reusable = c.reusable();
+                c.close();
+            });
+            CHECK(got == "5\r\nhello\r\n");
+            CHECK(done);
+            CHECK(reusable == extra.empty()); // bytes past the answer are never kept
+        }
+    }
 }
 
 TEST_CASE("client does not keep a connection with bytes past the answer", "[http]") {

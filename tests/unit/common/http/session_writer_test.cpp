@@ -74,6 +74,13 @@ TEST_CASE("streams: chunked to HTTP/1.1, bare bytes to HTTP/1.0, relayed chunks 
         CHECK(v11.find("cache-control: no-store\r\n") != std::string::npos);
         CHECK(v11.find("Cache-Control: no-cache") == std::string::npos);
         CHECK(v11.ends_with("\r\n\r\n5\r\nhello\r\n6;x=1\r\n world\r\n1\r\n!\r\n0\r\n\r\n"));
+        // Written at once: whole to an HTTP/1.1 client; to HTTP/1.0 nothing (write_framed
+        // takes the chunks' data out instead).
+        const std::string now11 = raw_exchange(
+            ts.port, "GET /framed-now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        CHECK(now11.ends_with("\r\n\r\n5\r\nhello\r\n2\r\n10\r\n0\r\n\r\n"));
+        const std::string now10 = raw_exchange(ts.port, "GET /framed-now HTTP/1.0\r\n\r\n");
+        CHECK(now10.ends_with("\r\n\r\nhello0"));
     }
     SECTION("chunks larger than the socket's buffer go out whole") {
         http::fetch_options big;

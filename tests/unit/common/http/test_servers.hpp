@@ -68,6 +68,17 @@ struct test_server {
                       co_await out.end_stream();
                       co_return;
                   }
+                  if (req.target() == "/framed-now") { // the relay's write without a wait
+                      co_await out.begin_stream(bhttp::status::ok, "text/event-stream", {});
+                      const std::string_view chunks = "5\r\nhello\r\n";
+                      const auto sent = out.write_framed_now(chunks);
+                      if (sent && *sent < chunks.size())
+                          co_await out.write_framed(chunks.substr(*sent));
+                      // What it reported, as a chunk of its own: the bytes taken at once.
+                      co_await out.write_chunk(sent ? std::to_string(*sent) : "gone");
+                      co_await out.end_stream();
+                      co_return;
+                  }
                   if (req.target() == "/bigstream") { // chunks larger than a socket buffer
                       co_await out.begin_stream(bhttp::status::ok, "application/octet-stream", {});
                       for (char c = 'a'; c < 'i'; ++c)
