@@ -6,6 +6,7 @@ virtual clock and the sim cost model), never measured on hardware.
 import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -80,10 +81,9 @@ def paired_gap(key, peer, gap):
     its mean and standard error."""
     res = [{r["policy"]: r for r in d["results"]} for d in by_row[key]]
     gaps = [gap(x[peer], x[LANES]) for x in res]
-    m = mean(gaps)
     if len(gaps) < 2:
-        return m, 0.0
-    return m, (sum((g - m) ** 2 for g in gaps) / (len(gaps) - 1) / len(gaps)) ** 0.5
+        return mean(gaps), 0.0
+    return mean(gaps), statistics.stdev(gaps) / len(gaps) ** 0.5
 
 
 def clear(m, se, printed):

@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,9 +137,8 @@ def paired_gap(mine, theirs):
     ratios = [a / b - 1 for a, b in zip(mine, theirs) if b > 0]
     if len(ratios) < 2:
         return None
-    mean = sum(ratios) / len(ratios)
-    var = sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1)
-    return {"mean": mean, "se": (var / len(ratios)) ** 0.5, "rounds": len(ratios)}
+    return {"mean": statistics.fmean(ratios),
+            "se": statistics.stdev(ratios) / len(ratios) ** 0.5, "rounds": len(ratios)}
 
 
 def cpu_s(root):
