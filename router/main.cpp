@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
         // The admin API on a listener of its own, on the main context (few, short requests).
         common::http::server_config admin_http = cfg.http;
         admin_http.max_connections = cfg.admin_max_connections;
+        // Each router process answers for itself on its own admin port (its metrics, its
+        // fleet view): the admin listener is never shared.
+        admin_http.reuse_port = false;
         common::http::server admin_server(
             io, admin_http,
             [&front](common::http::request& req, common::http::response_writer& out) {

@@ -10,6 +10,7 @@
 #include <boost/asio/as_tuple.hpp>
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -153,10 +154,28 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
         st.ctx->tls = std::make_shared<tls_identity>(cfg.tls_cert_file, cfg.tls_key_file);
     tcp::endpoint ep{asio::ip::make_address(host), port};
     st.acceptor.emplace(*st.accept_strand);
-    st.acceptor->open(ep.protocol());
-    st.acceptor->set_option(asio::socket_base::reuse_address(true));
-    st.acceptor->bind(ep);
-    st.acceptor->listen(asio::socket_base::max_listen_connections);
+    boost::system::error_code ec;
+    st.acceptor->open(ep.protocol(), ec);
+    if (!ec)
+        st.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec && cfg.reuse_port)
+        st.acceptor->set_option(
+            asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
+    if (!ec)
+        st.acceptor->bind(ep, ec);
+    if (!ec)
+        st.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+        const std::string shown_ep =
+            (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port);
+        std::string message = st.ctx->name + " cannot listen on " + shown_ep + ": " + ec.message();
+        if (ec == asio::error::address_in_use)
+            message += cfg.reuse_port ? " (held by a process without --reuse-port)"
+                                      : " (another process listens there; processes meant to "
+                                        "share it each need --reuse-port)";
+        st.acceptor.reset();
+        throw std::runtime_error(message);
+    }
     const unsigned short bound = st.acceptor->local_endpoint().port();
     const std::string shown = ep.address().is_v6() ? "[" + host + "]" : host;
     LANES_LOG(info, "http",

@@ -39,6 +39,10 @@ struct server_config {
     // Open client connections past which a new one is closed at once (0: no cap; the binaries
     // derive theirs from the file-descriptor limit, see raise_open_file_limit).
     std::size_t max_connections = 0;
+    // SO_REUSEPORT on the listener: other processes may listen on the same address and port,
+    // and the kernel spreads new connections over them (several routers on one host, or a new
+    // one started before the old one stops). Off: a second listener's bind fails.
+    bool reuse_port = false;
     // Accepting pauses this long when the process is out of file descriptors (EMFILE, ENFILE,
     // ENOBUFS, ENOMEM), doubling up to accept_backoff_max while it stays so, instead of
     // retrying at once.
@@ -71,8 +75,8 @@ public:
     // strand. Call before listen(). Without workers, connections stay on the server's io_context.
     void spread_over(std::vector<boost::asio::io_context*> workers);
     // Binds and starts accepting; returns the bound port (port 0 picks a free one) and logs
-    // "<name> listening on http(s)://host:port". Throws boost::system::system_error on bind
-    // failure, std::runtime_error when the TLS certificate or key cannot be used.
+    // "<name> listening on http(s)://host:port". Throws std::runtime_error when it cannot listen
+    // (the message names the address and why) or cannot use the TLS certificate or key.
     unsigned short listen(const std::string& host, unsigned short port);
     // Stops accepting, closes idle keep-alive connections and lets requests in progress finish
     // (their connections close afterwards). Thread-safe; idempotent.

@@ -12,6 +12,9 @@ void add_server_flags(flag_set& f, server_config& cfg) {
     f.add("max-connections", cfg.max_connections,
           "open client connections past which new ones are closed at once (0: fit the "
           "open-file limit, raised to its hard limit at start)");
+    f.add("reuse-port", cfg.reuse_port,
+          "let other processes listen on the same address and port (SO_REUSEPORT): the kernel "
+          "spreads new connections over them");
     f.add("accept-backoff", cfg.accept_backoff,
           "pause in accepting when out of file descriptors (doubles while it lasts)");
     f.add("accept-backoff-max", cfg.accept_backoff_max, "longest such pause");

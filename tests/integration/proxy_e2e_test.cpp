@@ -2,6 +2,7 @@
 #include "harness.hpp"
 
 #include "common/http/sse.hpp"
+#include "common/metrics/prom_parser.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -202,4 +203,49 @@ TEST_CASE("SIGTERM stops the router and replica cleanly", "[e2e][shutdown]") {
     CHECK(f.router->wait(10s) == 0);
     f.replicas[0]->signal(SIGTERM);
     CHECK(f.replicas[0]->wait(10s) == 0);
+}
+
+TEST_CASE("two routers share a port with --reuse-port, one stops and the other serves on",
+          "[e2e][shutdown]") {
+    test::fleet f(1, {"--backend", "sim", "--sim-speedup", "20"}, {"--reuse-port"});
+    test::process second(LANES_ROUTER_BIN,
+                         {"--host", "127.0.0.1", "--port", std::to_string(f.router->port()),
+                          "--reuse-port", "--replica", f.replicas[0]->url()});
+    REQUIRE(second.port() == f.router->port());
+    REQUIRE(test::wait_healthy(second.admin_port(), 10s));
+    // Each router's own count, on its own admin port (never shared).
+    const auto answered = [](const test::process& r) {
+        const auto parsed = common::prom::parse(test::get(r.admin_port(), "/metrics").body);
+        return parsed.sum("lanes_router_requests_total").value_or(0.0);
+    };
+    const double first_before = answered(*f.router);
+    const double second_before = answered(second);
+    const nlohmann::json body = {{"prompt", "hello"}, {"max_tokens", 2}};
+    // A connection each, each to one of the two listeners by its address hash.
+    for (int i = 0; i < 40; ++i)
+        REQUIRE(test::post_json(f.router->port(), "/v1/completions", body.dump()).status == 200);
+    const double first = answered(*f.router) - first_before;
+    const double second_count = answered(second) - second_before;
+    CHECK(first > 0);
+    CHECK(second_count > 0);
+    CHECK(first + second_count == 40);
+
+    // A restart without refusing anyone: the old router stops, the new one holds the port.
+    f.router->signal(SIGTERM);
+    REQUIRE(f.router->wait(10s) == 0);
+    for (int i = 0; i < 10; ++i)
+        CHECK(test::post_json(second.port(), "/v1/completions", body.dump()).status == 200);
+    CHECK(answered(second) - second_before == second_count + 10);
+
+    // Without --reuse-port a router cannot take a port another one holds, and says so.
+    try {
+        test::process third(LANES_ROUTER_BIN,
+                            {"--host", "127.0.0.1", "--port", std::to_string(second.port()),
+                             "--replica", f.replicas[0]->url()});
+        FAIL("a third router listened on a held port");
+    } catch (const std::runtime_error& e) {
+        CHECK_THAT(e.what(),
+                   Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(second.port())));
+        CHECK_THAT(e.what(), Catch::Contains("--reuse-port"));
+    }
 }

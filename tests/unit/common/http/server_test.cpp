@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+
 using namespace lanes::common;
 using namespace lanes::common::http::test;
 
@@ -84,6 +86,57 @@ TEST_CASE("server spreads connections over worker io_contexts, one thread each",
     for (auto& t : threads)
         t.join();
     CHECK(handler_threads.size() == 2);
+}
+
+TEST_CASE("servers with reuse_port share one port, and without it the second cannot listen",
+          "[http]") {
+    asio::io_context io;
+    std::map<std::string, int> answered; // by server name; one thread runs them all
+    const auto handler = [&](std::string name) {
+        return [&answered, name](http::request& req,
+                                 http::response_writer& out) -> asio::awaitable<void> {
+            ++answered[name];
+            co_await out.send(http::make_response(req, bhttp::status::ok, name, "text/plain"));
+        };
+    };
+    http::server_config shared;
+    shared.reuse_port = true;
+    http::server a(io, shared, handler("a"), "a");
+    http::server b(io, shared, handler("b"), "b");
+    const unsigned short port = a.listen("127.0.0.1", 0);
+    CHECK(b.listen("127.0.0.1", port) == port);
+    SECTION("a listener without reuse_port is refused, with the address and the flag named") {
+        http::server c(io, {}, handler("c"), "c");
+        try {
+            c.listen("127.0.0.1", port);
+            FAIL("listened on a port two others hold");
+        } catch (const std::runtime_error& e) {
+            const std::string what = e.what();
+            CHECK_THAT(what,
+                       Catch::Contains("c cannot listen on 127.0.0.1:" + std::to_string(port)));
+            CHECK_THAT(what, Catch::Contains("--reuse-port"));
+        }
+    }
+    SECTION("the kernel spreads new connections over both") {
+        std::thread runner([&io] {
+            auto guard = asio::make_work_guard(io);
+            io.run();
+        });
+        // 32 connections, each to one of two listeners by its address hash: both are reached
+        // unless 31 hashes in a row agree.
+        for (int i = 0; i < 32; ++i) {
+            const auto r = fetch_sync(port, bhttp::verb::get, "/");
+            REQUIRE(!r.ec);
+            CHECK(r.status == 200);
+        }
+        a.stop();
+        b.stop();
+        io.stop();
+        runner.join();
+        CHECK(answered["a"] > 0);
+        CHECK(answered["b"] > 0);
+        CHECK(answered["a"] + answered["b"] == 32);
+    }
 }
 
 TEST_CASE("server stop closes idle connections and lets a request in progress finish", "[http]") {
