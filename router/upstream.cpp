@@ -282,13 +282,28 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
     // A chunked upstream body (every lanes, vLLM and SGLang stream) is relayed as whole chunks,
     // byte for byte; anything else is read decoded and sent as chunks of our own.
     const bool framed = l.conn->chunked();
+    bool pumped = false; // the piece is what the pump's writes left over
     while (!l.conn->done()) {
         // Until the first event, the wait is for the first token, not a pause between two: a
         // replica sends a stream's header as soon as it takes the request, and the request may
         // then queue for a while before its prefill (as the first-byte timeout allows for).
         const auto wait = first ? cfg_.first_byte_timeout : cfg_.stream_idle_timeout;
         error_code ec; // (one co_await per statement: GCC 12 mishandles them inside ?:)
-        if (framed) {
+        // Once the first event is through (and the response id found, where one is sought),
+        // the events flow through the connection's pump, which resumes this coroutine only
+        // when the client's socket is full, the stream ends or breaks.
+        pumped = framed && !first && l.conn->pumpable() &&
+                 !(capture_response_id_ && result_.response_id.empty());
+        if (pumped) {
+            const auto r = co_await l.conn->pump_framed_chunks(out, wait, cfg_.body_limit);
+            if (r.client_gone) {
+                l.conn->close(); // the replica sees the close and aborts
+                result_.failure = "client closed";
+                co_return;
+            }
+            ec = r.ec;
+            piece = r.rest;
+        } else if (framed) {
             ec = co_await l.conn->read_framed_chunks(piece, wait, cfg_.body_limit);
         } else {
             ec = co_await l.conn->read_chunk(decoded, wait);
@@ -320,7 +335,12 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
             first = false;
         }
         bool written = false;
-        if (framed) {
+        if (pumped) {
+            // What the client's socket did not take at once, sent as it drains.
+            written = true;
+            if (!piece.empty())
+                written = co_await out.write_framed(piece);
+        } else if (framed) {
             // Sent on the spot when the client's socket takes it (the usual case): no coroutine
             // frame for the write.
             const std::optional<std::size_t> sent = out.write_framed_now(piece);

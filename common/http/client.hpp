@@ -22,6 +22,7 @@
 namespace lanes::common::http {
 
 class transport;
+class response_writer;
 
 // An error of this process's own resources (out of file descriptors, buffers, memory or local
 // ports), not of the peer: never a reason to think the peer is down.
@@ -73,7 +74,25 @@ public:
     boost::asio::awaitable<boost::system::error_code>
     read_framed_chunks(std::string_view& out, duration idle_timeout, std::size_t max_buffered);
 
+    // A relay's loop over read_framed_chunks and response_writer::write_framed_now, run without
+    // resuming the caller for each read: every read's whole chunks go to `out` on the spot, and
+    // reading goes on while its socket takes them all. It returns at the end of the body
+    // (done()), at an error (`ec`, as read_framed_chunks reports it), when the client is gone
+    // (write_framed_now said so), or with the chunks `out` did not take at once (`rest`, a view
+    // valid until the next call on this connection, for the caller to send by other means).
+    // A plain connection only (pumpable()); each read waits at most `idle_timeout`.
+    struct pump_result {
+        boost::system::error_code ec;
+        std::string_view rest;
+        bool client_gone = false;
+    };
+    boost::asio::awaitable<pump_result>
+    pump_framed_chunks(response_writer& out, duration idle_timeout, std::size_t max_buffered);
+    bool pumpable() const;
+
 private:
+    struct pump_access; // the pump's steps (client.cpp)
+
     // The readers work on what is already buffered and read the socket only when that is not
     // enough (a small answer usually arrives whole, with its header): each returns true when the
     // buffer settled the call (the header, a piece, the end, or an error in `ec`).

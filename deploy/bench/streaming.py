@@ -18,10 +18,14 @@ Writes bench/results/streaming-DATE/streaming.json and prints a markdown table.
 Environment: REPEATS (3 rounds of the saturated and the paced runs), PROXIES ("lanes nginx
 haproxy"), PHASES ("saturated paced held"), HALF_RATE (the paced runs' events/s; default half of
 lanes' saturated rate), LANES_BUILD_DIR (build), STREAMS_MAX (9900: a proxy holds two descriptors
-a stream and the hard limit here is 20,000), EVENTS (events per saturated stream, 400)."""
+a stream and the hard limit here is 20,000 per process), EVENTS (events per saturated stream, 400),
+PROCESSES (1: each proxy as that many processes sharing the port and CPU 0, lanes-router with
+--reuse-port, nginx's workers with `reuseport`, HAProxy's own processes, whose listeners share
+ports by default; with 2, 10,000 streams fit under the per-process descriptor limit)."""
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import statistics
@@ -37,6 +41,7 @@ out_dir = sys.argv[1] if len(sys.argv) > 1 else time.strftime("bench/results/str
 os.makedirs(out_dir, exist_ok=True)
 streams_max = int(os.environ.get("STREAMS_MAX", "9900"))
 events = int(os.environ.get("EVENTS", "400"))
+processes = int(os.environ.get("PROCESSES", "1"))
 work = tempfile.mkdtemp()
 ticks = os.sysconf("SC_CLK_TCK")
 procs = []
@@ -211,9 +216,11 @@ def proxy(name, upstream):
                "--access-log", "false", "--log-level", "warn", "--max-idle-connections", "1024",
                "--connect-timeout", "10s",
                "--replica", f"http://127.0.0.1:{upstream}"]
+        if processes > 1:
+            cmd += ["--reuse-port"]
     elif name == "nginx":
         with open(f"{work}/nginx.conf", "w") as f:
-            f.write(f"""worker_processes 1;
+            f.write(f"""worker_processes {processes};
 worker_rlimit_nofile 20000;
 pid {work}/nginx.pid;
 error_log {work}/nginx.err;
@@ -222,7 +229,7 @@ http {{
     access_log off;
     upstream s {{ server 127.0.0.1:{upstream}; keepalive 1024; }}
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
+        listen 127.0.0.1:{port} backlog=4096{" reuseport" if processes > 1 else ""};
         location / {{
             proxy_pass http://s;
             proxy_http_version 1.1;
@@ -254,18 +261,27 @@ backend s
     server s1 127.0.0.1:{upstream}
 """)
         cmd = ["haproxy", "-f", f"{work}/haproxy.cfg", "-q"]
+    if processes > 1 and name != "nginx":  # nginx starts its own workers
+        # One shell (in the process group that stop() signals) starting them side by side.
+        cmd = ["sh", "-c", " & ".join([shlex.join(cmd)] * processes) + " & wait"]
     p = start(cmd, 0, f"{work}/{name}.log")
     wait_port(port)
     if name == "lanes":  # the replica's first look (health, models, load) before traffic
-        for _ in range(100):
+        # Each connection reaches one of the processes: enough answers in a row that every
+        # one of them has said it is ready.
+        ready_in_a_row = 0
+        for _ in range(200):
             try:
                 r = subprocess.run(["curl", "--noproxy", "*", "-s", "-o", "/dev/null", "-w",
                                     "%{http_code}", f"http://127.0.0.1:{port}/readiness"],
                                    capture_output=True, text=True, timeout=2)
-                if r.stdout == "200":
+                ready_in_a_row = ready_in_a_row + 1 if r.stdout == "200" else 0
+                if ready_in_a_row >= (1 if processes == 1 else 10 * processes):
                     break
+                if r.stdout == "200":
+                    continue
             except subprocess.TimeoutExpired:
-                pass
+                ready_in_a_row = 0
             time.sleep(0.1)
     return p, port
 
@@ -342,7 +358,8 @@ def held(name, streams):
 names = os.environ.get("PROXIES", "lanes nginx haproxy").split()
 phases = os.environ.get("PHASES", "saturated paced held").split()
 repeats = int(os.environ.get("REPEATS", "3"))
-results = {"streams_max": streams_max, "events_per_stream": events, "proxies": {}}
+results = {"streams_max": streams_max, "events_per_stream": events, "processes": processes,
+           "proxies": {}}
 try:
     # The saturated runs too are repeated (REPEATS rounds, the order turned each round) and each
     # figure is the median round's: how many events a receive finds, and so the CPU an event

@@ -23,6 +23,9 @@ struct read_deadline::state {
     // Cancelled on expiry; null except while a read is in progress. Atomic: a socket that moved
     // to another thread may clear it while an old wait's handler looks at it.
     std::atomic<asio::ip::tcp::socket*> socket{nullptr};
+    // The socket of the last read, whose executor is the timer's: a read on it again needs no
+    // comparison of executors (a socket moved to another executor comes with abandon()).
+    const asio::ip::tcp::socket* last_socket = nullptr;
     std::uint64_t generation = 0; // of the pending wait; an older one's handler does nothing
     bool pending = false;
     bool fired = false; // the read in progress was cancelled by the deadline
@@ -51,10 +54,12 @@ struct read_deadline::state {
 };
 
 void read_deadline::start(asio::ip::tcp::socket& socket, duration timeout) {
-    if (state_ && state_->timer.get_executor() != socket.get_executor())
+    if (state_ && state_->last_socket != &socket &&
+        state_->timer.get_executor() != socket.get_executor())
         abandon();
     if (!state_)
         state_ = std::make_shared<state>(socket.get_executor());
+    state_->last_socket = &socket;
     state_->socket.store(&socket, std::memory_order_relaxed);
     state_->fired = false;
     state_->deadline = clock_type::now() + timeout;

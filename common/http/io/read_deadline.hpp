@@ -22,7 +22,8 @@ public:
     ~read_deadline() { release(); }
 
     // A read on `socket` is about to start: it must end within `timeout`, or the socket's
-    // operations are cancelled. The timer runs on the socket's executor.
+    // operations are cancelled. The timer runs on the socket's executor: a socket moved to
+    // another executor (re-created in place, say) must be announced with abandon() first.
     void start(boost::asio::ip::tcp::socket& socket, duration timeout);
     // The read ended: an expiry now cancels nothing.
     void stop();

@@ -2,6 +2,7 @@
 // reuse.
 #include "common/http/client.hpp"
 
+#include "tests/unit/common/http/fake_writer.hpp"
 #include "tests/unit/common/http/test_servers.hpp"
 
 #include <catch2/catch.hpp>
@@ -258,5 +259,150 @@ TEST_CASE("client does not keep a connection with bytes past the answer", "[http
         REQUIRE(!read);
         CHECK(body == "hello");
         CHECK(reusable == extra.empty());
+    }
+}
+
+namespace {
+
+// Answers one GET with `parts`, each written `gap` after the one before, then holds the
+// connection `hold` and closes it.
+struct paced_server {
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+    std::thread thread;
+    paced_server(std::vector<std::string> parts, std::chrono::milliseconds gap,
+                 std::chrono::milliseconds hold = 0ms) {
+        thread = std::thread([this, parts, gap, hold] {
+            asio::ip::tcp::socket s(io);
+            acceptor.accept(s);
+            char buf[4096];
+            boost::system::error_code ec;
+            s.read_some(asio::buffer(buf), ec); // the request (small: one read)
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                if (i > 0)
+                    std::this_thread::sleep_for(gap);
+                asio::write(s, asio::buffer(parts[i]), ec);
+            }
+            std::this_thread::sleep_for(hold);
+            s.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        });
+    }
+    unsigned short port() const { return acceptor.local_endpoint().port(); }
+    ~paced_server() { thread.join(); }
+};
+
+const std::string chunked_head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 "Transfer-Encoding: chunked\r\n\r\n";
+
+// What a relay does with the pump: pumps, sends what the client did not take, pumps again,
+// until the body ends or something settles it otherwise.
+struct pumped {
+    std::vector<http::client_connection::pump_result> results; // each pump's
+    std::vector<std::string> rests;
+    bool done = false;
+    bool reusable = false;
+};
+
+pumped pump_all(unsigned short port, fake_writer& w, std::chrono::milliseconds idle) {
+    pumped out;
+    run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        http::client_connection c(ex);
+        co_await connect_and_get(c, port, "/");
+        const auto ec = co_await c.read_header(2s);
+        REQUIRE(!ec);
+        REQUIRE(c.chunked());
+        REQUIRE(c.pumpable());
+        while (!c.done()) {
+            auto r = co_await c.pump_framed_chunks(w, idle, 1 << 20);
+            out.results.push_back(r);
+            out.rests.emplace_back(r.rest);
+            if (r.ec || r.client_gone)
+                break;
+            if (!r.rest.empty())
+                co_await w.write_framed(r.rest);
+        }
+        out.done = c.done();
+        out.reusable = c.reusable();
+        c.close();
+    });
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("client pump relays whole chunks as they come and settles only when it must", "[http]") {
+    const std::vector<std::string> parts = {chunked_head + "5\r\nhello\r\n", "6;x=1\r\n world\r\n",
+                                            "1\r\n!\r\n0\r\n\r\n"};
+    const std::string relayed = "5\r\nhello\r\n6;x=1\r\n world\r\n1\r\n!\r\n";
+    SECTION("a client that takes every chunk: one pump for the whole body") {
+        paced_server ps(parts, 50ms, 300ms);
+        fake_writer w;
+        w.takes_now = 1 << 20;
+        const auto p = pump_all(ps.port(), w, 2s);
+        REQUIRE(p.results.size() == 1);
+        CHECK(!p.results[0].ec);
+        CHECK(!p.results[0].client_gone);
+        CHECK(p.rests[0].empty());
+        CHECK(p.done);
+        CHECK(p.reusable);
+        CHECK(w.body == relayed);
+        // Each read's whole chunks as one write, byte for byte: every write ends where a chunk
+        // does (parts that came apart are written apart; 50 ms apart, they do).
+        std::size_t at = 0;
+        for (const auto& write : w.writes) {
+            at += write.size();
+            CHECK((at == 10 || at == 25 || at == relayed.size())); // 10, 15 and 6 bytes
+        }
+        CHECK(w.writes.size() == 3);
+    }
+    SECTION("a client that takes part: the rest comes back to be sent, then pumping goes on") {
+        paced_server ps(parts, 50ms, 300ms);
+        fake_writer w;
+        w.takes_now = 4;
+        const auto p = pump_all(ps.port(), w, 2s);
+        CHECK(p.done);
+        CHECK(w.body == relayed);
+        REQUIRE(p.results.size() == 3);
+        CHECK(p.rests[0] == "ello\r\n"); // of "5\r\nhello\r\n", 4 bytes taken at once
+        CHECK(p.rests[1] == "1\r\n world\r\n");
+        CHECK(p.rests[2] == "\r\n");
+    }
+    SECTION("a client that leaves: the pump says so") {
+        paced_server ps(parts, 50ms, 300ms);
+        fake_writer w;
+        w.takes_now = 1 << 20;
+        w.leave_after_writes = 1;
+        const auto p = pump_all(ps.port(), w, 2s);
+        REQUIRE(p.results.size() == 1);
+        CHECK(p.results[0].client_gone);
+        CHECK(w.body == "5\r\nhello\r\n");
+    }
+    SECTION("a stream cut short, broken framing, a stall") {
+        fake_writer w;
+        w.takes_now = 1 << 20;
+        {
+            paced_server ps({chunked_head + "5\r\nhello\r\n"}, 0ms);
+            const auto p = pump_all(ps.port(), w, 2s);
+            REQUIRE(p.results.size() == 1);
+            CHECK(p.results[0].ec == boost::beast::http::error::partial_message);
+            CHECK(w.body == "5\r\nhello\r\n");
+            CHECK(!p.reusable);
+        }
+        {
+            paced_server ps({chunked_head + "5\r\nhello\r\n", "zz\r\n"}, 30ms, 300ms);
+            const auto p = pump_all(ps.port(), w, 2s);
+            REQUIRE(p.results.size() == 1);
+            CHECK(p.results[0].ec == boost::beast::http::error::bad_chunk);
+        }
+        {
+            paced_server ps({chunked_head + "5\r\nhello\r\n"}, 0ms, 1200ms);
+            const auto start = std::chrono::steady_clock::now();
+            const auto p = pump_all(ps.port(), w, 300ms);
+            const auto waited = std::chrono::steady_clock::now() - start;
+            REQUIRE(p.results.size() == 1);
+            CHECK(p.results[0].ec == boost::beast::error::timeout);
+            CHECK(waited >= 300ms);
+            CHECK(waited < 1100ms);
+        }
     }
 }

@@ -8,7 +8,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,19 @@ public:
     }
     boost::asio::awaitable<bool> write_framed(std::string_view chunks) override {
         co_return record(std::string(chunks));
+    }
+    // write_framed_now takes at most this many bytes a call (nullopt: none, as a writer that
+    // cannot write at once); what it takes is recorded as a write of its own.
+    std::optional<std::size_t> takes_now;
+    std::optional<std::size_t> write_framed_now(std::string_view chunks) override {
+        if (gone_)
+            return std::nullopt;
+        if (!takes_now)
+            return 0;
+        const std::size_t n = std::min(*takes_now, chunks.size());
+        if (n > 0)
+            record(std::string(chunks.substr(0, n)));
+        return n;
     }
     boost::asio::awaitable<bool> end_stream() override {
         if (gone_)
