@@ -282,7 +282,6 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
     // A chunked upstream body (every lanes, vLLM and SGLang stream) is relayed as whole chunks,
     // byte for byte; anything else is read decoded and sent as chunks of our own.
     const bool framed = l.conn->chunked();
-    bool pumped = false; // the piece is what the pump's writes left over
     while (!l.conn->done()) {
         // Until the first event, the wait is for the first token, not a pause between two: a
         // replica sends a stream's header as soon as it takes the request, and the request may
@@ -292,8 +291,8 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
         // Once the first event is through (and the response id found, where one is sought),
         // the events flow through the connection's pump, which resumes this coroutine only
         // when the client's socket is full, the stream ends or breaks.
-        pumped = framed && !first && l.conn->pumpable() &&
-                 !(capture_response_id_ && result_.response_id.empty());
+        const bool pumped = framed && !first && l.conn->pumpable() &&
+                            !(capture_response_id_ && result_.response_id.empty());
         if (pumped) {
             const auto r = co_await l.conn->pump_framed_chunks(out, wait, cfg_.body_limit);
             if (r.client_gone) {
@@ -302,7 +301,7 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
                 co_return;
             }
             ec = r.ec;
-            piece = r.rest;
+            piece = r.rest; // what the pump's writes left over
         } else if (framed) {
             ec = co_await l.conn->read_framed_chunks(piece, wait, cfg_.body_limit);
         } else {

@@ -6,7 +6,6 @@
 #include "common/http/io/read_later.hpp"
 #include "common/http/io/socket_write.hpp"
 #include "common/http/io/transport.hpp"
-#include "common/http/response_writer.hpp"
 #include "common/http/tls.hpp"
 
 #include <boost/asio.hpp>
@@ -283,44 +282,63 @@ bool client_connection::chunked() const {
     return header_read_ && head_.framing() == body_framing::chunked;
 }
 
+bool client_connection::take_buffered_chunks(std::string_view& out, error_code& ec,
+                                             std::size_t max_buffered) {
+    release_view();
+    out = {};
+    const std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const chunk_scan s = scan_chunks(data);
+    if (s.error) {
+        open_ = false;
+        ec = beast_http::error::bad_chunk;
+        return true;
+    }
+    if (s.complete > 0 || s.last) {
+        out = data.substr(0, s.complete);
+        viewed_ = s.consumed; // consumed at the next call (the caller's view ends there)
+        body_done_ = s.last;
+        return true;
+    }
+    if (buffer_.size() >= max_buffered) {
+        open_ = false;
+        ec = beast_http::error::buffer_overflow;
+        return true;
+    }
+    return false;
+}
+
+asio::mutable_buffer client_connection::prepare_chunks_read(duration idle_timeout,
+                                                            std::size_t max_buffered) {
+    deadline_.start(io_->socket(), idle_timeout); // (read_header cleared the stream's expiry)
+    return buffer_.prepare(std::min(read_size_, max_buffered - buffer_.size()));
+}
+
+error_code client_connection::chunk_bytes_read(error_code ec, std::size_t n) {
+    grow_reads(n);
+    deadline_.stop();
+    ec = deadline_.result(ec);
+    if (ec) {
+        open_ = false;
+        return ec == asio::error::eof ? beast_http::error::partial_message : ec;
+    }
+    buffer_.commit(n);
+    return {};
+}
+
 asio::awaitable<error_code> client_connection::read_framed_chunks(std::string_view& out,
                                                                   duration idle_timeout,
                                                                   std::size_t max_buffered) {
-    release_view();
-    out = {};
-    for (;;) {
-        const std::string_view data(static_cast<const char*>(buffer_.data().data()),
-                                    buffer_.size());
-        const chunk_scan s = scan_chunks(data);
-        if (s.error) {
-            open_ = false;
-            co_return beast_http::error::bad_chunk;
-        }
-        if (s.complete > 0 || s.last) {
-            out = data.substr(0, s.complete);
-            viewed_ = s.consumed; // consumed at the next call (the caller's view ends there)
-            body_done_ = s.last;
-            co_return error_code{};
-        }
-        if (buffer_.size() >= max_buffered) {
-            open_ = false;
-            co_return beast_http::error::buffer_overflow;
-        }
-        deadline_.start(io_->socket(), idle_timeout); // (read_header cleared the stream's expiry)
+    error_code ec;
+    while (!take_buffered_chunks(out, ec, max_buffered)) {
         // Started behind the handlers already ready: a stream's next event is rarely there the
         // moment the last one was relayed, and a try on the spot would find nothing and cost a
         // receive; behind the others, it often finds the event and reads more of them at once.
-        auto [ec, n] = co_await read_some_later(
-            *io_, buffer_.prepare(std::min(read_size_, max_buffered - buffer_.size())), &deadline_);
-        grow_reads(n);
-        deadline_.stop();
-        ec = deadline_.result(ec);
-        if (ec) {
-            open_ = false;
-            co_return ec == asio::error::eof ? beast_http::error::partial_message : ec;
-        }
-        buffer_.commit(n);
+        auto [rec, n] = co_await read_some_later(
+            *io_, prepare_chunks_read(idle_timeout, max_buffered), &deadline_);
+        if ((ec = chunk_bytes_read(rec, n)))
+            co_return ec;
     }
+    co_return ec;
 }
 
 bool client_connection::reusable() const {
@@ -331,121 +349,6 @@ bool client_connection::reusable() const {
 bool closed_while_idle(error_code ec) {
     return ec == beast_http::error::end_of_stream || ec == asio::error::connection_reset ||
            ec == asio::error::broken_pipe;
-}
-
-// The pump's steps, with the connection's insides, and the pump itself.
-struct client_connection::pump_access {
-    // Relays the buffer's whole chunks: true when that settles the pump (`r` says how), false
-    // when it needs more bytes.
-    static bool take(client_connection& c, response_writer& out, std::size_t max_buffered,
-                     pump_result& r) {
-        c.release_view();
-        const std::string_view data(static_cast<const char*>(c.buffer_.data().data()),
-                                    c.buffer_.size());
-        const chunk_scan s = scan_chunks(data);
-        if (s.error) {
-            c.open_ = false;
-            r.ec = beast_http::error::bad_chunk;
-            return true;
-        }
-        if (s.complete > 0 || s.last) {
-            c.viewed_ = s.consumed;
-            c.body_done_ = s.last;
-            const std::string_view piece = data.substr(0, s.complete);
-            const std::optional<std::size_t> sent =
-                piece.empty() ? std::optional<std::size_t>(0) : out.write_framed_now(piece);
-            if (!sent) {
-                r.client_gone = true;
-                return true;
-            }
-            if (*sent < piece.size() || s.last) {
-                r.rest = piece.substr(*sent);
-                return true;
-            }
-            c.release_view(); // all sent; what is left is the start of the next chunk
-        }
-        if (c.buffer_.size() >= max_buffered) {
-            c.open_ = false;
-            r.ec = beast_http::error::buffer_overflow;
-            return true;
-        }
-        return false;
-    }
-
-    // One pump in flight: reads, relays, reads again; completes `handler` when settled.
-    template <typename Handler>
-    struct pump {
-        client_connection* conn;
-        response_writer* out;
-        duration idle_timeout;
-        std::size_t max_buffered;
-        pump_result result;
-        Handler handler;
-
-        // Each read starts behind the handlers already ready, as read_framed_chunks' do (see
-        // there), with its deadline set.
-        void read_later() {
-            client_connection& c = *conn;
-            c.deadline_.start(c.io_->socket(), idle_timeout);
-            const asio::mutable_buffer buffer =
-                c.buffer_.prepare(std::min(c.read_size_, max_buffered - c.buffer_.size()));
-            tcp::socket& socket = c.io_->socket();
-            auto start = [self = std::move(*this), &socket, buffer]() mutable {
-                if (self.conn->deadline_.fired()) // it cancelled what the socket had pending
-                    return self(asio::error::operation_aborted, 0);
-                socket.async_read_some(buffer, std::move(self));
-            };
-            const auto& ex = socket.get_executor();
-            if (const auto* io = ex.template target<asio::io_context::executor_type>())
-                asio::post(*io, std::move(start));
-            else
-                asio::post(ex, std::move(start));
-        }
-        // A read ended: relayed, or read again, or settled.
-        void operator()(error_code ec, std::size_t n) {
-            client_connection& c = *conn;
-            c.grow_reads(n);
-            c.deadline_.stop();
-            ec = c.deadline_.result(ec);
-            if (ec) {
-                c.open_ = false;
-                result.ec = ec == asio::error::eof ? beast_http::error::partial_message : ec;
-            } else {
-                c.buffer_.commit(n);
-                if (!take(c, *out, max_buffered, result))
-                    return read_later();
-            }
-            asio::dispatch(asio::append(std::move(handler), std::move(result)));
-        }
-    };
-
-    struct start {
-        template <typename Handler>
-        void operator()(Handler&& h, client_connection* conn, response_writer* out,
-                        duration idle_timeout, std::size_t max_buffered) const {
-            pump<std::decay_t<Handler>> p{conn,         out, idle_timeout,
-                                          max_buffered, {},  std::forward<Handler>(h)};
-            if (take(*conn, *out, max_buffered, p.result)) {
-                // Settled by what was buffered: completed through a post, not inside the
-                // initiation.
-                auto r = std::move(p.result);
-                asio::post(asio::append(std::move(p.handler), std::move(r)));
-                return;
-            }
-            p.read_later();
-        }
-    };
-};
-
-asio::awaitable<client_connection::pump_result>
-client_connection::pump_framed_chunks(response_writer& out, duration idle_timeout,
-                                      std::size_t max_buffered) {
-    return asio::async_initiate<decltype(asio::use_awaitable), void(pump_result)>(
-        pump_access::start{}, asio::use_awaitable, this, &out, idle_timeout, max_buffered);
-}
-
-bool client_connection::pumpable() const {
-    return !io_->secure();
 }
 
 } // namespace lanes::common::http

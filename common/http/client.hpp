@@ -91,7 +91,7 @@ public:
     bool pumpable() const;
 
 private:
-    struct pump_access; // the pump's steps (client.cpp)
+    struct pump_access; // the pump (client_pump.cpp)
 
     // The readers work on what is already buffered and read the socket only when that is not
     // enough (a small answer usually arrives whole, with its header): each returns true when the
@@ -105,6 +105,14 @@ private:
     void grow_reads(std::size_t got);
     // Lets go of the chunks read_framed_chunks last handed out (their view ends here).
     void release_view();
+    // read_framed_chunks' steps, shared with the pump: the buffer's whole chunks as a view (true,
+    // or true with `ec` on broken framing or past `max_buffered`; false: more bytes needed), the
+    // next read's buffer with its deadline set, and that read's outcome (its bytes kept).
+    bool take_buffered_chunks(std::string_view& out, boost::system::error_code& ec,
+                              std::size_t max_buffered);
+    boost::asio::mutable_buffer prepare_chunks_read(duration idle_timeout,
+                                                    std::size_t max_buffered);
+    boost::system::error_code chunk_bytes_read(boost::system::error_code ec, std::size_t n);
 
     std::unique_ptr<transport> io_; // its socket is re-created by rebind()
     read_deadline deadline_;

@@ -153,6 +153,7 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
     if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty())
         st.ctx->tls = std::make_shared<tls_identity>(cfg.tls_cert_file, cfg.tls_key_file);
     tcp::endpoint ep{asio::ip::make_address(host), port};
+    const std::string shown = ep.address().is_v6() ? "[" + host + "]" : host;
     st.acceptor.emplace(*st.accept_strand);
     boost::system::error_code ec;
     st.acceptor->open(ep.protocol(), ec);
@@ -166,9 +167,8 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
     if (!ec)
         st.acceptor->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-        const std::string shown_ep =
-            (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port);
-        std::string message = st.ctx->name + " cannot listen on " + shown_ep + ": " + ec.message();
+        std::string message = st.ctx->name + " cannot listen on " + shown + ":" +
+                              std::to_string(port) + ": " + ec.message();
         if (ec == asio::error::address_in_use)
             message += cfg.reuse_port ? " (held by a process without --reuse-port)"
                                       : " (another process listens there; processes meant to "
@@ -177,7 +177,6 @@ unsigned short server::listen(const std::string& host, unsigned short port) {
         throw std::runtime_error(message);
     }
     const unsigned short bound = st.acceptor->local_endpoint().port();
-    const std::string shown = ep.address().is_v6() ? "[" + host + "]" : host;
     LANES_LOG(info, "http",
               st.ctx->name << " listening on " << (st.ctx->tls ? "https" : "http") << "://" << shown
                            << ":" << bound << " (" << allocator_name() << ")");

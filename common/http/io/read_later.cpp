@@ -1,13 +1,8 @@
 #include "common/http/io/read_later.hpp"
 
-#include "common/http/io/read_deadline.hpp"
 #include "common/http/io/transport.hpp"
 
-#include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <utility>
@@ -23,22 +18,7 @@ struct start_later {
     template <typename Handler>
     void operator()(Handler&& h, asio::ip::tcp::socket* socket, asio::mutable_buffer buffer,
                     const read_deadline* deadline) const {
-        auto start = [socket, buffer, deadline, h = std::forward<Handler>(h)]() mutable {
-            if (deadline && deadline->fired()) {
-                // Completed through the handler's own executor, as the read would.
-                asio::dispatch(asio::append(
-                    std::move(h), error_code(asio::error::operation_aborted), std::size_t{0}));
-                return;
-            }
-            socket->async_read_some(buffer, std::move(h));
-        };
-        // Posted through the io_context's own executor type when that is what the socket has
-        // (the server's and the proxy's sockets): the type-erased executor's post costs more.
-        const auto& ex = socket->get_executor();
-        if (const auto* io = ex.target<asio::io_context::executor_type>())
-            asio::post(*io, std::move(start));
-        else
-            asio::post(ex, std::move(start));
+        post_read_some(*socket, buffer, deadline, std::forward<Handler>(h));
     }
 };
 
