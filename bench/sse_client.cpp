@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -83,6 +85,9 @@ struct state {
     std::int64_t done = 0, failed = 0, open = 0, max_open = 0;
     std::string first_error;
     std::int64_t first_event_ns = 0, last_event_ns = 0;
+    // Per 10 ms of the run since the first event: events seen and the slowest one (us), which
+    // tells a stall of the whole path (every stream late at once) from one stream's queueing.
+    std::vector<std::pair<std::int64_t, std::int64_t>> windows;
 };
 
 // Reads one chunked (or close-delimited) event stream; counts each event's latency.
@@ -163,6 +168,13 @@ asio::awaitable<void> one_stream(state& st) {
                 st.latency.add((now - t) / 1000);
                 if (st.first_event_ns == 0)
                     st.first_event_ns = now;
+                const auto w = static_cast<std::size_t>((now - st.first_event_ns) / 10'000'000);
+                if (w < 100'000) {
+                    if (st.windows.size() <= w)
+                        st.windows.resize(w + 1);
+                    ++st.windows[w].first;
+                    st.windows[w].second = std::max(st.windows[w].second, (now - t) / 1000);
+                }
                 st.last_event_ns = now;
             }
             if (ev.find("[DONE]") != std::string_view::npos && !chunked)
@@ -243,7 +255,9 @@ int main(int argc, char** argv) {
          {{"p50", st.latency.quantile_ms(0.5)},
           {"p90", st.latency.quantile_ms(0.9)},
           {"p99", st.latency.quantile_ms(0.99)},
-          {"max", st.latency.max_ms()}}}};
+          {"max", st.latency.max_ms()}}},
+        {"windows_10ms", st.windows},
+        {"first_event_mono_ns", st.first_event_ns}};
     std::ofstream(cfg.out) << report.dump(1) << "\n";
     std::printf("%s\n", report.dump().c_str());
     return st.failed == 0 ? 0 : 1;

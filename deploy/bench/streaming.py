@@ -21,7 +21,8 @@ lanes' saturated rate), LANES_BUILD_DIR (build), STREAMS_MAX (9900: a proxy hold
 a stream and the hard limit here is 20,000 per process), EVENTS (events per saturated stream, 400),
 PROCESSES (1: each proxy as that many processes sharing the port and CPU 0, lanes-router with
 --reuse-port, nginx's workers with `reuseport`, HAProxy's own processes, whose listeners share
-ports by default; with 2, 10,000 streams fit under the per-process descriptor limit)."""
+ports by default; with 2, 10,000 streams fit under the per-process descriptor limit), RT_CLIENT
+(1: the paced runs' client runs SCHED_FIFO where chrt can set it; 0: never)."""
 import json
 import os
 import re
@@ -286,10 +287,19 @@ backend s
     return p, port
 
 
-def client(port, streams, hold_ms=0, tag="run"):
+# The paced runs' client runs SCHED_FIFO (priority 1) where chrt can set it (RT_CLIENT=0: never):
+# woken by an event, it reads it at once instead of when the source, on the same core, next
+# yields; without it that wait alone gave the run with no proxy a p99 of 2-3 ms. Only the paced
+# runs: a real-time client that always has data would starve the source at saturation.
+rt_client = os.environ.get("RT_CLIENT", "1") != "0" and subprocess.run(
+    ["chrt", "-f", "1", "true"], capture_output=True).returncode == 0
+
+
+def client(port, streams, hold_ms=0, tag="run", realtime=False):
     out = f"{work}/{tag}.json"
-    cmd = ["taskset", "-c", "1", f"{build}/bench/lanes-sse-client", "--port", str(port),
-           "--streams", str(streams), "--ramp", "5", "--out", out]
+    cmd = ["chrt", "-f", "1"] if realtime and rt_client else []
+    cmd += ["taskset", "-c", "1", f"{build}/bench/lanes-sse-client", "--port", str(port),
+            "--streams", str(streams), "--ramp", "5", "--out", out]
     if hold_ms:
         cmd += ["--hold", f"{hold_ms}ms"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), out
@@ -298,7 +308,18 @@ def client(port, streams, hold_ms=0, tag="run"):
 def finish(c, out):
     c.communicate(timeout=600)
     with open(out) as f:
-        return json.load(f)
+        r = json.load(f)
+    # The client's 10 ms windows (events, slowest in us) become two figures: the share of
+    # windows whose slowest event took over 1 ms, and the share of events in them. A tail made
+    # of whole windows late at once is a stall of the path (a core taken by something else),
+    # not one stream queueing behind the others.
+    w = r.pop("windows_10ms", [])[1:-1]  # the first and last are partial
+    r.pop("first_event_mono_ns", None)
+    if w:
+        slow = [c for c, worst in w if worst > 1000]
+        r["windows_over_1ms"] = len(slow) / len(w)
+        r["events_in_windows_over_1ms"] = sum(slow) / max(1, sum(c for c, _ in w))
+    return r
 
 
 def saturated(name, streams):
@@ -326,7 +347,7 @@ def paced(name, streams, rate):
     src, sport = source(n, interval_us)
     pxy, pport = (None, sport) if name == "direct" else proxy(name, sport)
     before = cpu_split(pxy.pid) if pxy else (0, 0)
-    c, out = client(pport, streams, tag=f"{name}-paced")
+    c, out = client(pport, streams, tag=f"{name}-paced", realtime=True)
     r = finish(c, out)
     after = cpu_split(pxy.pid) if pxy else (0, 0)
     for p in (pxy, src):
@@ -395,12 +416,15 @@ try:
             r = paced(n, 1000, half)
             rounds[n].append(r)
             print(f"{n} paced at {half:.0f} ev/s: p50 {r['latency_ms']['p50']:.3f} ms, "
-                  f"p99 {r['latency_ms']['p99']:.3f} ms, "
+                  f"p90 {r['latency_ms']['p90']:.3f} ms, p99 {r['latency_ms']['p99']:.3f} ms, "
+                  f"windows over 1 ms {r.get('windows_over_1ms', 0):.1%}, "
                   f"{r.get('cpu_s_per_million_events', 0):.2f} cpu s/M", flush=True)
     for n, rs in rounds.items():
         if rs:
             paced_result = {"rounds": rs, "latency_ms": {
-                q: median([x["latency_ms"][q] for x in rs]) for q in ("p50", "p99")}}
+                q: median([x["latency_ms"][q] for x in rs]) for q in ("p50", "p90", "p99")},
+                "windows_over_1ms": median([x.get("windows_over_1ms", 0) for x in rs]),
+                "client_sched": "SCHED_FIFO 1" if rt_client else "SCHED_OTHER"}
             if n != "direct":
                 paced_result["cpu_s_per_million_events"] = median(
                     [x["cpu_s_per_million_events"] for x in rs])
@@ -432,9 +456,9 @@ if phases != ["saturated", "paced", "held"]:
     sys.exit(0)
 d = results["proxies"]["direct"]["paced"]["latency_ms"]
 print(f"\n| proxy | CPU s / M events (1k) | CPU s / M events ({streams_max}) | CPU s / M events "
-      f"(paced) | events/s (1k) | core busy | added p50 | added p99 | KiB per open stream | "
+      f"(paced) | events/s (1k) | core busy | added p50 | added p90 | added p99 | KiB per open stream | "
       f"{streams_max} streams held |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for n in names:
     p = results["proxies"][n]
     a, b, h = p["saturated_1000"], p[f"saturated_{streams_max}"], p["held"]
@@ -442,8 +466,10 @@ for n in names:
     print(f"| {n} | {a['cpu_s_per_million_events']:.2f} | {b['cpu_s_per_million_events']:.2f} | "
           f"{p['paced']['cpu_s_per_million_events']:.2f} | {a['events_per_s']:,.0f} | "
           f"{a['proxy_core_busy']:.0%} | "
-          f"{lat['p50'] - d['p50']:.3f} ms | {lat['p99'] - d['p99']:.3f} ms | "
+          f"{lat['p50'] - d['p50']:.3f} ms | {lat['p90'] - d['p90']:.3f} ms | "
+          f"{lat['p99'] - d['p99']:.3f} ms | "
           f"{h['kib_per_stream']:.1f} | {h['done']}/{h['streams']} ok, {h['failed']} failed |")
 print(f"\nno proxy: {results['proxies']['direct']['saturated_1000']['events_per_s']:,.0f} events/s "
-      f"(1k streams); latency at {half:,.0f} events/s p50 {d['p50']:.3f} ms, p99 {d['p99']:.3f} ms")
+      f"(1k streams); latency at {half:,.0f} events/s p50 {d['p50']:.3f} ms, p90 {d['p90']:.3f} ms, "
+      f"p99 {d['p99']:.3f} ms")
 print(f"results in {out_dir}/streaming.json")
