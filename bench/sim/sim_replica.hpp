@@ -15,6 +15,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +62,11 @@ public:
     bool stepping() const { return stepping_; }
 
     replica_load load() const;
+    // How many of these block hashes (a prompt's, in order) the prefix cache holds now: what
+    // admission would find if the request arrived this instant.
+    std::size_t cached_blocks(std::span<const common::block_hash> hashes) const {
+        return blocks_.count_cached(hashes);
+    }
     double prefix_hits() const { return hits_; }
     double prefix_queries() const { return queries_; }
     std::int64_t preemptions() const { return preemptions_; }

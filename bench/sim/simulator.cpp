@@ -95,6 +95,7 @@ private:
     }
     void step_end(std::size_t replica, double now);
     void refresh_pool(double now);
+    void score_against_caches(const std::string& prompt, std::size_t chosen);
     nlohmann::json report(double wall_s) const;
 
     const sim_config& cfg_;
@@ -116,9 +117,29 @@ private:
     std::map<std::string, std::int64_t, std::less<>> reasons_;
     router::ideal_cache ideal_;
     double ideal_hits_ = 0, ideal_queries_ = 0;
+    // The replicas' caches at each decision: the prompt blocks the chosen replica held, the most
+    // any replica held, and the decisions that passed over a replica holding at least twice as
+    // many as the chosen one (a policy's memory or its load rule sending a prefix from its copy).
+    double held_chosen_ = 0, held_best_ = 0;
+    std::int64_t passed_over_ = 0;
+    std::vector<common::block_hash> hashes_;
     std::vector<token_event> tokens_;
     nlohmann::json kv_timeline_ = nlohmann::json::array();
 };
+
+void run::score_against_caches(const std::string& prompt, std::size_t chosen) {
+    hashes_.clear();
+    const auto tokens = common::encode_prompt(prompt);
+    common::extend_block_hashes(hashes_, tokens, cfg_.replica.block_size, common::root_block_hash);
+    std::size_t best = 0;
+    for (const auto& rep : replicas_)
+        best = std::max(best, rep->cached_blocks(hashes_));
+    const std::size_t got = replicas_[chosen]->cached_blocks(hashes_);
+    held_chosen_ += static_cast<double>(got);
+    held_best_ += static_cast<double>(best);
+    if (best > 0 && best >= 2 * got)
+        ++passed_over_;
+}
 
 void run::refresh_pool(double now) {
     for (std::size_t i = 0; i < pool_.replicas.size(); ++i) {
@@ -160,6 +181,7 @@ void run::send(std::size_t s, double now) {
     refresh_pool(now);
     const std::size_t r = std::min(policy_.pick(req, pool_, now), cfg_.replicas - 1);
     ++reasons_[std::string(policy_.last_reason())];
+    score_against_caches(spec.prompt, r);
     st.replica = r;
     ++pool_.replicas[r].inflight;
     ++served_[r];
@@ -322,6 +344,11 @@ nlohmann::json run::report(double wall_s) const {
         {"per_replica", per_replica},
         {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
         {"reasons", reasons_},
+        {"cache_at_decision",
+         {{"held_by_chosen_blocks", held_chosen_},
+          {"held_best_blocks", held_best_},
+          {"share_of_best", held_best_ > 0 ? held_chosen_ / held_best_ : 1.0},
+          {"passed_over", passed_over_}}},
         {"preemptions", preemptions},
         {"steps", steps},
         {"kv_usage", kv_timeline_}, // [t, mean over replicas, max]

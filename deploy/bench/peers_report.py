@@ -6,6 +6,7 @@ virtual clock and the sim cost model), never measured on hardware.
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,9 @@ def merged(docs):
             m[k] = {q: mean([x[k][q] for x in rs]) for q in ("p50", "p99")}
         for k in ("request_throughput", "imbalance"):
             m[k] = mean([x[k] for x in rs])
+        if all("cache_at_decision" in x for x in rs):
+            m["cache_at_decision"] = {"share_of_best": mean(
+                [x["cache_at_decision"]["share_of_best"] for x in rs])}
         out["results"].append(m)
     return out
 
@@ -139,9 +143,14 @@ emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost 
      f"policy (default knobs) on that workload and fleet. `prefix` is lanes-router's default policy; the other "
      f"lanes policies are listed for reference. Each row ran with {seeds} seeds (the arrivals, and "
      f"the multi-turn workload's text, differ); every figure is the mean over the seeds, as one "
-     f"run's p99 over a few hundred requests rests on its few slowest.")
+     f"run's p99 over a few hundred requests rests on its few slowest. *Cached blocks taken*: "
+     f"at each decision, the prompt blocks the chosen replica's cache held over the most any "
+     f"replica's held (summed over the run): below 1, the policy sent prefixes away from where "
+     f"they were cached, by its memory's fault or its load rule's choice.")
 emit("")
-emit(f"Results: `{root}` (2026-12-02 for the committed set). Regenerate: `deploy/bench/peers.sh` "
+stamp = re.search(r"(\d{4})(\d{2})(\d{2})", os.path.basename(os.path.normpath(root)))
+emit(f"Results: `{root}`" + (f" ({'-'.join(stamp.groups())})" if stamp else "") +
+     ". Regenerate: `deploy/bench/peers.sh` "
      "(all rows and seeds, about 5 minutes on this project's 2-core VM), which ends by running "
      "`deploy/bench/peers_report.py bench/results/peers-DATE`.")
 emit("")
@@ -233,11 +242,14 @@ for w in WORKLOADS:
              f"{doc['rate']:.1f} req/s; ideal hit rate {doc['results'][0]['prefix_cache_hit_rate']['ideal']:.3f}, "
              f"with one cache the fleet's size {doc['results'][0]['prefix_cache_hit_rate']['ideal_fleet']:.3f})")
         emit("")
-        emit("| policy | hit rate | TTFT p50 | TTFT p99 | e2e p50 | e2e p99 | req/s | imbalance |")
-        emit("|---|---|---|---|---|---|---|---|")
+        emit("| policy | hit rate | cached blocks taken | TTFT p50 | TTFT p99 | e2e p50 | e2e p99 | "
+             "req/s | imbalance |")
+        emit("|---|---|---|---|---|---|---|---|---|")
         for r in sorted(doc["results"], key=lambda r: p99(r)):
             name = f"**{r['policy']}**" if r["policy"] == LANES else r["policy"]
-            emit(f"| {name} | {hit(r):.3f} | {r['ttft_s']['p50'] * 1000:.0f} ms | "
+            taken = r.get("cache_at_decision", {}).get("share_of_best")
+            emit(f"| {name} | {hit(r):.3f} | {'' if taken is None else f'{taken:.3f}'} | "
+                 f"{r['ttft_s']['p50'] * 1000:.0f} ms | "
                  f"{p99(r) * 1000:.0f} ms | {r['e2e_s']['p50']:.2f} s | {r['e2e_s']['p99']:.2f} s | "
                  f"{r['request_throughput']:.1f} | {r['imbalance']:.2f} |")
         emit("")

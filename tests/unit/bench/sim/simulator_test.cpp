@@ -181,6 +181,16 @@ TEST_CASE("simulator: every request ends and prefix routing beats round-robin on
     CHECK(hit_prefix > hit_rr + 0.1);
     CHECK(hit_prefix <= b["prefix_cache_hit_rate"]["ideal"].get<double>() + 1e-9);
     CHECK(b["reasons"].contains("prefix_match"));
+    // Measured against the replicas' caches at each decision: round-robin passes over the
+    // replica holding a group's prefix for most of the group's prompts, prefix routing for few.
+    const auto& at_rr = a["cache_at_decision"];
+    const auto& at_prefix = b["cache_at_decision"];
+    CHECK(at_prefix["share_of_best"].get<double>() > 0.9);
+    CHECK(at_prefix["share_of_best"].get<double>() <= 1.0);
+    CHECK(at_rr["share_of_best"].get<double>() < at_prefix["share_of_best"].get<double>() - 0.2);
+    CHECK(at_rr["passed_over"].get<std::int64_t>() >
+          4 * at_prefix["passed_over"].get<std::int64_t>());
+    CHECK(at_prefix["held_best_blocks"].get<double>() > 0);
     // The same run twice gives the same figures (a virtual clock, seeded draws).
     auto prefix2 = sim::make_sim_policy("prefix", po);
     const auto c = sim::simulate(cfg, w, *prefix2);
