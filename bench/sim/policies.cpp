@@ -17,6 +17,10 @@ const std::vector<std::string>& peer_names() {
     return names;
 }
 
+bool reads_kv_events(std::string_view name) {
+    return name == "prefix" || name == "kv_aware" || name == "dynamo_kv";
+}
+
 std::unique_ptr<sim_policy> make_sim_policy(std::string_view name, const sim_policy_options& o) {
     if (name == "sglang_cache_aware")
         return std::make_unique<sglang_cache_aware>();
@@ -26,13 +30,18 @@ std::unique_ptr<sim_policy> make_sim_policy(std::string_view name, const sim_pol
         return std::make_unique<kubeai_chwbl>();
     if (name == "llmd_scorer")
         return std::make_unique<llmd_scorer>(o.seed);
-    if (name == "dynamo_kv")
-        return std::make_unique<dynamo_kv>(o.seed, o.block_size);
+    if (name == "dynamo_kv") {
+        dynamo_kv_knobs k;
+        k.events = o.kv_events;
+        return std::make_unique<dynamo_kv>(o.seed, o.block_size, std::move(k));
+    }
     if (name == "prodstack_prefixaware")
         return std::make_unique<prodstack_prefixaware>(o.seed);
     if (name == "power_of_two")
         return std::make_unique<power_of_two>(o.seed);
-    auto p = router::make_policy(name, o.lanes);
+    router::policy_options lanes = o.lanes;
+    lanes.precise = o.kv_events;
+    auto p = router::make_policy(name, lanes);
     if (!p)
         return nullptr;
     return std::make_unique<lanes_policy>(std::move(p));

@@ -52,10 +52,16 @@ struct sim_policy_options {
     std::size_t block_size = 16; // the replicas' KV block, in tokens
     // lanes' policies: their knobs as the live router's defaults give them.
     router::policy_options lanes;
+    // The replicas' KV events (the simulation's sim_config::kv_events), for the policies that
+    // read them (reads_kv_events); null: none published.
+    std::shared_ptr<router::precise_index> kv_events;
 };
 
 // A lanes policy (router::policy_names()) or a peer (peer_names()); nullptr for an unknown name.
 std::unique_ptr<sim_policy> make_sim_policy(std::string_view name, const sim_policy_options& o);
 const std::vector<std::string>& peer_names();
+// Whether the policy `name` routes on the replicas' KV events where they are published (lanes'
+// prefix and kv_aware, Dynamo's KV router); the others ignore them.
+bool reads_kv_events(std::string_view name);
 
 } // namespace lanes::bench::sim

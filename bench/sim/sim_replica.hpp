@@ -60,6 +60,10 @@ public:
     // Ends the step that start_step planned: tokens emitted, finished requests removed.
     void finish_step(std::vector<token_event>& out);
     bool stepping() const { return stepping_; }
+    // From now on the prefix cache records its KV events (vLLM's BlockStored / BlockRemoved, as
+    // the replica's engine publishes them); take_events() hands over what was recorded since.
+    void record_events() { blocks_.record_events(model_.block_size); }
+    std::vector<common::kv_events::event> take_events() { return blocks_.take_events(); }
 
     replica_load load() const;
     // How many of these block hashes (a prompt's, in order) the prefix cache holds now: what

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace lanes::bench::sim {
@@ -40,6 +41,24 @@ std::vector<std::string> expand(const std::vector<std::string>& names) {
             out.push_back(n);
     }
     return out;
+}
+
+// "NAME+kv-events": NAME with the replicas publishing KV events to it.
+constexpr std::string_view events_suffix = "+kv-events";
+
+struct policy_run {
+    std::string name; // as make_sim_policy knows it
+    bool kv_events = false;
+};
+
+std::optional<policy_run> parse_run(const std::string& label) {
+    if (label.size() > events_suffix.size() && label.ends_with(events_suffix)) {
+        std::string base = label.substr(0, label.size() - events_suffix.size());
+        if (!reads_kv_events(base))
+            return std::nullopt;
+        return policy_run{std::move(base), true};
+    }
+    return policy_run{label, false};
 }
 
 std::string line_of(const nlohmann::json& r) {
@@ -78,7 +97,8 @@ int simulate_main(int argc, const char* const* argv) {
     add_workload_flags(f, w);
     f.add("policy", policies,
           "comma-separated policies: lanes' (" + std::to_string(router::policy_names().size()) +
-              "), the peers' (bench/sim/peers), or all, lanes, peers");
+              "), the peers' (bench/sim/peers), or all, lanes, peers; NAME+kv-events runs NAME "
+              "(prefix, kv_aware, dynamo_kv) with the replicas publishing KV events to it");
     f.add("replicas", replicas, "simulated replicas");
     f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
     f.add("rate", cfg.rate, "open loop: Poisson arrivals of streams per second (0: closed loop)");
@@ -106,6 +126,9 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("gpu-memory-utilization", gpu_util, "with --gpu-memory-gb: the share vLLM would take");
     f.add("kv-bytes-per-token", kv_bytes_per_token,
           "with --gpu-memory-gb: K and V bytes per token, all layers (Llama-3-8B bf16: 131072)");
+    std::chrono::milliseconds kv_event_delay{1};
+    f.add("kv-event-delay", kv_event_delay,
+          "with NAME+kv-events: from a step's end to its KV events reaching the router");
     f.add("scrape-interval", scrape, "the router's load scrape period (a peer may bring its own)");
     f.add("stale-after", stale, "scraped load older than this is ignored");
     // lanes' policies' knobs: lanes-router's own flags.
@@ -151,9 +174,16 @@ int simulate_main(int argc, const char* const* argv) {
             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                 std::chrono::duration<double>(*clock)));
     };
-    for (const auto& n : names)
-        if (!make_sim_policy(n, po))
-            errors.push_back("--policy: unknown '" + n + "'");
+    for (const auto& n : names) {
+        const auto run = parse_run(n);
+        if (!run || !make_sim_policy(run->name, po))
+            errors.push_back("--policy: unknown '" + n + "'" +
+                             (n.ends_with(events_suffix) ? " (+kv-events: prefix, kv_aware or "
+                                                           "dynamo_kv)"
+                                                         : ""));
+    }
+    if (kv_event_delay.count() < 0)
+        errors.push_back("--kv-event-delay must not be negative");
     if (load > 0 && !make_sim_policy(capacity_policy, po))
         errors.push_back("--capacity-policy: unknown '" + capacity_policy + "'");
     std::vector<stream> workload;
@@ -217,10 +247,19 @@ int simulate_main(int argc, const char* const* argv) {
                     capacity, capacity_policy.c_str(), static_cast<long long>(sat.concurrency),
                     cfg.rate);
     }
+    cfg.kv_event_delay_s = std::chrono::duration<double>(kv_event_delay).count();
     for (const auto& n : names) {
         *clock = 0;
-        auto p = make_sim_policy(n, po);
-        auto r = simulate(cfg, workload, *p);
+        const auto run = *parse_run(n);
+        sim_config c = cfg;
+        sim_policy_options o = po;
+        if (run.kv_events) {
+            c.kv_events = std::make_shared<router::precise_index>();
+            o.kv_events = c.kv_events;
+        }
+        auto p = make_sim_policy(run.name, o);
+        auto r = simulate(c, workload, *p);
+        r["policy"] = n;
         std::printf("%s\n", line_of(r).c_str());
         std::fflush(stdout);
         doc["results"].push_back(std::move(r));

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <queue>
 #include <random>
@@ -18,13 +19,13 @@ namespace lanes::bench::sim {
 
 namespace {
 
-enum class event_kind { arrival, deliver, step_end, scrape, kv_sample };
+enum class event_kind { arrival, deliver, step_end, scrape, kv_sample, kv_batch };
 
 struct event {
     double t = 0;
     std::uint64_t order = 0; // ties keep insertion order
     event_kind kind = event_kind::arrival;
-    std::size_t index = 0; // stream (arrival), request (deliver) or replica (step_end)
+    std::size_t index = 0; // stream (arrival), request (deliver) or replica (step_end, kv_batch)
     bool operator>(const event& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
 
@@ -69,6 +70,17 @@ public:
             pool_.replicas.push_back(v);
         }
         scrapes_.resize(cfg.replicas);
+        if (cfg.kv_events) {
+            // As a replica's publisher starts: its cache is empty, and the stream says so.
+            common::kv_events::batch cleared;
+            cleared.events.emplace_back(common::kv_events::all_blocks_cleared{});
+            for (std::size_t i = 0; i < cfg.replicas; ++i) {
+                replicas_[i]->record_events();
+                cfg.kv_events->apply(pool_.replicas[i].id, cleared, common::root_block_hash);
+                cfg.kv_events->confirm(pool_.replicas[i].id, pool_.replicas[i].epoch);
+            }
+            in_transit_.resize(cfg.replicas);
+        }
         next_turn_.assign(workload.size(), 0);
         first_request_.reserve(workload.size());
         std::size_t n = 0;
@@ -94,6 +106,7 @@ private:
             push(*end, event_kind::step_end, replica);
     }
     void step_end(std::size_t replica, double now);
+    void publish(std::size_t replica, double now);
     void refresh_pool(double now);
     void score_against_caches(const std::string& prompt, std::size_t chosen);
     nlohmann::json report(double wall_s) const;
@@ -124,6 +137,9 @@ private:
     std::int64_t passed_over_ = 0;
     std::vector<common::block_hash> hashes_;
     std::vector<token_event> tokens_;
+    // KV event batches published and not yet applied, per replica, oldest first.
+    std::vector<std::deque<common::kv_events::batch>> in_transit_;
+    std::int64_t kv_batches_ = 0;
     nlohmann::json kv_timeline_ = nlohmann::json::array();
 };
 
@@ -208,9 +224,27 @@ void run::stream_done(double now) {
         send(next_stream_++, now);
 }
 
+void run::publish(std::size_t r, double now) {
+    auto events = replicas_[r]->take_events();
+    if (events.empty())
+        return;
+    common::kv_events::batch b;
+    b.ts = now;
+    b.events = std::move(events);
+    ++kv_batches_;
+    if (cfg_.kv_event_delay_s <= 0) {
+        cfg_.kv_events->apply(pool_.replicas[r].id, b, common::root_block_hash);
+        return;
+    }
+    in_transit_[r].push_back(std::move(b));
+    push(now + cfg_.kv_event_delay_s, event_kind::kv_batch, r);
+}
+
 void run::step_end(std::size_t r, double now) {
     tokens_.clear();
     replicas_[r]->finish_step(tokens_);
+    if (cfg_.kv_events)
+        publish(r, now); // before anything this step's tokens set off is routed
     for (const auto& ev : tokens_) {
         request_state& st = requests_[ev.request];
         const auto& spec = workload_[st.stream][next_turn_[st.stream] - 1];
@@ -276,6 +310,13 @@ nlohmann::json run::go() {
                 scrapes_[i] = {ev.t, replicas_[i]->load()};
             push(ev.t + scrape_every_, event_kind::scrape);
             break;
+        case event_kind::kv_batch: {
+            // Batches of one replica arrive in order: each took the same delay.
+            auto& q = in_transit_[ev.index];
+            cfg_.kv_events->apply(pool_.replicas[ev.index].id, q.front(), common::root_block_hash);
+            q.pop_front();
+            break;
+        }
         case event_kind::kv_sample: {
             double sum = 0, top = 0;
             for (const auto& r : replicas_) {
@@ -344,6 +385,7 @@ nlohmann::json run::report(double wall_s) const {
         {"per_replica", per_replica},
         {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
         {"reasons", reasons_},
+        {"kv_events", {{"published", cfg_.kv_events != nullptr}, {"batches", kv_batches_}}},
         {"cache_at_decision",
          {{"held_by_chosen_blocks", held_chosen_},
           {"held_best_blocks", held_best_},

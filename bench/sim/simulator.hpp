@@ -37,6 +37,12 @@ struct sim_config {
     // waiting for it). 0.6 ms: lanes-bench through lanes-router to one idle sim replica on
     // loopback, TTFT of a 17-token prompt against its modelled prefill step (2026-12-02).
     double path_latency_s = 0.0006;
+    // KV events: the replicas publish their prefix caches' events (BlockStored, BlockRemoved,
+    // as lanes replicas and vLLM with --kv-events-config do), each step's batch applied to this
+    // index kv_event_delay_s after the step ends (the publisher's and subscriber's path). The
+    // policy under test reads the same index. Null: no replica publishes.
+    std::shared_ptr<router::precise_index> kv_events;
+    double kv_event_delay_s = 0.001;
     // Where the virtual clock stands, written before each event (what a lanes policy's clock
     // reads); may be null.
     std::shared_ptr<double> clock;

@@ -3,7 +3,9 @@
 # (modelled: the replicas' scheduler and prefix cache are real, their step times the sim cost
 # model's, the clock virtual). Every workload at half and 90 % of the fleet's capacity (its
 # closed-loop throughput under lanes' default policy), on 4, 8 and 16 replicas; then
-# deploy/bench/peers_report.py writes docs/results-peers.md and its charts.
+# deploy/bench/peers_report.py writes docs/results-peers.md and its charts. lanes' default policy
+# and Dynamo's KV router run twice: on their own memory of where prefixes went, and with the
+# replicas publishing KV events (NAME+kv-events).
 #   deploy/bench/peers.sh [OUT_DIR]      (default bench/results/peers-YYYYMMDD)
 # Every row runs once per seed (its arrivals, and the multi-turn workload's text, differ) and
 # the report gives each figure's mean over the seeds: one run's p99 over a few hundred requests
@@ -31,7 +33,7 @@ for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; 
             for seed in ${SEEDS:-1 2 3 4 5}; do
                 echo "== $w, $n replicas, load $load, seed $seed"
                 # shellcheck disable=SC2086
-                "$bin" simulate --policy all --replicas "$n" --load "$load" --seed "$seed" \
+                "$bin" simulate --policy all,prefix+kv-events,dynamo_kv+kv-events --replicas "$n" --load "$load" --seed "$seed" \
                     ${workload[$w]} --out "$out/$w-r$n-l$load-s$seed.json" |
                     grep -v '^results written'
             done

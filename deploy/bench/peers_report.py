@@ -18,6 +18,11 @@ os.makedirs(img, exist_ok=True)
 LANES = "prefix"  # lanes-router's default policy
 PEERS = ["sglang_cache_aware", "sglang_prefix_hash", "kubeai_chwbl", "llmd_scorer", "dynamo_kv",
          "prodstack_prefixaware", "power_of_two"]
+# With the replicas publishing KV events: lanes' default policy reads them, and so does Dynamo's
+# KV router (its default indexer); the other peers route as they do without them.
+EVENTS = "+kv-events"
+LANES_EV = LANES + EVENTS
+PEERS_EV = [p + EVENTS if p == "dynamo_kv" else p for p in PEERS]
 WORKLOADS = ["c64", "multi-turn", "mooncake-conversation", "mooncake-synthetic"]
 IMBALANCE_CAP = 1.25
 
@@ -80,11 +85,11 @@ def p99(r):
 CLEAR_SE = 2
 
 
-def paired_gap(key, peer, gap):
-    """gap(peer's run, prefix's run) over the seeds of one row, each pair on the same arrivals:
+def paired_gap(key, lanes, peer, gap):
+    """gap(peer's run, lanes' run) over the seeds of one row, each pair on the same arrivals:
     its mean and standard error."""
     res = [{r["policy"]: r for r in d["results"]} for d in by_row[key]]
-    gaps = [gap(x[peer], x[LANES]) for x in res]
+    gaps = [gap(x[peer], x[lanes]) for x in res]
     if len(gaps) < 2:
         return mean(gaps), 0.0
     return mean(gaps), statistics.stdev(gaps) / len(gaps) ** 0.5
@@ -94,33 +99,38 @@ def clear(m, se, printed):
     return abs(m) > CLEAR_SE * se and abs(m) >= printed / 2
 
 
-def best_peer_gap(key):
-    """The peer with the lowest mean TTFT p99 against prefix: peer / prefix - 1, paired.
+def best_peer_gap(key, lanes, peers):
+    """The peer with the lowest mean TTFT p99 against `lanes`: peer / lanes - 1, paired.
     Negative: the peer is faster."""
     res = {r["policy"]: r for r in runs[key]["results"]}
-    peer = min((p for p in PEERS if p in res), key=lambda p: p99(res[p]))
-    return (peer, *paired_gap(key, peer, lambda a, b: p99(a) / p99(b) - 1))
+    peer = min((p for p in peers if p in res), key=lambda p: p99(res[p]))
+    return (peer, *paired_gap(key, lanes, peer, lambda a, b: p99(a) / p99(b) - 1))
 
 
-def best_peer_hit_gap(key):
+def best_peer_hit_gap(key, lanes, peers):
     """The balanced peer (imbalance within the cap, as the verdict's) with the highest mean hit
-    rate against prefix: peer - prefix, paired. Positive: the peer hits more. None when no peer
+    rate against `lanes`: peer - lanes, paired. Positive: the peer hits more. None when no peer
     is balanced."""
     res = {r["policy"]: r for r in runs[key]["results"]}
-    balanced = [p for p in PEERS if p in res and res[p]["imbalance"] <= IMBALANCE_CAP]
+    balanced = [p for p in peers if p in res and res[p]["imbalance"] <= IMBALANCE_CAP]
     if not balanced:
         return None
     peer = max(balanced, key=lambda p: hit(res[p]))
-    return (peer, *paired_gap(key, peer, lambda a, b: hit(a) - hit(b)))
+    return (peer, *paired_gap(key, lanes, peer, lambda a, b: hit(a) - hit(b)))
 
 
-def winners(doc):
+def winners(doc, lanes, peers):
     res = {r["policy"]: r for r in doc["results"]}
-    contenders = {k: v for k, v in res.items() if k == LANES or k in PEERS}
+    contenders = {k: v for k, v in res.items() if k == lanes or k in peers}
     best_p99 = min(contenders, key=lambda k: p99(contenders[k]))
     balanced = {k: v for k, v in contenders.items() if v["imbalance"] <= IMBALANCE_CAP}
     best_hit = max(balanced, key=lambda k: hit(balanced[k])) if balanced else None
     return res, best_p99, best_hit
+
+
+def has(lanes, peers):
+    return all(p in {r["policy"] for r in d["results"]} for d in runs.values()
+               for p in [lanes] + peers)
 
 
 lines = []
@@ -148,79 +158,104 @@ emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost 
      f"replica's held (summed over the run): below 1, the policy sent prefixes away from where "
      f"they were cached, by its memory's fault or its load rule's choice.")
 emit("")
+emit(f"A name ending in `{EVENTS}` ran with the replicas publishing KV events (vLLM's "
+     f"BlockStored and BlockRemoved, as lanes replicas do and vLLM does with "
+     f"`--kv-events-config`), each step's batch reaching the router 1 ms after the step: "
+     f"`{LANES_EV}` is lanes-router's default policy with `--kv-events` on (its precise "
+     f"index, [kv-events.md](kv-events.md)), `dynamo_kv{EVENTS}` Dynamo's KV router with its default, "
+     f"event-fed indexer; `dynamo_kv` alone is Dynamo's approximate indexer (`--no-kv-events`). "
+     f"The other peers do not read KV events in their default configurations.")
+emit("")
 stamp = re.search(r"(\d{4})(\d{2})(\d{2})", os.path.basename(os.path.normpath(root)))
 emit(f"Results: `{root}`" + (f" ({'-'.join(stamp.groups())})" if stamp else "") +
      ". Regenerate: `deploy/bench/peers.sh` "
-     "(all rows and seeds, about 5 minutes on this project's 2-core VM), which ends by running "
+     "(all rows and seeds, about 7 minutes on this project's 2-core VM), which ends by running "
      "`deploy/bench/peers_report.py bench/results/peers-DATE`.")
 emit("")
 
-# The verdict table.
-emit("## Who wins each row")
-emit("")
-emit(f"Best TTFT p99 among `prefix` and the peers, and best hit rate among those with imbalance "
-     f"≤ {IMBALANCE_CAP} (max requests per replica / mean); hit rates equal to three decimals "
-     f"are a tie.")
-emit("")
-emit("The column *best peer's p99 against prefix* pairs the runs seed by seed (the same "
-     "arrivals): the mean over the seeds of the best peer's TTFT p99 over prefix's, minus 1, and "
-     "its standard error; negative means the peer is faster. *Best balanced peer's hit rate "
-     "against prefix* is the same for the hit rate (the peer's minus prefix's; positive means the peer "
-     f"hits more). A gap of at most {CLEAR_SE} standard errors is within what the seeds alone "
-     f"move.")
-emit("")
-emit("| workload | replicas | load | best TTFT p99 | best peer's p99 against prefix | "
-     f"best hit rate (imbalance ≤ {IMBALANCE_CAP}) | best balanced peer's hit rate against prefix | "
-     "prefix: hit / TTFT p99 |")
-emit("|---|---|---|---|---|---|---|---|")
-wins_p99 = wins_hit = total = 0
-clear_peer = clear_lanes = clear_hit_peer = clear_hit_lanes = 0
-losses = []
-for w in WORKLOADS:
-    for n in (4, 8, 16):
-        for load in (0.5, 0.9):
-            doc = runs.get((w, n, load))
-            if not doc:
-                continue
-            res, bp, bh = winners(doc)
-            total += 1
-            lp = res[LANES]
-            p99_ok = bp == LANES or p99(lp) <= p99(res[bp]) * 1.0
-            # Hit rates equal at the tables' three decimals are a tie.
-            hit_ok = bh == LANES or (bh and lp["imbalance"] <= IMBALANCE_CAP and
-                                     round(hit(lp), 3) >= round(hit(res[bh]), 3))
-            wins_p99 += 1 if p99_ok else 0
-            wins_hit += 1 if hit_ok else 0
-            if not (p99_ok and hit_ok):
-                losses.append((w, n, load, bp, bh, res))
-            mark_p = "**prefix**" if bp == LANES else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
-            peer, gap, se = best_peer_gap((w, n, load))
-            p_clear = clear(gap, se, 0.001)  # printed to 0.1 %
-            clear_peer += 1 if p_clear and gap < 0 else 0
-            clear_lanes += 1 if p_clear and gap > 0 else 0
-            mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + (
-                "" if p_clear else " (within)")
-            hg = best_peer_hit_gap((w, n, load))
-            mark_hg = "no balanced peer"
-            if hg:
-                h_peer, h_gap, h_se = hg
-                h_clear = clear(h_gap, h_se, 0.001)  # printed to 0.001
-                clear_hit_peer += 1 if h_clear and h_gap > 0 else 0
-                clear_hit_lanes += 1 if h_clear and h_gap < 0 else 0
-                mark_hg = f"{h_peer} {h_gap:+.3f} ± {h_se:.3f}" + ("" if h_clear else " (within)")
-            mark_h = ("**prefix**" if bh == LANES else
-                      f"**prefix**, tied with {bh}" if hit_ok else f"{bh} ({hit(res[bh]):.3f})")
-            emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_g} | {mark_h} | {mark_hg} | "
-                 f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
-emit("")
-emit(f"`prefix` has the best TTFT p99 in {wins_p99} of {total} rows and the best balanced hit "
-     f"rate in {wins_hit} of {total}. Paired seed by seed, the best peer's p99 is lower than "
-     f"prefix's by more than {CLEAR_SE} standard errors in {clear_peer} rows, higher in "
-     f"{clear_lanes}, and within that in the other {total - clear_peer - clear_lanes}; the best "
-     f"balanced peer's hit rate is higher than prefix's by more than {CLEAR_SE} standard errors in "
-     f"{clear_hit_peer} rows, lower in {clear_hit_lanes}. Why each "
-     f"peer wins where it does: [results.md](results.md#against-the-peers-algorithms-modelled).")
-emit("")
+
+def verdict(lanes, peers, heading, setting):
+    """The verdict table of `lanes` against `peers`; returns its counts for the summary."""
+    emit(f"## {heading}")
+    emit("")
+    emit(f"{setting} Best TTFT p99 among `{lanes}` and the peers, and best hit rate among those "
+         f"with imbalance ≤ {IMBALANCE_CAP} (max requests per replica / mean); hit rates equal to "
+         f"three decimals are a tie.")
+    emit("")
+    emit(f"The column *best peer's p99 against {lanes}* pairs the runs seed by seed (the same "
+         f"arrivals): the mean over the seeds of the best peer's TTFT p99 over {lanes}'s, minus "
+         f"1, and its standard error; negative means the peer is faster. *Best balanced peer's "
+         f"hit rate against {lanes}* is the same for the hit rate (the peer's minus {lanes}'s; "
+         f"positive means the peer hits more). A gap of at most {CLEAR_SE} standard errors is "
+         f"within what the seeds alone move.")
+    emit("")
+    emit(f"| workload | replicas | load | best TTFT p99 | best peer's p99 against {lanes} | "
+         f"best hit rate (imbalance ≤ {IMBALANCE_CAP}) | best balanced peer's hit rate against "
+         f"{lanes} | {lanes}: hit / TTFT p99 |")
+    emit("|---|---|---|---|---|---|---|---|")
+    c = dict(wins_p99=0, wins_hit=0, total=0, clear_peer=0, clear_lanes=0, clear_hit_peer=0,
+             clear_hit_lanes=0, losses=[])
+    for w in WORKLOADS:
+        for n in (4, 8, 16):
+            for load in (0.5, 0.9):
+                doc = runs.get((w, n, load))
+                if not doc:
+                    continue
+                key = (w, n, load)
+                res, bp, bh = winners(doc, lanes, peers)
+                c["total"] += 1
+                lp = res[lanes]
+                p99_ok = bp == lanes or p99(lp) <= p99(res[bp])
+                # Hit rates equal at the tables' three decimals are a tie.
+                hit_ok = bh == lanes or (bh and lp["imbalance"] <= IMBALANCE_CAP and
+                                         round(hit(lp), 3) >= round(hit(res[bh]), 3))
+                c["wins_p99"] += 1 if p99_ok else 0
+                c["wins_hit"] += 1 if hit_ok else 0
+                if not (p99_ok and hit_ok):
+                    c["losses"].append((w, n, load, bp, bh, res))
+                mark_p = f"**{lanes}**" if bp == lanes else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
+                peer, gap, se = best_peer_gap(key, lanes, peers)
+                p_clear = clear(gap, se, 0.001)  # printed to 0.1 %
+                c["clear_peer"] += 1 if p_clear and gap < 0 else 0
+                c["clear_lanes"] += 1 if p_clear and gap > 0 else 0
+                mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + (
+                    "" if p_clear else " (within)")
+                hg = best_peer_hit_gap(key, lanes, peers)
+                mark_hg = "no balanced peer"
+                if hg:
+                    h_peer, h_gap, h_se = hg
+                    h_clear = clear(h_gap, h_se, 0.001)  # printed to 0.001
+                    c["clear_hit_peer"] += 1 if h_clear and h_gap > 0 else 0
+                    c["clear_hit_lanes"] += 1 if h_clear and h_gap < 0 else 0
+                    mark_hg = f"{h_peer} {h_gap:+.3f} ± {h_se:.3f}" + (
+                        "" if h_clear else " (within)")
+                mark_h = (f"**{lanes}**" if bh == lanes else
+                          f"**{lanes}**, tied with {bh}" if hit_ok else
+                          f"{bh} ({hit(res[bh]):.3f})")
+                emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_g} | {mark_h} | {mark_hg} | "
+                     f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
+    emit("")
+    t = c["total"]
+    emit(f"`{lanes}` has the best TTFT p99 in {c['wins_p99']} of {t} rows and the best balanced "
+         f"hit rate in {c['wins_hit']} of {t}. Paired seed by seed, the best peer's p99 is lower "
+         f"than {lanes}'s by more than {CLEAR_SE} standard errors in {c['clear_peer']} rows, "
+         f"higher in {c['clear_lanes']}, and within that in the other "
+         f"{t - c['clear_peer'] - c['clear_lanes']}; the best balanced peer's hit rate is higher "
+         f"than {lanes}'s by more than {CLEAR_SE} standard errors in {c['clear_hit_peer']} rows, "
+         f"lower in {c['clear_hit_lanes']}. Why each peer wins where it does: "
+         f"[results.md](results.md#against-the-peers-algorithms-modelled).")
+    emit("")
+    return c
+
+
+setups = [(LANES, PEERS, "Who wins each row",
+           "Without KV events: every router keeps its own memory of where prefixes went.")]
+if has(LANES_EV, PEERS_EV):
+    setups.append((LANES_EV, PEERS_EV, "Who wins each row, with KV events",
+                   f"The replicas publish KV events; `{LANES_EV}` and `dynamo_kv{EVENTS}` route "
+                   f"on them, the other peers as above."))
+counts = [(lanes, verdict(lanes, peers, heading, setting))
+          for lanes, peers, heading, setting in setups]
 
 # Full tables.
 emit("## Every policy, every row")
@@ -246,7 +281,7 @@ for w in WORKLOADS:
              "req/s | imbalance |")
         emit("|---|---|---|---|---|---|---|---|---|")
         for r in sorted(doc["results"], key=lambda r: p99(r)):
-            name = f"**{r['policy']}**" if r["policy"] == LANES else r["policy"]
+            name = f"**{r['policy']}**" if r["policy"] in (LANES, LANES_EV) else r["policy"]
             taken = r.get("cache_at_decision", {}).get("share_of_best")
             emit(f"| {name} | {hit(r):.3f} | {'' if taken is None else f'{taken:.3f}'} | "
                  f"{r['ttft_s']['p50'] * 1000:.0f} ms | "
@@ -255,7 +290,7 @@ for w in WORKLOADS:
         emit("")
 
 # Charts: hit rate and TTFT p99 per workload at 8 replicas, load 0.9.
-chart_policies = [LANES] + PEERS
+chart_policies = [LANES] + ([LANES_EV] if has(LANES_EV, []) else []) + PEERS
 for metric, title, ylabel, fn in (("hit", "prefix-cache hit rate", "hit rate", hit),
                                   ("p99", "TTFT p99", "seconds", p99)):
     data = []
@@ -309,11 +344,13 @@ emit("![KV usage](img/peers-kv-usage.png)")
 emit("")
 with open(out_md, "w") as f:
     f.write("\n".join(lines))
-print(f"wrote {out_md}: prefix best TTFT p99 in {wins_p99}/{total} rows, best balanced hit rate "
-      f"in {wins_hit}/{total}; best peer's p99 clearly lower in {clear_peer}, clearly higher in "
-      f"{clear_lanes}; best balanced peer's hit rate clearly higher in {clear_hit_peer}, clearly "
-      f"lower in {clear_hit_lanes}")
-for w, n, load, bp, bh, res in losses:
-    print(f"  lost: {w} r{n} l{load}: p99 {bp} {p99(res[bp]) * 1000:.0f} vs prefix "
-          f"{p99(res[LANES]) * 1000:.0f}; hit {bh} {hit(res[bh]) if bh else 0:.3f} vs prefix "
-          f"{hit(res[LANES]):.3f}")
+print(f"wrote {out_md}")
+for lanes, c in counts:
+    print(f"{lanes}: best TTFT p99 in {c['wins_p99']}/{c['total']} rows, best balanced hit rate "
+          f"in {c['wins_hit']}/{c['total']}; best peer's p99 clearly lower in {c['clear_peer']}, "
+          f"clearly higher in {c['clear_lanes']}; best balanced peer's hit rate clearly higher in "
+          f"{c['clear_hit_peer']}, clearly lower in {c['clear_hit_lanes']}")
+    for w, n, load, bp, bh, res in c["losses"]:
+        print(f"  lost: {w} r{n} l{load}: p99 {bp} {p99(res[bp]) * 1000:.0f} vs {lanes} "
+              f"{p99(res[lanes]) * 1000:.0f}; hit {bh} {hit(res[bh]) if bh else 0:.3f} vs "
+              f"{lanes} {hit(res[lanes]):.3f}")

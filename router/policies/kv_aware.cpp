@@ -11,6 +11,7 @@ namespace lanes::router {
 kv_aware_policy::kv_aware_policy(const policy_options& options)
     : index_(options.index.capacity, options.index.capacity_factor)
     , precise_(options.precise)
+    , clock_(options.clock)
     , overlap_weight_(options.kv_aware.overlap_weight)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 namespace {
@@ -30,7 +31,7 @@ double decode_load(const replica_view& r, std::size_t request_blocks) {
 
 std::size_t kv_aware_policy::on_routed(const route_request& req, const std::string& replica_id) {
     if (precise_)
-        precise_->expect(replica_id, req.blocks);
+        precise_->expect(replica_id, req.blocks, clock_());
     return index_.insert(replica_id, req.blocks); // pending until on_outcome
 }
 
@@ -75,7 +76,7 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
         const replica_view& r = pool.replicas[i];
         const std::string& id = pool.replicas[i].id;
         const std::size_t matched = precise_ && precise_->live(id, pool.replicas[i].epoch)
-                                        ? precise_->match(id, req.blocks)
+                                        ? precise_->match(id, req.blocks, clock_())
                                         : index_.match_at(i, req.blocks);
         const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
         const scored s{i, cost, matched};

@@ -39,6 +39,7 @@ public:
 private:
     prefix_index index_;
     std::shared_ptr<precise_index> precise_; // the replicas' KV events, where they publish them
+    clock_fn clock_;                         // what its pending expectations are timed by
     double overlap_weight_;
     std::size_t hash_prefix_blocks_;
 };

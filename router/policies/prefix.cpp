@@ -15,6 +15,7 @@ prefix_policy::prefix_policy(const policy_options& options)
     : fallback_(options)
     , index_(options.index.capacity, options.index.capacity_factor)
     , precise_(options.precise)
+    , clock_(options.clock)
     , kv_weight_(options.load.kv_weight)
     , load_factor_(options.prefix.load_factor)
     , cap_floor_(options.load.cap_floor)
@@ -27,7 +28,7 @@ prefix_policy::prefix_policy(const policy_options& options)
 
 std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
     if (precise_)
-        precise_->expect(replica_id, req.blocks);                   // until its events confirm them
+        precise_->expect(replica_id, req.blocks, clock_());         // until its events confirm them
     const std::size_t held = index_.insert(replica_id, req.blocks); // pending until on_outcome
     prefilling_[replica_id] += static_cast<std::int64_t>(req.blocks.size() - held);
     return held;
@@ -53,7 +54,7 @@ std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
         // A replica that still holds the head of a prefix and is where the prefix has been going
         // (the approximate index) counts as its home in full: its evicted tail is recomputed
         // there, rather than the prefix moving to a fuller copy elsewhere.
-        const std::size_t held = precise_->match(pool.replicas[i].id, blocks);
+        const std::size_t held = precise_->match(pool.replicas[i].id, blocks, clock_());
         return held > 0 ? std::max(held, index_.match_at(i, blocks)) : 0;
     }
     return index_.match_at(i, blocks);

@@ -105,6 +105,7 @@ private:
     least_loaded_policy fallback_;
     prefix_index index_;
     std::shared_ptr<precise_index> precise_;
+    clock_fn clock_; // what pending expectations in the precise index are timed by
     double kv_weight_;
     double load_factor_;
     std::int64_t cap_floor_;

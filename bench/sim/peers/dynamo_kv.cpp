@@ -8,6 +8,10 @@ std::size_t dynamo_kv::overlap(std::size_t w, std::span<const common::block_hash
                                double now) const {
     if (w >= workers_.size())
         return 0;
+    if (knobs_.events)
+        return w < ids_.size() && knobs_.events->live(ids_[w])
+                   ? knobs_.events->match(ids_[w], blocks)
+                   : 0;
     const auto& seen = workers_[w].seen;
     std::size_t n = 0;
     while (n < blocks.size()) {
@@ -22,6 +26,11 @@ std::size_t dynamo_kv::overlap(std::size_t w, std::span<const common::block_hash
 std::size_t dynamo_kv::pick(const sim_request& req, const router::pool_snapshot& pool, double now) {
     if (workers_.size() != pool.replicas.size())
         workers_.resize(pool.replicas.size());
+    if (ids_.size() != pool.replicas.size()) {
+        ids_.clear();
+        for (const auto& r : pool.replicas)
+            ids_.push_back(r.id);
+    }
     const double request_blocks =
         static_cast<double>((req.prompt_tokens + block_size_ - 1) / block_size_);
     costs_.assign(workers_.size(), 0);
@@ -56,6 +65,8 @@ void dynamo_kv::on_routed(const sim_request& req, std::size_t w, double now) {
     workers_[w].prefill += a.prefill;
     workers_[w].decode += a.decode;
     requests_[req.id] = a;
+    if (knobs_.events)
+        return; // the worker's events will say what it stored
     for (const auto h : req.blocks)
         workers_[w].seen[h] = now + knobs_.ttl_s;
     if (now >= next_prune_) {

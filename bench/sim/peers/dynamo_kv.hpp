@@ -1,6 +1,8 @@
 // NVIDIA Dynamo's KV router cost (ai-dynamo/dynamo, docs/components/router/router-concepts.md and
-// router-configuration.md), as a simulator baseline without KV events (its ApproxKvIndexer:
-// routing decisions inserted with a 120 s TTL). Per worker, in blocks of block_size tokens:
+// router-configuration.md), as a simulator baseline. Its overlap comes from the workers' KV events
+// where the simulation publishes them (its KvIndexer: what each worker says it stores, nothing
+// credited on routing), else from its ApproxKvIndexer (--no-kv-events: routing decisions inserted
+// with a 120 s TTL). Per worker, in blocks of block_size tokens:
 //   adjusted_prefill = max(active_prefill_blocks + request_blocks - overlap_weight * overlap, 0)
 //   decode_blocks    = active_decode_blocks + request_blocks
 //   cost             = prefill_load_scale * adjusted_prefill + decode_blocks
@@ -11,7 +13,9 @@
 
 #include "bench/sim/sim_policy.hpp"
 
+#include <memory>
 #include <random>
+#include <string>
 #include <unordered_map>
 
 namespace lanes::bench::sim {
@@ -20,12 +24,15 @@ struct dynamo_kv_knobs {
     double overlap_weight = 1.0;
     double prefill_load_scale = 1.0;
     double ttl_s = 120; // --router-ttl-secs of the approximate indexer
+    // The workers' KV events (the simulator's replicas publish them); null: the approximate
+    // indexer.
+    std::shared_ptr<router::precise_index> events;
 };
 
 class dynamo_kv final : public sim_policy {
 public:
     dynamo_kv(std::uint64_t seed, std::size_t block_size, dynamo_kv_knobs k = {})
-        : knobs_(k)
+        : knobs_(std::move(k))
         , block_size_(block_size)
         , rng_(seed) {}
     std::string_view name() const override { return "dynamo_kv"; }
@@ -56,6 +63,7 @@ private:
     std::size_t block_size_;
     std::mt19937_64 rng_;
     std::vector<worker> workers_;
+    std::vector<std::string> ids_; // the pool's replica ids, for the KV events' index
     std::unordered_map<std::uint64_t, active> requests_;
     std::vector<double> costs_;
     std::vector<std::size_t> overlaps_; // the last pick's, per worker

@@ -8,6 +8,7 @@
 #include "bench/sim/peers/prodstack_prefixaware.hpp"
 #include "bench/sim/peers/sglang_cache_aware.hpp"
 #include "bench/sim/peers/sglang_prefix_hash.hpp"
+#include "common/prompt/tokenizer.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -194,6 +195,42 @@ TEST_CASE("dynamo kv: lowest prefill-after-overlap plus decode blocks", "[peers]
     // The approximate index forgets after its 120 s TTL.
     CHECK(p.overlap(w, a.blocks, 100) == 10);
     CHECK(p.overlap(w, a.blocks, 121) == 0);
+}
+
+TEST_CASE("dynamo kv with KV events: the overlap is what a worker says it stores", "[peers]") {
+    auto events = std::make_shared<router::precise_index>();
+    dynamo_kv_knobs k;
+    k.events = events;
+    dynamo_kv p(1, 16, k);
+    auto pool = pool_of({0, 0, 0});
+    const auto a = make(std::string(16 * 10 - 1, 'e')); // 10 blocks with BOS
+    // Worker 1 stores the prompt's first 6 blocks (one BlockStored, engine hashes of its own).
+    const auto tokens = common::encode_prompt(a.text);
+    common::kv_events::block_stored stored;
+    stored.block_size = 16;
+    for (std::uint64_t b = 0; b < 6; ++b)
+        stored.block_hashes.push_back(common::kv_events::int_hash(1000 + b));
+    stored.token_ids.assign(tokens.begin(), tokens.begin() + 6 * 16);
+    common::kv_events::batch b;
+    b.events.emplace_back(common::kv_events::all_blocks_cleared{});
+    b.events.emplace_back(stored);
+    events->apply(pool.replicas[1].id, b, common::root_block_hash);
+    // Worker 1: max(0 + 10 - 6, 0) + 10 = 14; the others 20.
+    CHECK(p.pick(a.req(1), pool, 0) == 1);
+    CHECK(p.last_cost(1) == Approx(14));
+    CHECK(p.last_cost(0) == Approx(20));
+    // Routing credits nothing: worker 0 holds nothing until its events say so.
+    p.on_routed(a.req(1), 0, 0);
+    CHECK(p.overlap(0, a.blocks, 0) == 0);
+    CHECK(p.overlap(1, a.blocks, 0) == 6);
+    // A removal takes the block and everything after it out of the match.
+    common::kv_events::batch r;
+    r.events.emplace_back(
+        common::kv_events::block_removed{{common::kv_events::int_hash(1003)}, std::nullopt});
+    events->apply(pool.replicas[1].id, r, common::root_block_hash);
+    CHECK(p.overlap(1, a.blocks, 0) == 3);
+    // No TTL: the events, not the clock, say when it is gone.
+    CHECK(p.overlap(1, a.blocks, 1000) == 3);
 }
 
 TEST_CASE("production-stack prefixaware: the longest 128-character chunk path, else lowest QPS",

@@ -10,6 +10,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <random>
+
 using namespace lanes;
 using namespace lanes::bench;
 namespace asio = boost::asio;
@@ -197,6 +200,65 @@ TEST_CASE("simulator: every request ends and prefix routing beats round-robin on
     CHECK(c["ttft_s"]["p99"] == b["ttft_s"]["p99"]);
     CHECK(c["prefix_cache_hit_rate"]["measured"] == b["prefix_cache_hit_rate"]["measured"]);
     CHECK(b["kv_usage"].size() >= 1);
+}
+
+TEST_CASE("simulator: with KV events the prefix policy routes on what the replicas hold",
+          "[simulate]") {
+    // 24 groups of a 20-block prefix on 2 replicas of 256 blocks: the fleet holds them all, but
+    // an approximate index of 64 blocks per replica (replicas that do not report their size)
+    // keeps only the last few groups routed to each.
+    workload_config wc;
+    wc.groups = 24;
+    wc.prompts_per_group = 6;
+    wc.system_len = 320;
+    wc.output_len = 4;
+    std::string error;
+    auto w = make_workload(wc, error);
+    REQUIRE(error.empty());
+    std::mt19937_64 rng(7);
+    std::shuffle(w.begin(), w.end(), rng); // the groups' prompts interleave
+    sim::sim_config cfg;
+    cfg.replicas = 2;
+    cfg.concurrency = 4;
+    cfg.replica.num_blocks = 256;
+    cfg.report_num_blocks = false;
+    auto clock = std::make_shared<double>(0);
+    cfg.clock = clock;
+    sim::sim_policy_options po;
+    po.lanes.index.capacity = 64;
+    po.lanes.clock = [clock] {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(*clock)));
+    };
+    auto approximate = sim::make_sim_policy("prefix", po);
+    const auto a = sim::simulate(cfg, w, *approximate);
+    CHECK(a["kv_events"]["published"] == false);
+    CHECK(a["kv_events"]["batches"] == 0);
+
+    for (const double delay : {0.0, 0.001}) {
+        *clock = 0;
+        sim::sim_config c = cfg;
+        c.kv_events = std::make_shared<router::precise_index>();
+        c.kv_event_delay_s = delay;
+        sim::sim_policy_options o = po;
+        o.kv_events = c.kv_events;
+        auto precise = sim::make_sim_policy("prefix", o);
+        const auto b = sim::simulate(c, w, *precise);
+        CHECK(b["completed"] == 24 * 6);
+        CHECK(b["kv_events"]["published"] == true);
+        CHECK(b["kv_events"]["batches"].get<std::int64_t>() > 0);
+        CHECK(b["reasons"].contains("prefix_match_precise"));
+        // Every decision sees what the caches hold: the prefix goes where it is cached.
+        const double share = b["cache_at_decision"]["share_of_best"].get<double>();
+        CHECK(share > a["cache_at_decision"]["share_of_best"].get<double>() + 0.05);
+        CHECK(share > 0.95);
+        CHECK(b["prefix_cache_hit_rate"]["measured"].get<double>() >
+              a["prefix_cache_hit_rate"]["measured"].get<double>());
+        // The index holds what the replicas said they stored.
+        for (std::size_t i = 0; i < cfg.replicas; ++i)
+            CHECK(c.kv_events->size("replica-" + std::to_string(i)) > 0);
+    }
 }
 
 namespace {
