@@ -169,11 +169,7 @@ int simulate_main(int argc, const char* const* argv) {
         errors.push_back("--policy names none");
     po.block_size = static_cast<std::size_t>(std::max<std::int64_t>(block_size, 1));
     auto clock = std::make_shared<double>(0.0);
-    po.lanes.clock = [clock] {
-        return std::chrono::steady_clock::time_point(
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(*clock)));
-    };
+    po.lanes.clock = virtual_clock(clock);
     for (const auto& n : names) {
         const auto run = parse_run(n);
         if (!run || !make_sim_policy(run->name, po))

@@ -400,6 +400,14 @@ nlohmann::json run::report(double wall_s) const {
 
 } // namespace
 
+router::clock_fn virtual_clock(std::shared_ptr<const double> seconds) {
+    return [seconds = std::move(seconds)] {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(*seconds)));
+    };
+}
+
 nlohmann::json simulate(const sim_config& cfg, const std::vector<stream>& workload,
                         sim_policy& policy) {
     run r(cfg, workload, policy);

@@ -48,6 +48,9 @@ struct sim_config {
     std::shared_ptr<double> clock;
 };
 
+// A policy clock that reads `seconds` (sim_config::clock) as a steady_clock time point.
+router::clock_fn virtual_clock(std::shared_ptr<const double> seconds);
+
 // Runs the workload to its end under `policy`; the report (JSON) holds the fleet's hit rate and
 // its ideals, throughput, TTFT and e2e percentiles, imbalance, route reasons and KV usage over
 // time, in lanes-bench's report's field names where they exist.

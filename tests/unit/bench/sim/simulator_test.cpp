@@ -167,11 +167,7 @@ TEST_CASE("simulator: every request ends and prefix routing beats round-robin on
     sim::sim_policy_options po;
     auto clock = std::make_shared<double>(0);
     cfg.clock = clock;
-    po.lanes.clock = [clock] {
-        return std::chrono::steady_clock::time_point(
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(*clock)));
-    };
+    po.lanes.clock = sim::virtual_clock(clock);
     auto rr = sim::make_sim_policy("round_robin", po);
     auto prefix = sim::make_sim_policy("prefix", po);
     const auto a = sim::simulate(cfg, w, *rr);
@@ -226,11 +222,7 @@ TEST_CASE("simulator: with KV events the prefix policy routes on what the replic
     cfg.clock = clock;
     sim::sim_policy_options po;
     po.lanes.index.capacity = 64;
-    po.lanes.clock = [clock] {
-        return std::chrono::steady_clock::time_point(
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(*clock)));
-    };
+    po.lanes.clock = sim::virtual_clock(clock);
     auto approximate = sim::make_sim_policy("prefix", po);
     const auto a = sim::simulate(cfg, w, *approximate);
     CHECK(a["kv_events"]["published"] == false);
