@@ -4,7 +4,8 @@ lanes-replica processes on the sim backend, a real router, lanes-bench over loop
 through lanes-bench simulate with the same replicas, policy and client loop. Prints a markdown
 table (hit rate and TTFT p50, live and simulated, and how far apart) and writes
 bench/results/sim-agreement-DATE/*.json.
-   deploy/bench/sim_agreement.py [OUT_DIR]"""
+   deploy/bench/sim_agreement.py [OUT_DIR]
+Environment: CASES (indexes into CASES below, space-separated; default all)."""
 import json
 import os
 import subprocess
@@ -26,15 +27,28 @@ CASES = [
      f"--time-scale 0.12"),
     ("shared-prefix, 4 replicas, round-robin", 4, "round_robin", "--kv-blocks 4096",
      "--workload shared-prefix --groups 32 --prompts-per-group 16 --output-len 64 --concurrency 16"),
+    # The replicas publish KV events and the router (its default --kv-events) routes on them;
+    # the simulator's replicas publish theirs to its precise index (prefix+kv-events). 1,024
+    # blocks per replica: the fleet cannot hold every history, so the events' word matters.
+    ("Mooncake conversation (2,000 requests), 8 replicas, trace times, KV events", 8,
+     "prefix+kv-events", "--kv-blocks 1024",
+     f"--workload trace --trace {trace} --trace-limit 2000 --length-scale 0.0625 "
+     f"--time-scale 0.12"),
 ]
+# The live replicas' flags that publish KV events (ports picked by the kernel).
+EVENTS = "--kv-events-endpoint tcp://127.0.0.1:* --kv-events-replay-endpoint tcp://127.0.0.1:*"
+only = [int(c) for c in os.environ.get("CASES", "").split()]
 
 rows = []
 for i, (name, n, policy, replica, workload) in enumerate(CASES):
+    if only and i not in only:
+        continue
+    live_policy, events = policy.removesuffix("+kv-events"), policy.endswith("+kv-events")
     live_path = f"{out}/case{i}-live.json"
     sim_path = f"{out}/case{i}-sim.json"
-    subprocess.run(["deploy/bench/experiment.sh", str(n), policy, live_path, "--replica-args",
-                    f"--backend sim {replica}", "--", *workload.split()], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(["deploy/bench/experiment.sh", str(n), live_policy, live_path,
+                    "--replica-args", f"--backend sim {replica}" + (f" {EVENTS}" if events else ""),
+                    "--", *workload.split()], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([f"{build}/bench/lanes-bench", "simulate", "--replicas", str(n), "--policy",
                     policy, *replica.split(), *workload.split(), "--out", sim_path], check=True,
                    stdout=subprocess.DEVNULL)
@@ -44,6 +58,13 @@ for i, (name, n, policy, replica, workload) in enumerate(CASES):
         sim = json.load(f)["results"][0]
     lh, sh = live["prefix_cache_hit_rate"]["measured"], sim["prefix_cache_hit_rate"]["measured"]
     lt, st = live["ttft_s"]["p50"], sim["ttft_s"]["p50"]
+    if events:  # how many requests the live router placed on the replicas' own word
+        with open(live_path.removesuffix(".json") + ".router-metrics.txt") as f:
+            precise = sum(float(line.rsplit(" ", 1)[1]) for line in f
+                          if line.startswith("lanes_router_requests_total{")
+                          and 'reason="prefix_match_precise"' in line)
+        print(f"{name}: live, prefix_match_precise {precise:.0f}; sim "
+              f"{sim.get('reasons', {}).get('prefix_match_precise', 0)}", flush=True)
     rows.append({"case": name, "live_hit": lh, "sim_hit": sh, "live_ttft_p50": lt,
                  "sim_ttft_p50": st, "live_ttft_p99": live["ttft_s"]["p99"],
                  "sim_ttft_p99": sim["ttft_s"]["p99"], "live_e2e_p50": live["e2e_s"]["p50"],
