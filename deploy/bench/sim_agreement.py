@@ -27,11 +27,11 @@ CASES = [
      f"--time-scale 0.12"),
     ("shared-prefix, 4 replicas, round-robin", 4, "round_robin", "--kv-blocks 4096",
      "--workload shared-prefix --groups 32 --prompts-per-group 16 --output-len 64 --concurrency 16"),
-    # The replicas publish KV events and the router (its default --kv-events) routes on them;
-    # the simulator's replicas publish theirs to its precise index (prefix+kv-events). 1,024
-    # blocks per replica: the fleet cannot hold every history, so the events' word matters.
+    # The case above with the replicas publishing KV events and the router (its default
+    # --kv-events) routing on them; the simulator's replicas publish theirs to its precise index
+    # (prefix+kv-events).
     ("Mooncake conversation (2,000 requests), 8 replicas, trace times, KV events", 8,
-     "prefix+kv-events", "--kv-blocks 1024",
+     "prefix+kv-events", "--kv-blocks 4096",
      f"--workload trace --trace {trace} --trace-limit 2000 --length-scale 0.0625 "
      f"--time-scale 0.12"),
 ]
