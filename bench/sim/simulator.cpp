@@ -244,7 +244,7 @@ void run::step_end(std::size_t r, double now) {
     tokens_.clear();
     replicas_[r]->finish_step(tokens_);
     if (cfg_.kv_events)
-        publish(r, now); // before anything this step's tokens set off is routed
+        publish(r, now); // as the engine publishes: once per step, when it ends
     for (const auto& ev : tokens_) {
         request_state& st = requests_[ev.request];
         const auto& spec = workload_[st.stream][next_turn_[st.stream] - 1];
