@@ -107,6 +107,8 @@ private:
     }
     void step_end(std::size_t replica, double now);
     void publish(std::size_t replica, double now);
+    void receive(std::size_t replica); // its oldest batch in transit reaches the index
+    void sample_kv(double now);
     void refresh_pool(double now);
     void score_against_caches(const std::string& prompt, std::size_t chosen);
     nlohmann::json report(double wall_s) const;
@@ -240,6 +242,23 @@ void run::publish(std::size_t r, double now) {
     push(now + cfg_.kv_event_delay_s, event_kind::kv_batch, r);
 }
 
+void run::receive(std::size_t r) {
+    // Batches of one replica arrive in order: each took the same delay.
+    auto& q = in_transit_[r];
+    cfg_.kv_events->apply(pool_.replicas[r].id, q.front(), common::root_block_hash);
+    q.pop_front();
+}
+
+void run::sample_kv(double now) {
+    double sum = 0, top = 0;
+    for (const auto& r : replicas_) {
+        sum += r->load().kv_usage;
+        top = std::max(top, r->load().kv_usage);
+    }
+    kv_timeline_.push_back({now, sum / static_cast<double>(replicas_.size()), top});
+    push(now + cfg_.kv_sample_interval_s, event_kind::kv_sample);
+}
+
 void run::step_end(std::size_t r, double now) {
     tokens_.clear();
     replicas_[r]->finish_step(tokens_);
@@ -310,23 +329,12 @@ nlohmann::json run::go() {
                 scrapes_[i] = {ev.t, replicas_[i]->load()};
             push(ev.t + scrape_every_, event_kind::scrape);
             break;
-        case event_kind::kv_batch: {
-            // Batches of one replica arrive in order: each took the same delay.
-            auto& q = in_transit_[ev.index];
-            cfg_.kv_events->apply(pool_.replicas[ev.index].id, q.front(), common::root_block_hash);
-            q.pop_front();
+        case event_kind::kv_batch:
+            receive(ev.index);
             break;
-        }
-        case event_kind::kv_sample: {
-            double sum = 0, top = 0;
-            for (const auto& r : replicas_) {
-                sum += r->load().kv_usage;
-                top = std::max(top, r->load().kv_usage);
-            }
-            kv_timeline_.push_back({ev.t, sum / static_cast<double>(replicas_.size()), top});
-            push(ev.t + cfg_.kv_sample_interval_s, event_kind::kv_sample);
+        case event_kind::kv_sample:
+            sample_kv(ev.t);
             break;
-        }
         }
     }
     const double wall =

@@ -51,6 +51,21 @@ std::vector<std::string> shared_prompts() {
     return out;
 }
 
+// lanes-bench's shared-prefix workload: `groups` system prompts of `system_len` bytes, each
+// asked `per_group` questions.
+std::vector<stream> shared_prefix(std::int64_t groups, std::int64_t per_group,
+                                  std::int64_t system_len, std::int64_t output_len) {
+    workload_config wc;
+    wc.groups = groups;
+    wc.prompts_per_group = per_group;
+    wc.system_len = system_len;
+    wc.output_len = output_len;
+    std::string error;
+    auto w = make_workload(wc, error);
+    REQUIRE(error.empty());
+    return w;
+}
+
 } // namespace
 
 TEST_CASE("simulated replica takes the engine's steps: same hits and latencies", "[simulate]") {
@@ -153,14 +168,7 @@ TEST_CASE("virtual clock: a lone request waits one modelled prefill step and the
 
 TEST_CASE("simulator: every request ends and prefix routing beats round-robin on shared prefixes",
           "[simulate]") {
-    workload_config wc;
-    wc.groups = 8;
-    wc.prompts_per_group = 8;
-    wc.system_len = 512;
-    wc.output_len = 8;
-    std::string error;
-    const auto w = make_workload(wc, error);
-    REQUIRE(error.empty());
+    const auto w = shared_prefix(8, 8, 512, 8);
     sim::sim_config cfg;
     cfg.replicas = 4;
     cfg.concurrency = 8;
@@ -203,14 +211,7 @@ TEST_CASE("simulator: with KV events the prefix policy routes on what the replic
     // 24 groups of a 20-block prefix on 2 replicas of 256 blocks: the fleet holds them all, but
     // an approximate index of 64 blocks per replica (replicas that do not report their size)
     // keeps only the last few groups routed to each.
-    workload_config wc;
-    wc.groups = 24;
-    wc.prompts_per_group = 6;
-    wc.system_len = 320;
-    wc.output_len = 4;
-    std::string error;
-    auto w = make_workload(wc, error);
-    REQUIRE(error.empty());
+    auto w = shared_prefix(24, 6, 320, 4);
     std::mt19937_64 rng(7);
     std::shuffle(w.begin(), w.end(), rng); // the groups' prompts interleave
     sim::sim_config cfg;
