@@ -135,6 +135,9 @@ int simulate_main(int argc, const char* const* argv) {
     router::add_policy_flags(f, po.lanes);
     f.add("report-num-blocks", cfg.report_num_blocks,
           "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM do");
+    f.add("per-request", cfg.per_request,
+          "each result lists its requests (replica, cache found against the best, in flight "
+          "there, reason, TTFT, e2e)");
     f.add("out", out_file, "result JSON file");
     auto errors = f.parse(argc, argv);
     if (f.help_requested()) {

@@ -38,6 +38,12 @@ struct request_state {
     std::size_t prompt_tokens = 0;
     std::size_t output_tokens = 0;
     std::vector<common::block_hash> blocks; // the router's, while in flight
+    // At the decision (sim_config::per_request): the prompt blocks the chosen replica's cache
+    // held, the most any replica's held, the requests already in flight at the chosen one, and
+    // the policy's reason.
+    std::size_t held = 0, best = 0;
+    std::int64_t inflight = 0;
+    std::string reason;
 };
 
 struct scraped {
@@ -110,8 +116,9 @@ private:
     void receive(std::size_t replica); // its oldest batch in transit reaches the index
     void sample_kv(double now);
     void refresh_pool(double now);
-    void score_against_caches(const std::string& prompt, std::size_t chosen);
+    void score_against_caches(const std::string& prompt, request_state& st);
     nlohmann::json report(double wall_s) const;
+    nlohmann::json per_request() const; // one row per request (sim_config::per_request)
 
     const sim_config& cfg_;
     const std::vector<stream>& workload_;
@@ -145,14 +152,16 @@ private:
     nlohmann::json kv_timeline_ = nlohmann::json::array();
 };
 
-void run::score_against_caches(const std::string& prompt, std::size_t chosen) {
+void run::score_against_caches(const std::string& prompt, request_state& st) {
     hashes_.clear();
     const auto tokens = common::encode_prompt(prompt);
     common::extend_block_hashes(hashes_, tokens, cfg_.replica.block_size, common::root_block_hash);
     std::size_t best = 0;
     for (const auto& rep : replicas_)
         best = std::max(best, rep->cached_blocks(hashes_));
-    const std::size_t got = replicas_[chosen]->cached_blocks(hashes_);
+    const std::size_t got = replicas_[st.replica]->cached_blocks(hashes_);
+    st.held = got;
+    st.best = best;
     held_chosen_ += static_cast<double>(got);
     held_best_ += static_cast<double>(best);
     if (best > 0 && best >= 2 * got)
@@ -199,8 +208,12 @@ void run::send(std::size_t s, double now) {
     refresh_pool(now);
     const std::size_t r = std::min(policy_.pick(req, pool_, now), cfg_.replicas - 1);
     ++reasons_[std::string(policy_.last_reason())];
-    score_against_caches(spec.prompt, r);
     st.replica = r;
+    score_against_caches(spec.prompt, st);
+    if (cfg_.per_request) {
+        st.reason = policy_.last_reason();
+        st.inflight = pool_.replicas[r].inflight;
+    }
     ++pool_.replicas[r].inflight;
     ++served_[r];
     policy_.on_routed(req, r, now);
@@ -370,7 +383,7 @@ nlohmann::json run::report(double wall_s) const {
     }
     mean_count /= static_cast<double>(std::max<std::size_t>(replicas_.size(), 1));
     const double duration = last_end_ > 0 ? last_end_ : 1e-9;
-    return {
+    nlohmann::json out = {
         {"modelled", "sim: lanes-bench simulate (virtual clock, sim cost model)"},
         {"policy", std::string(policy_.name())},
         {"replicas", replicas_.size()},
@@ -404,6 +417,28 @@ nlohmann::json run::report(double wall_s) const {
         {"kv_usage", kv_timeline_}, // [t, mean over replicas, max]
         {"simulation_wall_s", wall_s},
     };
+    if (cfg_.per_request)
+        out["requests"] = per_request();
+    return out;
+}
+
+nlohmann::json run::per_request() const {
+    auto rows = nlohmann::json::array();
+    for (std::size_t id = 0; id < requests_.size(); ++id) {
+        const auto& st = requests_[id];
+        rows.push_back({{"id", id},
+                        {"stream", st.stream},
+                        {"sent_s", st.sent},
+                        {"replica", st.replica},
+                        {"prompt_tokens", st.prompt_tokens},
+                        {"held_blocks", st.held},
+                        {"best_held_blocks", st.best},
+                        {"inflight_before", st.inflight},
+                        {"reason", st.reason},
+                        {"ttft_s", st.first >= 0 ? st.first - st.sent : -1.0},
+                        {"e2e_s", st.end >= 0 ? st.end - st.sent : -1.0}});
+    }
+    return rows;
 }
 
 } // namespace

@@ -46,6 +46,9 @@ struct sim_config {
     // Where the virtual clock stands, written before each event (what a lanes policy's clock
     // reads); may be null.
     std::shared_ptr<double> clock;
+    // The report lists every request (its replica, the cache it found there against the best
+    // any replica had, the requests in flight there before it, the policy's reason, TTFT, e2e).
+    bool per_request = false;
 };
 
 // A policy clock that reads `seconds` (sim_config::clock) as a steady_clock time point.

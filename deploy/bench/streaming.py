@@ -22,7 +22,8 @@ a stream and the hard limit here is 20,000 per process), EVENTS (events per satu
 PROCESSES (1: each proxy as that many processes sharing the port and CPU 0, lanes-router with
 --reuse-port, nginx's workers with `reuseport`, HAProxy's own processes, whose listeners share
 ports by default; with 2, 10,000 streams fit under the per-process descriptor limit), RT_CLIENT
-(1: the paced runs' client runs SCHED_FIFO where chrt can set it; 0: never)."""
+(1: the paced runs' client runs SCHED_FIFO where chrt can set it; 0: never), RT_PROXY (0; 1: the
+paced runs' proxy, whichever it is, runs SCHED_FIFO too)."""
 import json
 import os
 import re
@@ -67,8 +68,9 @@ def free_port():
             s.close()
 
 
-def start(cmd, cpu, log):
-    p = subprocess.Popen(["taskset", "-c", str(cpu), *cmd], stdout=open(log, "w"),
+def start(cmd, cpu, log, realtime=False):
+    rt = ["chrt", "-f", "1"] if realtime else []
+    p = subprocess.Popen([*rt, "taskset", "-c", str(cpu), *cmd], stdout=open(log, "w"),
                          stderr=subprocess.STDOUT, start_new_session=True)
     procs.append(p)
     return p
@@ -209,7 +211,7 @@ def source(events_per_stream, interval_us, delay_ms=0):
     return p, port
 
 
-def proxy(name, upstream):
+def proxy(name, upstream, realtime=False):
     port = free_port()
     if name == "lanes":
         cmd = [f"{build}/router/lanes-router", "--host", "127.0.0.1", "--port", str(port),
@@ -265,7 +267,7 @@ backend s
     if processes > 1 and name != "nginx":  # nginx starts its own workers
         # One shell (in the process group that stop() signals) starting them side by side.
         cmd = ["sh", "-c", " & ".join([shlex.join(cmd)] * processes) + " & wait"]
-    p = start(cmd, 0, f"{work}/{name}.log")
+    p = start(cmd, 0, f"{work}/{name}.log", realtime)
     wait_port(port)
     if name == "lanes":  # the replica's first look (health, models, load) before traffic
         # Each connection reaches one of the processes: enough answers in a row that every
@@ -291,8 +293,12 @@ backend s
 # woken by an event, it reads it at once instead of when the source, on the same core, next
 # yields; without it that wait alone gave the run with no proxy a p99 of 2-3 ms. Only the paced
 # runs: a real-time client that always has data would starve the source at saturation.
-rt_client = os.environ.get("RT_CLIENT", "1") != "0" and subprocess.run(
-    ["chrt", "-f", "1", "true"], capture_output=True).returncode == 0
+can_rt = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True).returncode == 0
+rt_client = os.environ.get("RT_CLIENT", "1") != "0" and can_rt
+# RT_PROXY=1 gives the paced runs' proxy the same priority, so that no kernel thread or other
+# process of normal priority takes its core while it has events to relay (it made the tail worse
+# here: docs/performance.md).
+rt_proxy = os.environ.get("RT_PROXY", "0") == "1" and can_rt
 
 
 def client(port, streams, hold_ms=0, tag="run", realtime=False):
@@ -347,7 +353,7 @@ def paced(name, streams, rate):
     interval_us = int(streams / rate * 1e6)
     n = max(50, int(rate * 8 / streams))  # about 8 s of events
     src, sport = source(n, interval_us)
-    pxy, pport = (None, sport) if name == "direct" else proxy(name, sport)
+    pxy, pport = (None, sport) if name == "direct" else proxy(name, sport, rt_proxy)
     before = cpu_split(pxy.pid) if pxy else (0, 0)
     c, out = client(pport, streams, tag=f"{name}-paced", realtime=True)
     r = finish(c, out)
@@ -426,7 +432,8 @@ try:
             paced_result = {"rounds": rs, "latency_ms": {
                 q: median([x["latency_ms"][q] for x in rs]) for q in ("p50", "p90", "p99")},
                 "windows_over_1ms": median([x.get("windows_over_1ms", 0) for x in rs]),
-                "client_sched": "SCHED_FIFO 1" if rt_client else "SCHED_OTHER"}
+                "client_sched": "SCHED_FIFO 1" if rt_client else "SCHED_OTHER",
+                "proxy_sched": "SCHED_FIFO 1" if rt_proxy else "SCHED_OTHER"}
             if n != "direct":
                 paced_result["cpu_s_per_million_events"] = median(
                     [x["cpu_s_per_million_events"] for x in rs])

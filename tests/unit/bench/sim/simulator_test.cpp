@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 using namespace lanes;
@@ -65,6 +66,19 @@ std::vector<stream> shared_prefix(std::int64_t groups, std::int64_t per_group,
     REQUIRE(error.empty());
     return w;
 }
+
+// A run's config and policy options on one virtual clock, as lanes-bench simulate sets them.
+struct clocked_setup {
+    sim::sim_config cfg;
+    sim::sim_policy_options po;
+    std::shared_ptr<double> clock = std::make_shared<double>(0);
+    clocked_setup(std::size_t replicas, std::int64_t concurrency) {
+        cfg.replicas = replicas;
+        cfg.concurrency = concurrency;
+        cfg.clock = clock;
+        po.lanes.clock = sim::virtual_clock(clock);
+    }
+};
 
 } // namespace
 
@@ -169,13 +183,9 @@ TEST_CASE("virtual clock: a lone request waits one modelled prefill step and the
 TEST_CASE("simulator: every request ends and prefix routing beats round-robin on shared prefixes",
           "[simulate]") {
     const auto w = shared_prefix(8, 8, 512, 8);
-    sim::sim_config cfg;
-    cfg.replicas = 4;
-    cfg.concurrency = 8;
-    sim::sim_policy_options po;
-    auto clock = std::make_shared<double>(0);
-    cfg.clock = clock;
-    po.lanes.clock = sim::virtual_clock(clock);
+    clocked_setup setup(4, 8);
+    const auto& cfg = setup.cfg;
+    const auto& po = setup.po;
     auto rr = sim::make_sim_policy("round_robin", po);
     auto prefix = sim::make_sim_policy("prefix", po);
     const auto a = sim::simulate(cfg, w, *rr);
@@ -206,6 +216,55 @@ TEST_CASE("simulator: every request ends and prefix routing beats round-robin on
     CHECK(b["kv_usage"].size() >= 1);
 }
 
+TEST_CASE("simulator: per-request rows agree with the run's figures", "[simulate]") {
+    const auto w = shared_prefix(6, 6, 384, 6);
+    clocked_setup setup(3, 6);
+    auto& cfg = setup.cfg;
+    const auto& po = setup.po;
+    auto plain = sim::make_sim_policy("prefix", po);
+    const auto without = sim::simulate(cfg, w, *plain);
+    CHECK_FALSE(without.contains("requests"));
+    cfg.per_request = true;
+    auto policy = sim::make_sim_policy("prefix", po);
+    const auto r = sim::simulate(cfg, w, *policy);
+    // Listing the requests changes no figure.
+    CHECK(r["ttft_s"] == without["ttft_s"]);
+    CHECK(r["prefix_cache_hit_rate"] == without["prefix_cache_hit_rate"]);
+    const auto& rows = r["requests"];
+    REQUIRE(rows.size() == 36);
+    double held = 0, best = 0, sent_before = -1;
+    std::vector<double> ttft;
+    std::map<std::string, std::int64_t> reasons;
+    std::vector<std::int64_t> served(3, 0);
+    for (const auto& row : rows) {
+        const auto replica = row["replica"].get<std::size_t>();
+        REQUIRE(replica < 3);
+        ++served[replica];
+        CHECK(row["held_blocks"].get<std::size_t>() <= row["best_held_blocks"].get<std::size_t>());
+        CHECK(row["inflight_before"].get<std::int64_t>() >= 0);
+        CHECK(row["inflight_before"].get<std::int64_t>() < 6);
+        CHECK(row["e2e_s"].get<double>() >= row["ttft_s"].get<double>());
+        CHECK(row["ttft_s"].get<double>() > 0);
+        held += row["held_blocks"].get<double>();
+        best += row["best_held_blocks"].get<double>();
+        ttft.push_back(row["ttft_s"].get<double>());
+        ++reasons[row["reason"].get<std::string>()];
+        if (row["stream"].get<std::size_t>() == 0) {
+            CHECK(row["sent_s"].get<double>() > sent_before); // a stream's turns in order
+            sent_before = row["sent_s"].get<double>();
+        }
+    }
+    const auto& at = r["cache_at_decision"];
+    CHECK(held == at["held_by_chosen_blocks"].get<double>());
+    CHECK(best == at["held_best_blocks"].get<double>());
+    CHECK(held > 0);
+    CHECK(reasons == r["reasons"].get<std::map<std::string, std::int64_t>>());
+    for (std::size_t i = 0; i < 3; ++i)
+        CHECK(served[i] == r["per_replica"]["replica-" + std::to_string(i)].get<std::int64_t>());
+    std::sort(ttft.begin(), ttft.end());
+    CHECK(ttft.back() == Approx(r["ttft_s"]["max"].get<double>()));
+}
+
 TEST_CASE("simulator: with KV events the prefix policy routes on what the replicas hold",
           "[simulate]") {
     // 24 groups of a 20-block prefix on 2 replicas of 256 blocks: the fleet holds them all, but
@@ -214,16 +273,13 @@ TEST_CASE("simulator: with KV events the prefix policy routes on what the replic
     auto w = shared_prefix(24, 6, 320, 4);
     std::mt19937_64 rng(7);
     std::shuffle(w.begin(), w.end(), rng); // the groups' prompts interleave
-    sim::sim_config cfg;
-    cfg.replicas = 2;
-    cfg.concurrency = 4;
+    clocked_setup setup(2, 4);
+    auto& cfg = setup.cfg;
+    auto& po = setup.po;
+    auto& clock = setup.clock;
     cfg.replica.num_blocks = 256;
     cfg.report_num_blocks = false;
-    auto clock = std::make_shared<double>(0);
-    cfg.clock = clock;
-    sim::sim_policy_options po;
     po.lanes.index.capacity = 64;
-    po.lanes.clock = sim::virtual_clock(clock);
     auto approximate = sim::make_sim_policy("prefix", po);
     const auto a = sim::simulate(cfg, w, *approximate);
     CHECK(a["kv_events"]["published"] == false);
