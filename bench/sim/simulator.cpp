@@ -1,5 +1,6 @@
 #include "bench/sim/simulator.hpp"
 
+#include "bench/sim/decision_log.hpp"
 #include "bench/stats.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
@@ -11,7 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <map>
 #include <queue>
 #include <random>
 
@@ -38,12 +38,6 @@ struct request_state {
     std::size_t prompt_tokens = 0;
     std::size_t output_tokens = 0;
     std::vector<common::block_hash> blocks; // the router's, while in flight
-    // At the decision (sim_config::per_request): the prompt blocks the chosen replica's cache
-    // held, the most any replica's held, the requests already in flight at the chosen one, and
-    // the policy's reason.
-    std::size_t held = 0, best = 0;
-    std::int64_t inflight = 0;
-    std::string reason;
 };
 
 struct scraped {
@@ -95,6 +89,7 @@ public:
             n += s.size();
         }
         requests_.resize(n);
+        decisions_ = std::make_unique<decision_log>(n, cfg.per_request);
         served_.assign(cfg.replicas, 0);
     }
 
@@ -116,7 +111,6 @@ private:
     void receive(std::size_t replica); // its oldest batch in transit reaches the index
     void sample_kv(double now);
     void refresh_pool(double now);
-    void score_against_caches(const std::string& prompt, request_state& st);
     nlohmann::json report(double wall_s) const;
     nlohmann::json per_request() const; // one row per request (sim_config::per_request)
 
@@ -136,37 +130,15 @@ private:
     std::size_t next_stream_ = 0; // closed loop
     std::size_t finished_ = 0;
     double last_end_ = 0;
-    std::map<std::string, std::int64_t, std::less<>> reasons_;
+    std::unique_ptr<decision_log> decisions_;
     router::ideal_cache ideal_;
     double ideal_hits_ = 0, ideal_queries_ = 0;
-    // The replicas' caches at each decision: the prompt blocks the chosen replica held, the most
-    // any replica held, and the decisions that passed over a replica holding at least twice as
-    // many as the chosen one (a policy's memory or its load rule sending a prefix from its copy).
-    double held_chosen_ = 0, held_best_ = 0;
-    std::int64_t passed_over_ = 0;
-    std::vector<common::block_hash> hashes_;
     std::vector<token_event> tokens_;
     // KV event batches published and not yet applied, per replica, oldest first.
     std::vector<std::deque<common::kv_events::batch>> in_transit_;
     std::int64_t kv_batches_ = 0;
     nlohmann::json kv_timeline_ = nlohmann::json::array();
 };
-
-void run::score_against_caches(const std::string& prompt, request_state& st) {
-    hashes_.clear();
-    const auto tokens = common::encode_prompt(prompt);
-    common::extend_block_hashes(hashes_, tokens, cfg_.replica.block_size, common::root_block_hash);
-    std::size_t best = 0;
-    for (const auto& rep : replicas_)
-        best = std::max(best, rep->cached_blocks(hashes_));
-    const std::size_t got = replicas_[st.replica]->cached_blocks(hashes_);
-    st.held = got;
-    st.best = best;
-    held_chosen_ += static_cast<double>(got);
-    held_best_ += static_cast<double>(best);
-    if (best > 0 && best >= 2 * got)
-        ++passed_over_;
-}
 
 void run::refresh_pool(double now) {
     for (std::size_t i = 0; i < pool_.replicas.size(); ++i) {
@@ -207,13 +179,9 @@ void run::send(std::size_t s, double now) {
 
     refresh_pool(now);
     const std::size_t r = std::min(policy_.pick(req, pool_, now), cfg_.replicas - 1);
-    ++reasons_[std::string(policy_.last_reason())];
     st.replica = r;
-    score_against_caches(spec.prompt, st);
-    if (cfg_.per_request) {
-        st.reason = policy_.last_reason();
-        st.inflight = pool_.replicas[r].inflight;
-    }
+    decisions_->record(id, spec.prompt, r, replicas_, cfg_.replica.block_size,
+                       pool_.replicas[r].inflight, policy_.last_reason());
     ++pool_.replicas[r].inflight;
     ++served_[r];
     policy_.on_routed(req, r, now);
@@ -405,13 +373,9 @@ nlohmann::json run::report(double wall_s) const {
         {"e2e_s", to_json(std::move(e2e))},
         {"per_replica", per_replica},
         {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
-        {"reasons", reasons_},
+        {"reasons", decisions_->reasons()},
         {"kv_events", {{"published", cfg_.kv_events != nullptr}, {"batches", kv_batches_}}},
-        {"cache_at_decision",
-         {{"held_by_chosen_blocks", held_chosen_},
-          {"held_best_blocks", held_best_},
-          {"share_of_best", held_best_ > 0 ? held_chosen_ / held_best_ : 1.0},
-          {"passed_over", passed_over_}}},
+        {"cache_at_decision", decisions_->cache_at_decision()},
         {"preemptions", preemptions},
         {"steps", steps},
         {"kv_usage", kv_timeline_}, // [t, mean over replicas, max]
@@ -426,17 +390,15 @@ nlohmann::json run::per_request() const {
     auto rows = nlohmann::json::array();
     for (std::size_t id = 0; id < requests_.size(); ++id) {
         const auto& st = requests_[id];
-        rows.push_back({{"id", id},
-                        {"stream", st.stream},
-                        {"sent_s", st.sent},
-                        {"replica", st.replica},
-                        {"prompt_tokens", st.prompt_tokens},
-                        {"held_blocks", st.held},
-                        {"best_held_blocks", st.best},
-                        {"inflight_before", st.inflight},
-                        {"reason", st.reason},
-                        {"ttft_s", st.first >= 0 ? st.first - st.sent : -1.0},
-                        {"e2e_s", st.end >= 0 ? st.end - st.sent : -1.0}});
+        nlohmann::json row = {{"id", id},
+                              {"stream", st.stream},
+                              {"sent_s", st.sent},
+                              {"replica", st.replica},
+                              {"prompt_tokens", st.prompt_tokens},
+                              {"ttft_s", st.first >= 0 ? st.first - st.sent : -1.0},
+                              {"e2e_s", st.end >= 0 ? st.end - st.sent : -1.0}};
+        decisions_->add_row_fields(id, row);
+        rows.push_back(std::move(row));
     }
     return rows;
 }
