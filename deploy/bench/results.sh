@@ -11,7 +11,7 @@ mkdir -p "$out" docs/img
 exp=deploy/bench/experiment.sh
 which="${*:-A C C64 trace E}"
 sim="--backend sim --sim-speedup 4"
-# The issue's default shared-prefix workload (C64 and the sweep), without its concurrency.
+# The default shared-prefix workload (C64 and the sweep), without its concurrency.
 c64_workload="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048
               --question-len 128 --output-len 256 --session-per-group"
 sweep_kv_blocks="2048 2304 2432 2560 2688 3072"
@@ -43,7 +43,7 @@ if [[ " $which " == *" C "* ]]; then
     done
 fi
 if [[ " $which " == *" C64 "* ]]; then
-    # The issue's default shared-prefix workload (64 groups x 16 prompts, 2,048-byte system
+    # The default shared-prefix workload (64 groups x 16 prompts, 2,048-byte system
     # prompts, 256 output tokens): 8,192 blocks of system prompts against 2,048 per replica, so
     # a replica holds about its quarter of the groups and no more. 128 clients keep every
     # replica's KV cache full, so throughput is bounded by how many requests fit in it (as on a

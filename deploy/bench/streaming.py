@@ -136,8 +136,11 @@ def record_cpu(r, before, after):
 
 
 def median(xs):
-    """The middle value (the upper one of an even count), as the rounds' figures are kept."""
-    return sorted(xs)[len(xs) // 2]
+    """The middle value (of an even count, the mean of the middle two), as the rounds' figures are
+    kept."""
+    s = sorted(xs)
+    h = len(s) // 2
+    return s[h] if len(s) % 2 else (s[h - 1] + s[h]) / 2
 
 
 def paired_gap(mine, theirs):
