@@ -257,6 +257,8 @@ asio::awaitable<void> api::tokenize(http::request& req, http::response_writer& o
 }
 
 http::response api::tokenize_answer(const http::request& req) const {
+    if (const auto bad = openai::check_json_shape(req.body(), cfg_.request_limits))
+        return openai::error_response(req, *bad);
     const nlohmann::json j = nlohmann::json::parse(req.body(), nullptr, false);
     if (!j.is_object())
         return openai::error_response(

@@ -2,6 +2,7 @@
 
 #include "common/http/parse.hpp"
 #include "common/http/routes.hpp"
+#include "common/json_depth.hpp"
 #include "common/log.hpp"
 #include "common/openai/error.hpp"
 
@@ -51,6 +52,9 @@ std::string query_param(std::string_view target, std::string_view key) {
 std::string url_argument(const http::request& req) {
     if (auto u = query_param(req.target(), "url"); !u.empty())
         return u;
+    // {"url": ...} nests one level; a deeper body is not one (nor parsed into a DOM).
+    if (common::nests_deeper_than(req.body(), 4))
+        return {};
     const auto body = nlohmann::json::parse(req.body(), nullptr, false);
     if (body.is_object() && body.contains("url") && body["url"].is_string())
         return body["url"].get<std::string>();

@@ -152,6 +152,9 @@ common::flag_set make_flags(router_config& cfg) {
           "prompts whose token ids are kept (LRU; 0: none)");
     f.add("tokenize-max-tokens", cfg.tokenizer.max_tokens,
           "longest /tokenize answer used, in tokens");
+    f.add("tokenize-max-values", cfg.tokenizer.max_values,
+          "JSON values (arrays, objects and their elements) a request body may hold to be "
+          "tokenized; a bigger one is routed on its text");
     f.add("kv-events-warmup-timeout", cfg.kv_subscriber.warmup_timeout,
           "at start, how long /readiness waits for every replica's KV events to be joined "
           "(replayed or read from its dump) before it says ready anyway (0: no wait)");
@@ -407,6 +410,7 @@ std::vector<std::string> validate(const router_config& cfg) {
     }
     need(cfg.tokenizer.timeout.count() > 0, "--tokenize-timeout must be positive");
     need(cfg.tokenizer.max_tokens >= 1, "--tokenize-max-tokens must be at least 1");
+    need(cfg.tokenizer.max_values >= 16, "--tokenize-max-values must be at least 16");
     need(cfg.precise.max_blocks >= 1024, "--kv-events-max-blocks must be at least 1024");
     {
         trusted_proxies proxies;

@@ -331,7 +331,8 @@ asio::awaitable<void> proxy::generate_tokenized(http::request& req, http::respon
     const auto model_of = [this](const std::optional<std::string>& named) {
         return resolve_model(named);
     };
-    if (const auto q = make_tokenize_query(req.body(), kind == body_kind::chat, model_of)) {
+    if (const auto q = make_tokenize_query(req.body(), kind == body_kind::chat, model_of,
+                                           {cfg_.json_max_depth, cfg_.tokenizer.max_values})) {
         ids = tokenizer_->cached(*q);
         if (ids) {
             metrics_.tokenize.with({"cached"}).inc();

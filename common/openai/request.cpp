@@ -354,21 +354,26 @@ maybe_error parse_object(const json& body, generation_request& req, const reques
 
 } // namespace
 
+std::optional<api_error> check_json_shape(std::string_view body, const request_limits& limits) {
+    // 8 MiB of '[' would otherwise nest 8 million levels deep, and 8 MiB of "[]," build 2.8
+    // million containers.
+    const json_shape shape = measure_json(body, limits.max_depth, limits.max_values);
+    if (shape.within)
+        return std::nullopt;
+    return api_error::bad_request(
+        shape.depth > limits.max_depth
+            ? "the body nests deeper than " + std::to_string(limits.max_depth) +
+                  " levels (--json-max-depth)"
+            : "the body holds more than " + std::to_string(limits.max_values) +
+                  " JSON values (--json-max-values)");
+}
+
 parse_outcome parse_generation_request(endpoint kind, std::string_view body,
                                        const request_limits& limits) {
     parse_outcome outcome;
-    // Bounded before a DOM is built: 8 MiB of '[' would otherwise nest 8 million levels deep, and
-    // 8 MiB of "[]," build 2.8 million containers.
-    const json_shape shape = measure_json(body, limits.max_depth, limits.max_values);
-    if (!shape.within) {
-        outcome.error = api_error::bad_request(
-            shape.depth > limits.max_depth
-                ? "the body nests deeper than " + std::to_string(limits.max_depth) +
-                      " levels (--json-max-depth)"
-                : "the body holds more than " + std::to_string(limits.max_values) +
-                      " JSON values (--json-max-values)");
+    // Bounded before a DOM is built.
+    if ((outcome.error = check_json_shape(body, limits)))
         return outcome;
-    }
     if ((outcome.error = check_read_fields(kind, body))) {
         return outcome;
     }

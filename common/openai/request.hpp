@@ -70,4 +70,8 @@ struct parse_outcome {
 parse_outcome parse_generation_request(endpoint kind, std::string_view body,
                                        const request_limits& limits = {});
 
+// The 400 for a body past `limits`' depth or value count, measured without building a DOM;
+// nullopt when it is within them. What any DOM of a client's body is built behind.
+std::optional<api_error> check_json_shape(std::string_view body, const request_limits& limits);
+
 } // namespace lanes::common::openai

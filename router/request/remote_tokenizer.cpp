@@ -1,6 +1,7 @@
 #include "router/request/remote_tokenizer.hpp"
 
 #include "common/http/fetch.hpp"
+#include "common/json_depth.hpp"
 
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
@@ -13,7 +14,12 @@ namespace http = common::http;
 using json = nlohmann::json;
 
 std::optional<tokenize_query> make_tokenize_query(std::string_view request_body, bool chat,
-                                                  const model_namer& model_of) {
+                                                  const model_namer& model_of,
+                                                  tokenize_bounds bounds) {
+    // Bounded before the DOM is built (its copies and dump() recurse, and 8 MiB of "[]," would
+    // build millions of nodes): such a body is routed on its text.
+    if (!common::measure_json(request_body, bounds.max_depth, bounds.max_values).within)
+        return std::nullopt;
     const json j = json::parse(request_body, nullptr, false);
     if (!j.is_object())
         return std::nullopt;
@@ -33,7 +39,8 @@ std::optional<tokenize_query> make_tokenize_query(std::string_view request_body,
              {"tools", "chat_template", "chat_template_kwargs", "continue_final_message"})
             if (const auto f = j.find(field); f != j.end() && !f->is_null())
                 t[field] = *f;
-        t["add_generation_prompt"] = j.value("add_generation_prompt", true);
+        const auto g = j.find("add_generation_prompt");
+        t["add_generation_prompt"] = g == j.end() || !g->is_boolean() || g->get<bool>();
     } else {
         const auto p = j.find("prompt");
         if (p == j.end() || !p->is_string())
@@ -52,6 +59,10 @@ std::optional<tokenize_query> make_tokenize_query(std::string_view request_body,
 
 std::optional<std::vector<std::uint32_t>> read_tokenize_answer(std::string_view body,
                                                                std::size_t max_tokens) {
+    // {"tokens": [...], ...}: nothing in an answer nests deeper than a few levels, and a token
+    // costs at least two bytes, so the DOM stays within the body's size.
+    if (common::nests_deeper_than(body, 4))
+        return std::nullopt;
     const json j = json::parse(body, nullptr, false);
     if (!j.is_object())
         return std::nullopt;

@@ -32,9 +32,10 @@ namespace lanes::router {
 struct tokenizer_settings {
     std::string endpoint; // base URL of an engine serving POST /tokenize; "" for none
     std::chrono::milliseconds timeout{1'000};
-    std::size_t cache_entries = 4096;  // prompts kept in the LRU (0: none)
-    std::size_t max_tokens = 1u << 20; // a longer answer is not used
-    std::size_t idle_connections = 16; // kept-alive connections to the endpoint
+    std::size_t cache_entries = 4096;   // prompts kept in the LRU (0: none)
+    std::size_t max_tokens = 1u << 20;  // a longer answer is not used
+    std::size_t max_values = 1'000'000; // JSON values a body may hold to be tokenized (DOM nodes)
+    std::size_t idle_connections = 16;  // kept-alive connections to the endpoint
 };
 
 // What to tokenize: the POST /tokenize body for a request, and the key its answer is cached by.
@@ -45,10 +46,16 @@ struct tokenize_query {
 
 // The /tokenize body for a completions or chat request body (`chat`), naming the model
 // `model_of` makes of the one the request names; nullopt when the request is not one to
-// tokenize (its prompt is already token ids, or is a list).
+// tokenize (its prompt is already token ids, or is a list) or is beyond the bounds on the DOM
+// built to read it (`max_depth` levels, `max_values` values: checked before it is built).
 using model_namer = std::function<std::string(const std::optional<std::string>&)>;
+struct tokenize_bounds {
+    std::size_t max_depth = 64;
+    std::size_t max_values = 1'000'000;
+};
 std::optional<tokenize_query> make_tokenize_query(std::string_view request_body, bool chat,
-                                                  const model_namer& model_of);
+                                                  const model_namer& model_of,
+                                                  tokenize_bounds bounds = {});
 
 // Reads a /tokenize answer ({"tokens": [...], ...}); nullopt when it is not one or is longer than
 // `max_tokens`.

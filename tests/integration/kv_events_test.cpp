@@ -211,6 +211,21 @@ TEST_CASE("kv events: chat prompts tokenized by the engine route on its events",
               .body.find(R"("tokens":[256,97,98])") != std::string::npos);
     CHECK(post_json(replicas[0]->port(), "/tokenize", R"({"model":"nope","prompt":"ab"})").status ==
           404);
+    // Its body is bounded before a DOM is built, as a generation request's is: 400, and the
+    // replica goes on answering.
+    const auto deep = post_json(replicas[0]->port(), "/tokenize",
+                                R"({"prompt":"ab","x":)" + std::string(100'000, '[') +
+                                    std::string(100'000, ']') + "}");
+    CHECK(deep.status == 400);
+    CHECK(deep.body.find("--json-max-depth") != std::string::npos);
+    std::string wide = R"({"prompt":"ab","x":[)";
+    for (int i = 0; i < 1'100'000; ++i)
+        wide += i ? ",0" : "0";
+    wide += "]}";
+    const auto many = post_json(replicas[0]->port(), "/tokenize", wide);
+    CHECK(many.status == 400);
+    CHECK(many.body.find("--json-max-values") != std::string::npos);
+    CHECK(post_json(replicas[0]->port(), "/tokenize", R"({"prompt":"ab"})").status == 200);
 
     const auto start_router = [&](const std::string& endpoint) {
         return std::make_unique<process>(

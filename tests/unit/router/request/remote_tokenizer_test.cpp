@@ -54,6 +54,37 @@ TEST_CASE("tokenize query: completions, chat with tools, and what is not tokeniz
     CHECK_FALSE(router::make_tokenize_query(R"({"prompt":["a","b"]})", false, same_model));
     CHECK_FALSE(router::make_tokenize_query(R"({"messages":[]})", true, same_model));
     CHECK_FALSE(router::make_tokenize_query("not json", false, same_model));
+
+    // add_generation_prompt is the client's when it is a boolean, else the default (true).
+    const auto no_prompt = router::make_tokenize_query(
+        R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false})", true,
+        same_model);
+    REQUIRE(no_prompt);
+    CHECK(json::parse(no_prompt->body)["add_generation_prompt"] == false);
+    const auto odd = router::make_tokenize_query(
+        R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":"no"})", true,
+        same_model);
+    REQUIRE(odd);
+    CHECK(json::parse(odd->body)["add_generation_prompt"] == true);
+}
+
+TEST_CASE("tokenize query: a body past the DOM's bounds is not tokenized, nor parsed",
+          "[tokenize]") {
+    // 200,000 levels of '[' in a message would overflow the stack of a recursive copy or dump.
+    const std::string deep =
+        R"({"messages":)" + std::string(200'000, '[') + std::string(200'000, ']') + "}";
+    CHECK_FALSE(router::make_tokenize_query(deep, true, same_model, {64, 1'000'000}));
+    // Within the depth, over the values: a message list of 1,000 empty objects.
+    std::string many = R"({"messages":[)";
+    for (int i = 0; i < 1000; ++i)
+        many += i ? ",{}" : "{}";
+    many += "]}";
+    CHECK_FALSE(router::make_tokenize_query(many, true, same_model, {64, 500}));
+    CHECK(router::make_tokenize_query(many, true, same_model, {64, 5'000}));
+    // The bounds count nesting exactly: these 5 levels pass a bound of 5, not of 4.
+    const std::string five = R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})";
+    CHECK(router::make_tokenize_query(five, true, same_model, {5, 100}));
+    CHECK_FALSE(router::make_tokenize_query(five, true, same_model, {4, 100}));
 }
 
 TEST_CASE("tokenize answer: ids read, anything else refused", "[tokenize]") {
@@ -66,6 +97,9 @@ TEST_CASE("tokenize answer: ids read, anything else refused", "[tokenize]") {
     CHECK_FALSE(router::read_tokenize_answer(R"({"tokens":"1 2"})", 10));
     CHECK_FALSE(router::read_tokenize_answer(R"({"tokens":[1,2,3]})", 2));
     CHECK_FALSE(router::read_tokenize_answer(R"({"error":{"message":"x"}})", 10));
+    // An answer that nests (no /tokenize answer does) is not parsed into a DOM.
+    CHECK_FALSE(router::read_tokenize_answer(
+        R"({"tokens":[1],"x":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}", 10));
 }
 
 TEST_CASE("remote tokenizer: fetched once per prompt, kept in a bounded LRU", "[tokenize]") {
