@@ -224,7 +224,8 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
     if (last.backpressure && largest_retry_after.count() > 0)
         res.set(bhttp::field::retry_after, std::to_string(largest_retry_after.count()));
     res.set(header_request_id, request_id);
-    metrics_.requests.with({"none", std::to_string(res.result_int()), "failed", plan.model}).inc();
+    metrics_.requests.with({"none", std::to_string(res.result_int()), "failed", plan.model_label})
+        .inc();
     count_for_key(plan.who, res.result_int());
     metrics_.duration.observe(seconds_since(plan.start));
     co_await out.send(std::move(res));
@@ -246,11 +247,11 @@ void proxy::account(const http::request& req, const dispatch_plan& plan, const p
     // A client that left counts as 499 (nginx's "client closed request"), a stream it cut
     // included.
     const int code = last.client_gone ? 499 : last.status ? last.status : 502;
-    requests_counter(p.chosen->id(), code, p.d.reason, plan.model).inc();
+    requests_counter(p.chosen->id(), code, p.d.reason, plan.model_label).inc();
     count_for_key(plan.who, code);
     const double took = seconds_since(plan.start);
     metrics_.duration.observe(took);
-    live_.record({p.chosen->id(), plan.model, to_string(p.d.reason), code, p.d.matched_blocks,
+    live_.record({p.chosen->id(), plan.model_label, to_string(p.d.reason), code, p.d.matched_blocks,
                   plan.blocks.size(), took * 1000.0});
     if (!cfg_.access_log)
         return;

@@ -126,13 +126,13 @@ asio::awaitable<bool> proxy::admit(http::request& req, http::response_writer& ou
     }
     if (outcome == admission_outcome::client_gone) {
         metrics_.queue_rejections.with({"client_gone"}).inc();
-        metrics_.requests.with({"none", "499", "queued", plan.model}).inc();
+        metrics_.requests.with({"none", "499", "queued", plan.model_label}).inc();
         count_for_key(plan.who, 499);
         co_return false;
     }
     const bool full = outcome == admission_outcome::queue_full;
     metrics_.queue_rejections.with({full ? "full" : "timeout"}).inc();
-    metrics_.requests.with({"none", "503", "queued", plan.model}).inc();
+    metrics_.requests.with({"none", "503", "queued", plan.model_label}).inc();
     count_for_key(plan.who, 503);
     auto res = openai::error_response(
         req, openai::api_error::of(503, full ? "the router's queue is full; retry later"

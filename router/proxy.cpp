@@ -314,6 +314,12 @@ std::string proxy::resolve_model(const std::optional<std::string>& named) const 
     return pool_.only_model(); // several models (or none known) and none named: any replica
 }
 
+std::string proxy::model_label(const std::string& model) const {
+    if (model.empty() || model == cfg_.default_model || pool_.lists(model))
+        return model;
+    return "unlisted";
+}
+
 // Not coroutines themselves (as handle): each reads what it needs, makes the plan and returns
 // the dispatch that carries it, or the refusal.
 asio::awaitable<void> proxy::generate(http::request& req, http::response_writer& out,
@@ -383,6 +389,7 @@ asio::awaitable<void> proxy::generate_hashed(http::request& req, http::response_
         view.context_hash ^= common::salted_root(salt); // the router's blocks split by key too
     }
     plan.model = resolve_model(view.model);
+    plan.model_label = model_label(plan.model);
     plan.capture_response_id = kind == body_kind::responses;
     if (view.previous_response_id)
         plan.pinned = responses_.find(*view.previous_response_id);
@@ -415,6 +422,7 @@ asio::awaitable<void> proxy::forwarded(http::request& req, http::response_writer
     } else {
         plan.model = resolve_model(std::nullopt);
     }
+    plan.model_label = model_label(plan.model);
     const std::size_t bpt = std::max<std::size_t>(1, cfg_.monitor.bytes_per_token);
     if (auto refused = over_token_limit(req, plan.who, req.body().size() / bpt))
         return answered(out.send(std::move(*refused)));
@@ -432,6 +440,7 @@ asio::awaitable<void> proxy::response_by_id(http::request& req, http::response_w
     id = id.substr(0, id.find('/'));
     plan.pinned = responses_.find(id);
     plan.model = resolve_model(std::nullopt);
+    plan.model_label = model_label(plan.model);
     return dispatch(req, out, std::move(plan));
 }
 

@@ -92,7 +92,8 @@ private:
     // What one proxied request is, for the dispatch loop.
     struct dispatch_plan {
         route_request rr;
-        std::string model; // as resolved (rr.model views it, from dispatch on)
+        std::string model;       // as resolved (rr.model views it, from dispatch on)
+        std::string model_label; // the model in metrics and the live page (model_label())
         std::vector<common::block_hash> blocks;
         bool by_policy = true;             // the routing policy, else least-loaded
         std::optional<std::string> pinned; // the replica that must answer (a response's producer)
@@ -184,6 +185,10 @@ private:
     void refresh_snapshot(std::chrono::steady_clock::time_point now);
     // The model a request is for: as named, else --default-model, else the fleet's only one.
     std::string resolve_model(const std::optional<std::string>& named) const;
+    // What a metric's `model` label says of a resolved model: the model when a replica's
+    // /v1/models lists it or it is --default-model, else "unlisted" (a replica whose list is
+    // unread serves any name a client makes up, and labels must not grow with them).
+    std::string model_label(const std::string& model) const;
     // The routing metrics of a dispatched attempt (predicted hit and query tokens).
     void note_routed(const route_request& rr, const decision& d, std::size_t block_tokens);
     // requests_total's child for an answered request; the last one used on the thread is

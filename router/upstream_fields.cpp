@@ -119,19 +119,25 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
         value.remove_suffix(1);
     if (value.empty())
         return std::nullopt;
-    std::int64_t seconds = 0;
+    // A wait longer than a day is read as a day: the router holds off at most --max-backoff
+    // anyway, and the milliseconds it computes must not overflow.
+    constexpr std::int64_t longest = 86'400;
+    std::uint64_t seconds = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
-    if (ec == std::errc{} && end == value.data() + value.size())
-        return seconds >= 0 ? std::optional(std::chrono::seconds(seconds)) : std::nullopt;
+    if (end == value.data() + value.size() && end != value.data() &&
+        (ec == std::errc{} || ec == std::errc::result_out_of_range))
+        return std::chrono::seconds(ec == std::errc{} ? std::min<std::uint64_t>(seconds, longest)
+                                                      : longest);
     // An HTTP-date (IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT".
     std::tm tm{};
     std::istringstream in{std::string(value)};
     in >> std::get_time(&tm, "%a, %d %b %Y %H:%M:%S GMT");
     if (in.fail())
         return std::nullopt;
-    const auto at = std::chrono::system_clock::from_time_t(timegm(&tm));
-    const auto left = std::chrono::duration_cast<std::chrono::seconds>(at - now);
-    return std::max(left, std::chrono::seconds(0));
+    // In whole seconds of time_t: a date in the year 9999 does not fit the clock's nanoseconds.
+    const std::int64_t left = static_cast<std::int64_t>(timegm(&tm)) -
+                              static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(now));
+    return std::chrono::seconds(std::clamp<std::int64_t>(left, 0, longest));
 }
 
 std::string upstream_head(const http::request& req, std::string_view base_path,

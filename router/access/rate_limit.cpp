@@ -9,7 +9,10 @@ namespace lanes::router {
 namespace {
 
 std::chrono::milliseconds ms_of(double seconds) {
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+    // Within what the cast can hold (a year is as long as any wait here can sensibly be).
+    constexpr double longest = 365.0 * 86'400.0;
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::ceil(std::clamp(seconds, 0.0, longest) * 1000.0)));
 }
 
 } // namespace
@@ -47,7 +50,10 @@ limit_verdict rate_limiter::take(bucket& b, double capacity, double per_second, 
         v.state.reset = ms_of((capacity - b.level) / per_second);
         return v;
     }
-    b.level -= cost; // below zero for a request bigger than the bucket: a debt
+    // Below zero for a request bigger than the bucket: a debt, of at most one bucket (a request
+    // that asks for 2^64 output tokens, which the engine then refuses, costs two periods' wait,
+    // not one for ever).
+    b.level = std::max(b.level - cost, -capacity);
     v.state.remaining = std::max(0.0, b.level);
     v.state.reset = ms_of((capacity - b.level) / per_second);
     return v;

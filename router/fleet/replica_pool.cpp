@@ -116,6 +116,11 @@ std::string replica_pool::only_model() const {
     return only_model_;
 }
 
+bool replica_pool::lists(std::string_view model) const {
+    std::lock_guard lock(fleet_mutex_);
+    return std::binary_search(listed_.begin(), listed_.end(), model);
+}
+
 hash_units replica_pool::units() const {
     return {text_block_bytes_.load(std::memory_order_relaxed),
             id_block_tokens_.load(std::memory_order_relaxed),
@@ -134,6 +139,7 @@ void replica_pool::recompute_fleet() {
     // The one model every read list names (an unread list serves any, so it does not count).
     std::string only;
     bool several = false;
+    std::vector<std::string> listed;
     for (const auto& r : all()) {
         // Held for the loop: a range over r->models()->ids would outlive the list (a model
         // refresh replaces it on another thread).
@@ -143,11 +149,15 @@ void replica_pool::recompute_fleet() {
                 only = id;
             else if (id != only)
                 several = true;
+            listed.push_back(id);
         }
     }
+    std::sort(listed.begin(), listed.end());
+    listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
     {
         std::lock_guard lock(fleet_mutex_);
         only_model_ = several ? std::string() : std::move(only);
+        listed_ = std::move(listed);
     }
     // An engine's units win: a lanes replica behind the same router only loses exactness.
     std::optional<std::size_t> engine_block, lanes_block;

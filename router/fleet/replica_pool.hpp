@@ -158,6 +158,9 @@ public:
     hash_units units() const;
     // The one model every replica with a read list serves, when there is exactly one, else "".
     std::string only_model() const;
+    // Whether some replica's read /v1/models list names `model` (a replica whose list is unread
+    // serves any model, but names none).
+    bool lists(std::string_view model) const;
     void update_fleet(std::size_t default_block_size, std::size_t bytes_per_token);
     // Bumped on every add and remove, so users can notice a changed membership.
     std::uint64_t version() const { return version_.load(); }
@@ -172,8 +175,9 @@ private:
     std::atomic<bool> engine_units_{false};
     std::atomic<std::size_t> default_block_size_{16};
     std::atomic<std::size_t> bytes_per_token_{4};
-    mutable std::mutex fleet_mutex_; // guards only_model_
+    mutable std::mutex fleet_mutex_; // guards only_model_ and listed_
     std::string only_model_;
+    std::vector<std::string> listed_; // every model a read list names, sorted
 
     void recompute_fleet();
 };

@@ -146,6 +146,29 @@ TEST_CASE("drop-in: two models on three replicas are routed apart", "[dropin]") 
     CHECK(get(router->port(), "/metrics").body.find("model=\"big\"") != std::string::npos);
 }
 
+TEST_CASE("drop-in: a model no replica lists is served but labelled unlisted", "[dropin]") {
+    // An engine that lists no model serves any name; the names clients make up must not each
+    // become a series of lanes_router_requests_total.
+    fake_engine any(std::vector<std::string>{});
+    auto router = router_for({&any}, {});
+    for (int i = 0; i < 3; ++i) {
+        const auto r =
+            post_json(router->port(), "/v1/completions",
+                      R"({"model":"made-up-)" + std::to_string(i) + R"(","prompt":"x"})");
+        CHECK(r.status == 200);
+    }
+    REQUIRE(any.requests("/v1/completions").size() == 3);
+    CHECK(any.requests("/v1/completions")[2].body.find("made-up-2") != std::string::npos);
+    std::string m;
+    CHECK(eventually(
+        [&] {
+            m = get(router->port(), "/metrics").body;
+            return m.find("model=\"unlisted\"") != std::string::npos;
+        },
+        5s));
+    CHECK(m.find("made-up") == std::string::npos);
+}
+
 TEST_CASE("drop-in: /v1/models right after start waits for the first model reads", "[dropin]") {
     fake_engine a({"llama"}), b({"qwen"});
     a.set_models_delay(400ms);

@@ -246,6 +246,13 @@ TEST_CASE("Retry-After in seconds or as a date, and response ids from bodies and
           std::chrono::seconds(0)); // in the past: at once
     CHECK_FALSE(router::parse_retry_after("", now));
     CHECK_FALSE(router::parse_retry_after("-5", now));
+    // Past a day (or past 64 bits, or a date in the year 9999) it reads as a day: the
+    // milliseconds the router computes from it stay far from overflow.
+    CHECK(router::parse_retry_after("10000000000000000", now) == std::chrono::seconds(86'400));
+    CHECK(router::parse_retry_after("99999999999999999999999", now) ==
+          std::chrono::seconds(86'400));
+    CHECK(router::parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now) ==
+          std::chrono::seconds(86'400));
     CHECK_FALSE(router::parse_retry_after("soon", now));
     CHECK(router::find_response_id(R"({"id": "resp_abc","object":"response"})") == "resp_abc");
     CHECK(router::find_response_id(

@@ -47,6 +47,16 @@ TEST_CASE("token bucket: tpm refills per second, a big request leaves a debt", "
     CHECK(big.state.reset == 100s); // 1000 tokens to get back to 600 from -400
     CHECK_FALSE(limiter.take_tokens("a", nullptr, 1, t0 + 60s + 39s).allowed);
     CHECK(limiter.take_tokens("a", nullptr, 1, t0 + 60s + 41s).allowed);
+    // The debt is at most one bucket: max_tokens 2^64 - 1 costs a minute's wait (two to refill),
+    // not one for ever.
+    const auto t1 = t0 + 1h;
+    const auto huge = limiter.take_tokens("b", nullptr, 18446744073709551615.0, t1);
+    CHECK(huge.allowed);
+    CHECK(huge.state.reset == 120s);
+    const auto owing = limiter.take_tokens("b", nullptr, 1, t1 + 1s);
+    CHECK_FALSE(owing.allowed);
+    CHECK(owing.retry_after == 59100ms); // 591 tokens short at 10 a second
+    CHECK(limiter.take_tokens("b", nullptr, 1, t1 + 61s).allowed);
 }
 
 TEST_CASE("a key's own limits win over the defaults, and no limit passes everything", "[access]") {
