@@ -168,6 +168,10 @@ chunk_scan scan_chunks(std::string_view data, std::size_t max_line) {
             // The last chunk, then trailer fields, each a line, up to an empty line.
             std::size_t t = body;
             for (;;) {
+                if (t - body > chunk_trailer_limit) {
+                    out.error = true;
+                    return out;
+                }
                 std::size_t end = 0;
                 const line_result r = find_line(data, t, max_line, end);
                 if (r == line_result::error) {

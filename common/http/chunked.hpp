@@ -18,10 +18,13 @@ struct chunk_scan {
 
 // The longest size line (with any chunk extensions) or trailer line accepted, bytes.
 inline constexpr std::size_t chunk_line_limit = 4096;
+// The longest trailer section scan_chunks accepts, bytes (its trailers are never relayed, and
+// each call scans the section from its start: a longer one would cost time quadratic in it).
+inline constexpr std::size_t chunk_trailer_limit = 16384;
 
 // Scans `data`, which starts at a chunk boundary. A chunk cut off by the end of `data` is left
-// for a later call with more bytes. Size lines and trailer lines longer than `max_line` are
-// errors.
+// for a later call with more bytes. Size lines and trailer lines longer than `max_line`, and a
+// trailer section longer than chunk_trailer_limit, are errors.
 chunk_scan scan_chunks(std::string_view data, std::size_t max_line = chunk_line_limit);
 
 // Decodes a chunked body as its bytes arrive: the chunks' data out, the framing (size lines,

@@ -131,6 +131,7 @@ asio::awaitable<error_code> client_connection::write_raw(std::string_view head,
                                                          std::string_view body, duration timeout) {
     release_view();
     header_read_ = false;
+    head_scanned_ = 0;
     body_done_ = false;
     head_request_ = head.starts_with("HEAD ");
     // A kept-alive connection that carried a large body starts small again.
@@ -153,7 +154,8 @@ bool client_connection::take_buffered_header(error_code& ec) {
     while (buffer_.size() > 0) {
         const std::string_view data(static_cast<const char*>(buffer_.data().data()),
                                     buffer_.size());
-        const std::size_t used = head_.parse(data, head_request_, response_header_limit, ec);
+        const std::size_t used =
+            head_.parse(data, head_request_, response_header_limit, ec, &head_scanned_);
         if (ec) {
             open_ = false;
             deadline_.stop();
@@ -162,6 +164,7 @@ bool client_connection::take_buffered_header(error_code& ec) {
         if (used == 0)
             return false;
         buffer_.consume(used);
+        head_scanned_ = 0; // the next header (after an interim answer) starts unscanned
         if (head_.status() < 200 && head_.status() != 101)
             continue; // an interim answer (100 Continue, 103): the real one follows
         header_read_ = true;

@@ -124,9 +124,10 @@ private:
     std::size_t viewed_ = 0; // buffer_'s first bytes, still viewed by read_framed_chunks' caller
     url target_;
     bool open_ = false;
-    bool head_request_ = false; // the request sent was a HEAD: its answer has no body
-    bool header_read_ = false;  // read_header succeeded for the request sent last
-    bool body_done_ = false;    // the whole body of that answer has been read
+    bool head_request_ = false;    // the request sent was a HEAD: its answer has no body
+    std::size_t head_scanned_ = 0; // of the answer's header so far, what parse() has scanned
+    bool header_read_ = false;     // read_header succeeded for the request sent last
+    bool body_done_ = false;       // the whole body of that answer has been read
 };
 
 // True for a failure that shows a kept-alive connection had been closed by the server while it

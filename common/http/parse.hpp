@@ -43,9 +43,13 @@ public:
     // Parses the header at the front of `data`. Returns the bytes it takes (status line to the
     // blank line) when the whole header is there; 0 when it is not yet (`ec` clear) or when it is
     // malformed or longer than `limit` (`ec` set, as Beast's parser would name it). A response to
-    // a HEAD request (`head_request`) has no body whatever its fields say.
+    // a HEAD request (`head_request`) has no body whatever its fields say. A line that ends in a
+    // bare LF is malformed at once (not waited on for a blank line that would never come).
+    // `scanned`, when given, is how much of `data` earlier calls found to hold neither the end of
+    // the header nor a bare LF: a header that arrives a byte at a time is scanned once, not once
+    // per byte. It is brought up to date; start it at 0 for each answer.
     std::size_t parse(std::string_view data, bool head_request, std::size_t limit,
-                      boost::system::error_code& ec);
+                      boost::system::error_code& ec, std::size_t* scanned = nullptr);
 
 private:
     struct span {

@@ -25,8 +25,9 @@ bool parse_status_line(std::string_view line, unsigned& version, int& status,
         return false;
     }
     version = line[7] == '1' ? 11 : 10;
+    // 100 to 599: RFC 9110 (15) leaves no other value a meaning a client could relay.
     if (!digit(line[9]) || !digit(line[10]) || !digit(line[11]) ||
-        (line.size() > 12 && line[12] != ' ') || line[9] == '0') {
+        (line.size() > 12 && line[12] != ' ') || line[9] < '1' || line[9] > '5') {
         ec = errc::error::bad_status;
         return false;
     }
@@ -70,10 +71,23 @@ void response_head::decide_framing(const framing_fields& f, bool head_request) {
 }
 
 std::size_t response_head::parse(std::string_view data, bool head_request, std::size_t limit,
-                                 boost::system::error_code& ec) {
+                                 boost::system::error_code& ec, std::size_t* scanned) {
     ec = {};
-    const auto blank = data.find("\r\n\r\n");
+    // Only what earlier calls have not seen, from the last 3 bytes they saw (a blank line split
+    // across reads).
+    const std::size_t from = scanned ? std::min(data.size(), *scanned) : 0;
+    const auto blank = data.find("\r\n\r\n", from >= 3 ? from - 3 : 0);
+    // (What follows the blank line is the body's: any bytes.)
+    const std::size_t head_end = blank == std::string_view::npos ? data.size() : blank + 4;
+    for (std::size_t i = from; i < head_end; ++i) {
+        if (data[i] == '\n' && (i == 0 || data[i - 1] != '\r')) {
+            ec = errc::error::bad_line_ending;
+            return 0;
+        }
+    }
     if (blank == std::string_view::npos) {
+        if (scanned)
+            *scanned = data.size();
         if (data.size() > limit)
             ec = errc::error::header_limit;
         return 0;

@@ -1,6 +1,7 @@
 #include "router/access/cache_salt.hpp"
 
 #include "common/access/secret.hpp"
+#include "router/request/body_reading.hpp"
 
 #include <simdjson.h>
 
@@ -14,11 +15,10 @@ std::string cache_salt_for(std::string_view key_name) {
 }
 
 bool has_field(std::string_view body, std::string_view name) {
-    thread_local od::parser parser;
-    const simdjson::padded_string padded(body);
+    body_reading reading(body);
     od::document doc;
     od::object obj;
-    if (parser.iterate(padded).get(doc) || doc.get_object().get(obj))
+    if (reading.iterate().get(doc) || doc.get_object().get(obj))
         return false;
     for (auto field : obj) {
         std::string_view key;

@@ -1,5 +1,7 @@
 #include "router/access/request_cost.hpp"
 
+#include "router/request/body_reading.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -14,10 +16,9 @@ namespace {
 // Calls f(key, value) for each top-level field of a JSON object body (nothing for any other).
 template <typename F>
 void each_field(std::string_view body, F&& f) {
-    thread_local od::parser parser;
-    const simdjson::padded_string padded(body);
+    body_reading reading(body);
     od::document doc;
-    if (parser.iterate(padded).get(doc))
+    if (reading.iterate().get(doc))
         return;
     od::object obj;
     if (doc.get_object().get(obj))

@@ -2,6 +2,7 @@
 
 #include "common/json_depth.hpp"
 #include "common/openai/chat_template.hpp"
+#include "router/request/body_reading.hpp"
 #include "router/request/scan.hpp"
 
 #include <simdjson.h>
@@ -458,27 +459,14 @@ read_result read_request(body_kind kind, std::string_view body, const read_limit
 
 read_result read_request_on_demand(body_kind kind, std::string_view body,
                                    const read_limits& limits) {
-    // simdjson reads up to SIMDJSON_PADDING bytes past the input: parse a padded copy, kept per
-    // thread so that a request costs a copy but no allocation.
     if (common::nests_deeper_than(body, limits.max_depth))
         return {std::nullopt, api_error::bad_request("the body nests deeper than " +
                                                      std::to_string(limits.max_depth) + " levels")};
-    thread_local std::string padded;
-    thread_local od::parser parser;
-    // A big body grows both; they are given back once it is read, so an I/O thread does not keep
-    // the largest body it ever saw (the reading holds views of `body`, never of the copy).
-    struct shrink_after {
-        ~shrink_after() {
-            if (padded.capacity() > kept_read_buffer_bytes)
-                std::string().swap(padded);
-            if (parser.capacity() > kept_read_buffer_bytes)
-                parser = od::parser{};
-        }
-    } shrink;
-    padded.assign(body);
-    padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
+    // (The reading holds views of `body`, never of the padded copy.)
+    body_reading reading(body);
+    const std::string_view padded = reading.padded();
     od::document doc;
-    if (auto e = parser.iterate(padded.data(), body.size(), padded.size()).get(doc))
+    if (auto e = reading.iterate().get(doc))
         return failure(e);
     od::object obj;
     if (auto e = doc.get_object().get(obj))

@@ -24,6 +24,8 @@ namespace {
 enum class hostility {
     reset,          // closes the connection without a byte
     garbage_status, // a status line that is not HTTP
+    bare_lf_header, // a header whose lines end in LF alone (no CRLF CRLF ever comes)
+    odd_status,     // a status past 599
     huge_header,    // a header far past any limit
     short_body,     // Content-Length 100, ten bytes, then closes
     bad_chunked,    // a chunk size that is not hex
@@ -79,6 +81,12 @@ raw_backend::serve_fn hostile(const std::atomic<hostility>& mode, std::atomic<in
                     return;
                 case hostility::garbage_status:
                     out = "HTXP/9 what\r\n\r\n";
+                    break;
+                case hostility::bare_lf_header:
+                    out = "HTTP/1.1 200 OK\nContent-Length: 2\n\n{}";
+                    break;
+                case hostility::odd_status:
+                    out = "HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n";
                     break;
                 case hostility::huge_header:
                     out = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(200000, 'b') +
@@ -159,6 +167,9 @@ TEST_CASE("battery: hostile replicas: each broken answer's status, and which are
         {hostility::reset, "reset before any byte", 200, true, 2},
         {hostility::backpressure, "503 backpressure", 200, true},
         {hostility::garbage_status, "a status line that is not HTTP", 502, false},
+        // Malformed at its first line's end: 502 at once, not 504 after --first-byte-timeout.
+        {hostility::bare_lf_header, "a header of bare LFs", 502, false},
+        {hostility::odd_status, "status 600", 502, false},
         {hostility::huge_header, "a 200 KB header", 502, false},
         {hostility::short_body, "a body cut short", 502, false},
         {hostility::bad_chunked, "a chunk size that is not hex", 502, false},

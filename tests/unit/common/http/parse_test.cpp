@@ -114,7 +114,17 @@ TEST_CASE("response_head waits for the whole header and names what is wrong", "[
     CHECK(parse("HTTP/1.1 200 OK\r\nbad name: 1\r\n\r\n").ec == bhttp::error::bad_field);
     CHECK(parse("HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n").ec == bhttp::error::bad_field);
     CHECK(parse("HTTP/1.1 200 OK\r\nA: b\x01c\r\n\r\n").ec == bhttp::error::bad_value);
-    CHECK(parse("HTTP/1.1 200 O\nK\r\n\r\n").ec == bhttp::error::bad_status);
+    CHECK(parse("HTTP/1.1 200 O\nK\r\n\r\n").ec == bhttp::error::bad_line_ending);
+    // A header of bare LFs is malformed as soon as its first line ends, not after a wait for a
+    // CRLF CRLF that never comes; a body's LFs are the body's.
+    CHECK(parse("HTTP/1.1 200 OK\nContent-Length: 2\n").ec == bhttp::error::bad_line_ending);
+    const auto sse = parse("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n\n\nx\n");
+    CHECK_FALSE(sse.ec);
+    CHECK(sse.used == 38);
+    // Statuses are 100 to 599.
+    CHECK(parse("HTTP/1.1 600 Odd\r\n\r\n").ec == bhttp::error::bad_status);
+    CHECK(parse("HTTP/1.1 999 Odd\r\n\r\n").ec == bhttp::error::bad_status);
+    CHECK_FALSE(parse("HTTP/1.1 599 Edge\r\n\r\n").ec);
     CHECK(parse("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n").ec ==
           bhttp::error::bad_status);
     CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n").ec ==
@@ -127,6 +137,30 @@ TEST_CASE("response_head waits for the whole header and names what is wrong", "[
           bhttp::error::header_limit);
     CHECK(parse("HTTP/1.1 200 OK\r\nx: " + std::string(200, 'a') + "\r\n\r\n", false, 100).ec ==
           bhttp::error::header_limit);
+    // A header that arrives a byte at a time, with what earlier calls scanned kept: each byte is
+    // looked at once, and the result is the whole parse's.
+    {
+        const std::string text = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n\r\nhi";
+        response_head head;
+        std::size_t scanned = 0, used = 0;
+        boost::system::error_code ec;
+        std::size_t cut = 1;
+        for (; cut <= text.size() && used == 0; ++cut) {
+            used = head.parse(std::string_view(text).substr(0, cut), false, 65536, ec, &scanned);
+            REQUIRE_FALSE(ec);
+            if (used == 0)
+                CHECK(scanned == cut);
+        }
+        CHECK(used == text.size() - 2);
+        CHECK(head.field("x-a") == "b");
+        // A bare LF that arrives late is found in the bytes not yet scanned.
+        response_head late;
+        std::size_t seen = 0;
+        CHECK(late.parse("HTTP/1.1 200 OK\r", false, 65536, ec, &seen) == 0);
+        CHECK_FALSE(ec);
+        late.parse("HTTP/1.1 200 OK\r\nA: 1\n", false, 65536, ec, &seen);
+        CHECK(ec == bhttp::error::bad_line_ending);
+    }
     // The same length twice is allowed.
     CHECK_FALSE(parse("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n").ec);
 }

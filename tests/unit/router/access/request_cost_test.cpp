@@ -1,7 +1,13 @@
 // The output a request asks for: the largest of its spellings and repeats.
 #include "router/access/request_cost.hpp"
 
+#include "router/access/cache_salt.hpp"
+#include "router/request/body_reading.hpp"
+#include "router/request/request_view.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <string>
 
 using lanes::router::requested_output_tokens;
 
@@ -18,4 +24,22 @@ TEST_CASE("requested output tokens: every spelling, every repeat, escaped names 
     CHECK(requested_output_tokens("[1,2]") == 0);
     CHECK(requested_output_tokens("not json") == 0);
     CHECK(requested_output_tokens("") == 0);
+}
+
+TEST_CASE("the readers of a body give back what a big one grew", "[access]") {
+    // 8 MiB of "[]," in a field nobody reads: every reader's parser sizes its index to the body,
+    // and none keeps it once the body is read.
+    std::string big = R"({"max_tokens":9,"junk":[)";
+    while (big.size() < (8u << 20))
+        big += "[],";
+    big += "[]]}";
+    CHECK(requested_output_tokens(big) == 9);
+    CHECK(lanes::router::body_reading::kept_bytes() <= 2 * lanes::router::kept_read_buffer_bytes);
+    CHECK(lanes::router::has_field(big, "junk"));
+    CHECK(lanes::router::body_reading::kept_bytes() <= 2 * lanes::router::kept_read_buffer_bytes);
+    CHECK(lanes::router::requested_priority(big + " ") == std::nullopt);
+    CHECK(lanes::router::body_reading::kept_bytes() <= 2 * lanes::router::kept_read_buffer_bytes);
+    // A small one keeps its buffers (no allocation per request).
+    CHECK(requested_output_tokens(R"({"max_tokens":3})") == 3);
+    CHECK(lanes::router::body_reading::kept_bytes() > 0);
 }
