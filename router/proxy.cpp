@@ -128,7 +128,10 @@ asio::awaitable<void> proxy::handle(http::request& req, http::response_writer& o
             return (this->*open.route->serve)(req, out); // /metrics, with a key
         who.identity = who.key->name;
     } else {
-        who.identity = proxies_.client_address(out.remote().address(), req["x-forwarded-for"]);
+        // Every X-Forwarded-For field, as one list: a proxy that adds its own field rather than
+        // appending to the client's must not leave the client's to be read as the nearest hop.
+        who.identity =
+            proxies_.client_address(out.remote().address(), req.joined("x-forwarded-for"));
     }
     if (const limit_verdict v = limiter_.take_request(who.identity, who.limits()); !v.allowed) {
         metrics_.access_refusals.with({"rate_limit_requests"}).inc();

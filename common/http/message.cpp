@@ -67,6 +67,20 @@ std::optional<std::string_view> request::find(std::string_view name) const {
     return std::nullopt;
 }
 
+std::string request::joined(std::string_view name) const {
+    std::string out;
+    bool first = true;
+    for (const auto& [n, v] : fields_) {
+        if (!iequals_ascii(slice(n), name))
+            continue;
+        if (!first)
+            out += ", ";
+        out += slice(v);
+        first = false;
+    }
+    return out;
+}
+
 std::string_view request::operator[](beast_http::field name) const {
     const auto s = beast_http::to_string(name);
     return (*this)[std::string_view(s.data(), s.size())];

@@ -52,6 +52,9 @@ public:
     bool keep_alive() const;
     // The first field of this name, if any.
     std::optional<std::string_view> find(std::string_view name) const;
+    // Every field of this name as one list, their values joined by ", " in order (RFC 9110,
+    // 5.3: what a list-valued field such as X-Forwarded-For means when it comes as several).
+    std::string joined(std::string_view name) const;
     std::string_view operator[](std::string_view name) const { return find(name).value_or(""); }
     std::string_view operator[](beast_http::field name) const;
     std::size_t field_count() const { return fields_.size(); }

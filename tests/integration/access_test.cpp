@@ -220,6 +220,15 @@ TEST_CASE("rate limits without keys count client addresses, X-Forwarded-For from
     // The forged first hop is not who counts: the same proxy-reported client is still limited.
     CHECK(post_json(port, "/v1/completions", body, {{"X-Forwarded-For", "7.7.7.7, 198.51.100.2"}})
               .status == 429);
+    // A proxy that adds its own field after the client's: the fields are one list, so the
+    // client's forged field comes first and the proxy's last, and a fresh forged address each
+    // time is no way round the limit.
+    CHECK(post_json(port, "/v1/completions", body,
+                    {{"X-Forwarded-For", "8.8.8.8"}, {"X-Forwarded-For", "198.51.100.2"}})
+              .status == 429);
+    CHECK(post_json(port, "/v1/completions", body,
+                    {{"X-Forwarded-For", "9.9.9.9"}, {"X-Forwarded-For", "198.51.100.2"}})
+              .status == 429);
 }
 
 TEST_CASE("route headers off keep the fleet's layout from clients", "[access]") {

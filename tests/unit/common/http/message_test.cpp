@@ -81,6 +81,9 @@ TEST_CASE("request fields keep their order and are found by name in any case", "
     CHECK_FALSE(req.find("Content-Length"));
     CHECK_FALSE(req.find("Host2"));
     CHECK(req["X-DUP"] == "first");
+    CHECK(req.joined("x-dup") == "first, second"); // a list that came as two fields
+    CHECK(req.joined("host") == "router:8000");
+    CHECK(req.joined("absent").empty());
     CHECK(req["absent"].empty());
     CHECK(req[bhttp::field::host] == "router:8000"); // by Beast's field enum
     CHECK(req[bhttp::field::content_type] == "application/json");
