@@ -54,6 +54,9 @@ common::flag_set make_flags(router_config& cfg) {
           "used)");
     f.add("queue-size", cfg.admission.queue_size,
           "requests that may wait in the router's queue (past it: 503 at once)");
+    f.add("queue-size-per-client", cfg.admission.queue_per_client,
+          "requests one client (API key, else address) may have waiting for one model (past it: "
+          "503 at once; 0: only --queue-size bounds them)");
     f.add("queue-timeout", cfg.admission.queue_timeout,
           "longest wait in the router's queue (then 503 with Retry-After)");
     f.add("queue-affinity-wait", cfg.admission.affinity_wait,

@@ -232,7 +232,10 @@ asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& o
             }
             co_return admission_outcome::admitted;
         }
-        if (waiting_ >= settings_.queue_size) {
+        const auto own = m.by_client.find(info.client);
+        if (waiting_ >= settings_.queue_size ||
+            (settings_.queue_per_client > 0 && own != m.by_client.end() &&
+             own->second.size() >= settings_.queue_per_client)) {
             if (m.active == 0 && m.by_client.empty())
                 models_.erase(info.model);
             co_return admission_outcome::queue_full;

@@ -29,6 +29,9 @@ struct admission_settings {
     std::size_t max_concurrent = 0; // requests of one model let in at once; 0: no cap
     bool replica_caps = false;      // room() counts replicas below their load cap
     std::size_t queue_size = 1024;  // requests waiting, over all models
+    // Requests one client (key or address) may have waiting for one model; 0: only queue_size
+    // bounds them. Without it one client can fill the queue, and others' requests meet it full.
+    std::size_t queue_per_client = 0;
     common::http::duration queue_timeout{30'000};
     // How often a waiting request looks again for room that no finished request announced (a
     // scrape that shows an engine's queue drained, a replica added).

@@ -125,6 +125,32 @@ TEST_CASE("admission: a full queue refuses at once, a wait ends at its timeout",
     CHECK(gate.waiting() == 0);
 }
 
+TEST_CASE("admission: a cap per client keeps room in the queue for the others", "[admission]") {
+    asio::io_context io;
+    auto s = capped(1, 10);
+    s.queue_per_client = 2;
+    admission gate(s, [](const std::string&, const std::string&) { return SIZE_MAX; });
+    std::vector<std::string> order;
+    std::vector<entry> e(6);
+    for (int i = 0; i < 5; ++i)
+        start(io, gate, e[i], {"m", "a", 0}, order); // one in, two wait, two refused
+    start(io, gate, e[5], {"m", "b", 0}, order);
+    run_a_little(io);
+    CHECK(e[0].outcome == admission_outcome::admitted);
+    CHECK_FALSE(e[1].outcome);
+    CHECK_FALSE(e[2].outcome);
+    CHECK(e[3].outcome == admission_outcome::queue_full);
+    CHECK(e[4].outcome == admission_outcome::queue_full);
+    CHECK_FALSE(e[5].outcome); // b's request found room in the queue
+    CHECK(gate.waiting() == 3);
+    e[0].ticket = {};
+    run_a_little(io);
+    e[1].ticket = {};
+    run_a_little(io);
+    CHECK(order.size() == 3);
+    CHECK(e[5].outcome == admission_outcome::admitted);
+}
+
 TEST_CASE("admission: a client that leaves is dropped from the queue", "[admission]") {
     asio::io_context io;
     admission gate(capped(1), [](const std::string&, const std::string&) { return SIZE_MAX; });
