@@ -12,7 +12,8 @@ import sys
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
 bad = []
 for folder in ("common", "router", "replica", "bench", "tests"):
-    for path in sorted((root / folder).rglob("*.cpp")):
+    # Headers too: a coroutine defined in one (a test server's handler, say) is compiled the same.
+    for path in sorted(p for ext in ("*.cpp", "*.hpp") for p in (root / folder).rglob(ext)):
         text = path.read_text()
         code = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)          # strings
         code = re.sub(r"'(\\.|[^'\\\n])'", "''", code)           # characters
