@@ -3,6 +3,7 @@
 #include "common/json_depth.hpp"
 #include "common/openai/chat_template.hpp"
 #include "router/request/body_reading.hpp"
+#include "router/request/json_values.hpp"
 #include "router/request/scan.hpp"
 
 #include <simdjson.h>
@@ -14,6 +15,8 @@ namespace lanes::router {
 
 namespace od = simdjson::ondemand;
 using common::openai::api_error;
+
+using namespace json_values;
 
 namespace {
 
@@ -45,16 +48,6 @@ constexpr std::array<named_field, 9> top_fields{{{"model", f_model},
                                                  {"instructions", f_instructions},
                                                  {"previous_response_id", f_previous}}};
 
-// Whether a field's raw name (as it appears in the body) holds an escape. Ask before
-// unescaped_key(), which consumes the raw name.
-bool escaped_name(od::field& f) {
-    const char* p = f.key().raw();
-    for (; *p != '"'; ++p)
-        if (*p == '\\')
-            return true;
-    return false;
-}
-
 // Checks a field against the ones read with one meaning: a repeat, or a read name spelled with
 // escapes, is the 400. `bit` is the field's, or 0 for a field not read.
 std::optional<api_error> check_name(std::string_view name, bool escaped, unsigned bit,
@@ -73,80 +66,10 @@ std::optional<api_error> check_name(std::string_view name, bool escaped, unsigne
     return api_error::bad_request("the field '" + full + "' is given more than once", full);
 }
 
-bool is_type(od::value& v, od::json_type type) {
-    od::json_type t;
-    return !v.type().get(t) && t == type;
-}
-
-// Where a string value lies in the body, when it has no escapes (then its JSON text is the string
-// itself); nullopt otherwise. `padded` is the copy simdjson parses, `body` the original.
-std::optional<std::string_view> unescaped_in_body(od::value& v, std::string_view padded,
-                                                  std::string_view body) {
-    std::string_view raw = v.raw_json_token(); // with its quotes and any whitespace after it
-    while (!raw.empty() &&
-           (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r'))
-        raw.remove_suffix(1);
-    if (raw.size() < 2 || raw.front() != '"' || raw.back() != '"' ||
-        raw.find('\\') != std::string_view::npos)
-        return std::nullopt;
-    const auto offset = static_cast<std::size_t>(raw.data() - padded.data()) + 1;
-    return body.substr(offset, raw.size() - 2);
-}
-
-// A string value, or nullopt for any other type (which the router then does not read).
-std::optional<std::string> string_of(od::value& v) {
-    std::string_view s;
-    if (!is_type(v, od::json_type::string) || v.get_string().get(s))
-        return std::nullopt;
-    return std::string(s);
-}
-
-// The raw JSON text of any value: objects and arrays whole, scalars as their token.
-simdjson::error_code raw_text(od::value& v, std::string_view& out) {
-    od::json_type t;
-    if (auto e = v.type().get(t))
-        return e;
-    if (t == od::json_type::object) {
-        od::object o;
-        if (auto e = v.get_object().get(o))
-            return e;
-        return o.raw_json().get(out);
-    }
-    if (t == od::json_type::array) {
-        od::array a;
-        if (auto e = v.get_array().get(a))
-            return e;
-        return a.raw_json().get(out);
-    }
-    out = v.raw_json_token();
-    return simdjson::SUCCESS;
-}
-
 std::uint64_t hash_text(std::string_view s, std::uint64_t seed = 0) {
     return XXH3_64bits_withSeed(s.data(), s.size(), seed);
 }
 
-// Token ids, when every element of `a` is an integer id that fits 32 bits; else none are read.
-simdjson::error_code read_ids(od::array a, std::vector<std::uint32_t>& ids) {
-    bool all = true;
-    for (auto item : a) {
-        od::value v;
-        if (auto e = item.get(v))
-            return e;
-        std::uint64_t id = 0;
-        if (!all || !is_type(v, od::json_type::number) || v.get_uint64().get(id) ||
-            id > UINT32_MAX) {
-            all = false;
-            continue;
-        }
-        ids.push_back(static_cast<std::uint32_t>(id));
-    }
-    if (!all)
-        ids.clear();
-    return simdjson::SUCCESS;
-}
-
-// One reading of a body, kept in the parser's thread-local state.
 // One message of a conversation as the chat template takes it. Its content is viewed in the
 // request body while it is one string without escapes, and copied once it is more (content parts,
 // a tool call's arguments) or had to be unescaped.
