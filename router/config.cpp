@@ -198,8 +198,9 @@ common::flag_set make_flags(router_config& cfg) {
           "consecutive successes that re-admit an ejected replica");
     f.add("eject-time", cfg.health.open_time, "how long an ejected replica waits before probing");
     f.add("max-ejection-percent", cfg.health.max_ejection_percent,
-          "most of a model's replicas that failed requests can eject (past it, the least "
-          "recently failed stay routable); failed probes eject regardless");
+          "most of a model's replicas that failed requests or slow probes can eject (past it, "
+          "the least recently failed stay routable); refused or failing probes eject "
+          "regardless");
     add_policy_flags(f, cfg.policy_knobs);
     f.add("session-key-limit", cfg.session_key_limit,
           "session: longest session key (x-session-id, user, cookie) taken; longer names none");

@@ -53,6 +53,7 @@ asio::awaitable<fetch_result> fetch_on(std::unique_ptr<client_connection>& conn,
             if ((result.ec = co_await conn->connect(target, connect_timeout)))
                 co_return result;
         }
+        result.connected = true;
         outgoing_request req = fetch_request(target, method, path, options);
         result.ec = co_await conn->write(req, left());
         if (!result.ec)

@@ -18,6 +18,9 @@ namespace lanes::common::http {
 
 struct fetch_result {
     boost::system::error_code ec; // transport error, or timeout
+    // The connection was up when the request went out: a timeout then means the server was too
+    // slow to answer, not that it could not be reached.
+    bool connected = false;
     int status = 0;
     std::string body;
     std::string content_type;

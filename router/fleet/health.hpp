@@ -5,7 +5,8 @@
 // `success_threshold` consecutive successes close it, one failure reopens it — and requests go to
 // it one at a time. An ejection is active when a probe failed since the replica last answered a
 // probe, else passive: passive ejections are capped per model (max_ejection_percent), active ones
-// are not.
+// are not. A probe that connected but got no answer in time is a slow replica, busy or stuck,
+// rather than a gone one: it counts as a failure, but its ejection is capped as a passive one.
 // Thread-safe; time is passed in so tests control it.
 #pragma once
 
@@ -25,8 +26,9 @@ struct health_config {
     std::int64_t max_ejection_percent = 50;
 };
 
-// Where a failure was seen.
-enum class failure_origin { request, probe };
+// Where a failure was seen: a request, a /health probe that was refused or answered not 200
+// (probe), or a probe that connected and timed out waiting for its answer (probe_slow).
+enum class failure_origin { request, probe, probe_slow };
 
 // An open breaker, as the cap on passive ejection needs it.
 struct ejection {

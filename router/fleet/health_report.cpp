@@ -6,7 +6,7 @@ namespace lanes::router {
 
 void report_health(replica& r, bool ok, router_metrics& metrics, failure_origin origin,
                    std::chrono::steady_clock::time_point now) {
-    if (origin == failure_origin::probe)
+    if (origin != failure_origin::request)
         r.probe_ok.store(ok, std::memory_order_relaxed);
     if (ok) {
         if (r.health.on_success(now, origin))
@@ -18,7 +18,9 @@ void report_health(replica& r, bool ok, router_metrics& metrics, failure_origin 
         metrics.ejections.with({r.id()}).inc();
         LANES_LOG(warn, "health",
                   r.id() << " ejected after consecutive failures"
-                         << (origin == failure_origin::probe ? " (a /health probe)" : ""));
+                         << (origin == failure_origin::probe        ? " (a /health probe)"
+                             : origin == failure_origin::probe_slow ? " (a /health probe timed out)"
+                                                                    : ""));
     }
 }
 

@@ -176,7 +176,9 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
         LANES_LOG_THROTTLED(info, "health", r->id() << " /health probe failed: " << why);
         r->note_error("/health probe failed: " + why);
     }
-    report_health(*r, ok, metrics_, failure_origin::probe);
+    // Connected but no answer in time: busy or stuck, not gone, so capped as a failed request is.
+    const bool slow = res.ec == boost::beast::error::timeout && res.connected;
+    report_health(*r, ok, metrics_, slow ? failure_origin::probe_slow : failure_origin::probe);
 }
 
 // What a replica serves, from its /v1/models. A read that fails keeps what was known.

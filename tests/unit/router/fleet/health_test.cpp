@@ -64,3 +64,18 @@ TEST_CASE("an ejection is active while a probe failed since the last one answere
     h.on_success(t0 + 2s, lanes::router::failure_origin::probe);
     CHECK_FALSE(h.ejection_state(t0 + 2s).by_probe);
 }
+
+TEST_CASE("a probe that timed out ejects as a failed request does: under the cap", "[health]") {
+    using namespace std::chrono_literals;
+    lanes::router::health_tracker h({3, 1, 1'000ms, 50});
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(h.on_failure(t0, lanes::router::failure_origin::probe_slow));
+    CHECK_FALSE(h.on_failure(t0 + 1s, lanes::router::failure_origin::probe_slow));
+    CHECK(h.on_failure(t0 + 2s, lanes::router::failure_origin::probe_slow)); // the third ejects
+    auto e = h.ejection_state(t0 + 2s);
+    CHECK(e.open);
+    CHECK_FALSE(e.by_probe); // busy, not gone: the cap on passive ejection applies
+    // A refused probe after it makes the ejection active.
+    h.on_failure(t0 + 2100ms, lanes::router::failure_origin::probe);
+    CHECK(h.ejection_state(t0 + 2100ms).by_probe);
+}

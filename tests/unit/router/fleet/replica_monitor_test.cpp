@@ -92,9 +92,9 @@ struct monitor_run {
     router::router_metrics metrics;
     router::replica_monitor mon;
 
-    explicit monitor_run(router::health_config health = {})
+    explicit monitor_run(router::health_config health = {}, router::monitor_config cfg = fast())
         : pool(health)
-        , mon(io, pool, metrics, fast(), router::upstream_config{}) {}
+        , mon(io, pool, metrics, cfg, router::upstream_config{}) {}
     ~monitor_run() { finish(); }
 
     static router::monitor_config fast() {
@@ -232,6 +232,28 @@ TEST_CASE("monitor: a replica that does not answer is ejected once, the others s
     CHECK(alive->healthy());
     CHECK(m.ejections(*alive) == 0);
     CHECK(alive->stats_version() > 0);
+}
+
+TEST_CASE("monitor: a probe that connects but times out ejects under the cap, a refused one not",
+          "[monitor]") {
+    // A replica that takes connections (the kernel's listen queue) and never answers: busy or
+    // stuck, not gone.
+    asio::io_context listen_io;
+    asio::ip::tcp::acceptor silent(listen_io, {asio::ip::make_address("127.0.0.1"), 0});
+    auto cfg = monitor_run::fast();
+    cfg.health_timeout = 100ms;
+    cfg.scrape_timeout = 100ms;
+    cfg.models_timeout = 100ms;
+    monitor_run m({.failure_threshold = 3, .success_threshold = 1, .open_time = 60s}, cfg);
+    const auto slow = m.add({"127.0.0.1", silent.local_endpoint().port(), ""});
+    const auto dead = m.add({"127.0.0.1", closed_port(), ""});
+    m.mon.start();
+    REQUIRE(m.run_until([&] { return m.ejections(*slow) == 1 && m.ejections(*dead) == 1; }));
+    const auto now = clock_type::now();
+    CHECK(slow->health.ejection_state(now).open);
+    CHECK_FALSE(slow->health.ejection_state(now).by_probe); // capped, as a failed request is
+    CHECK(dead->health.ejection_state(now).by_probe);       // refused: out whatever the cap
+    CHECK_FALSE(slow->probe_ok.load());
 }
 
 TEST_CASE("monitor: a failing /health ejects, a healthy one re-admits after open_time",

@@ -146,6 +146,12 @@ TEST_CASE("failed requests eject at most max_ejection_percent of a model's repli
     CHECK_FALSE(v[1].routable);
     CHECK_FALSE(v[2].routable);
     CHECK(v[3].routable);
+    // A probe that timed out counts as a failed request: the cap still keeps one back.
+    cache.replica_at(3)->health.on_failure(t0 + 55ms, router::failure_origin::probe_slow);
+    cache.refresh(t0 + 56ms, 2'000ms);
+    CHECK(v[0].routable + v[1].routable + v[2].routable + v[3].routable == 2);
+    CHECK(v[0].routable); // still the least recently failed
+    CHECK(v[1].routable);
     // A failed probe takes a replica out whatever the cap says.
     cache.replica_at(0)->health.on_failure(t0 + 60ms, router::failure_origin::probe);
     cache.refresh(t0 + 70ms, 2'000ms);
