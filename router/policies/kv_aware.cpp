@@ -9,7 +9,7 @@
 namespace lanes::router {
 
 kv_aware_policy::kv_aware_policy(const policy_options& options)
-    : index_(options.index.capacity, options.index.capacity_factor)
+    : index_(options.index)
     , precise_(options.precise)
     , clock_(options.clock)
     , overlap_weight_(options.kv_aware.overlap_weight)

@@ -27,6 +27,9 @@ void add_policy_flags(common::flag_set& f, policy_options& o) {
           "prefix/kv_aware: blocks remembered per replica when it does not report num_gpu_blocks");
     f.add("index-capacity-factor", o.index.capacity_factor,
           "prefix/kv_aware: blocks remembered per replica, times its num_gpu_blocks");
+    f.add("index-max-request-share", o.index.max_request_share,
+          "prefix/kv_aware: most of a replica's index one request may fill (its leading blocks); "
+          "a prompt longer than the whole index adds none");
     f.add("hash-prefix-blocks", o.index.hash_prefix_blocks,
           "prefix: leading blocks hashed when the index is empty (agreement across routers)");
     f.add("kv-weight", o.load.kv_weight, "load score: queued requests a full KV cache counts as");
@@ -48,6 +51,8 @@ void check_policy_options(const policy_options& o, std::vector<std::string>& err
     need(o.prefix.match_prefill_blocks >= 0, "--match-prefill-blocks must not be negative");
     need(o.index.capacity_factor > 0 && o.index.capacity_factor <= 64,
          "--index-capacity-factor must be above 0 and at most 64");
+    need(o.index.max_request_share > 0 && o.index.max_request_share <= 1,
+         "--index-max-request-share must be above 0 and at most 1");
     need(o.prefix.min_match_ratio >= 0 && o.prefix.min_match_ratio <= 1,
          "--min-match-ratio must be in 0..1");
 }

@@ -13,7 +13,7 @@ namespace lanes::router {
 
 prefix_policy::prefix_policy(const policy_options& options)
     : fallback_(options)
-    , index_(options.index.capacity, options.index.capacity_factor)
+    , index_(options.index)
     , precise_(options.precise)
     , clock_(options.clock)
     , kv_weight_(options.load.kv_weight)

@@ -8,14 +8,33 @@ block_lru& prefix_index::replica_set(const std::string& replica) {
     return replicas_.try_emplace(replica, default_capacity_).first->second;
 }
 
+std::size_t prefix_index::recordable(std::size_t capacity, std::size_t blocks,
+                                     std::size_t held) const {
+    if (blocks > capacity)
+        return held; // cannot be held there whole: only what it matched is touched
+    const auto most = static_cast<std::size_t>(static_cast<double>(capacity) * max_request_share_);
+    return std::max(held, std::min(blocks, most));
+}
+
 std::size_t prefix_index::insert(const std::string& replica,
                                  std::span<const common::block_hash> blocks) {
-    // Only the leading `capacity` blocks can be kept; the head of the prefix ends up the most
-    // recently used.
+    // The head of the prefix ends up the most recently used.
     block_lru& set = replica_set(replica);
     const std::size_t held = longest_run(set, blocks);
-    set.touch_in_order(blocks);
+    set.touch_in_order(blocks.first(recordable(set.capacity(), blocks.size(), held)));
     return held;
+}
+
+void prefix_index::settle(const std::string& replica, std::span<const common::block_hash> blocks,
+                          std::size_t held, bool ok) {
+    if (ok || held >= blocks.size())
+        return;
+    const auto it = replicas_.find(replica);
+    if (it == replicas_.end())
+        return;
+    const std::size_t added = recordable(it->second.capacity(), blocks.size(), held);
+    if (added > held)
+        erase(replica, blocks.subspan(held, added - held));
 }
 
 void prefix_index::erase(const std::string& replica, std::span<const common::block_hash> blocks) {

@@ -32,6 +32,11 @@ struct index_knobs {
     // from 0.259 to 0.268 (8 replicas) and lowered C64's from 0.686 to 0.671 with a cache a
     // quarter of the prompts (docs/results.md).
     double capacity_factor = 1.0;
+    // The most of a replica's index one request may fill (with its leading blocks). What a
+    // request's blocks evict stays evicted when the replica then refuses it, so this bounds what
+    // one refused request costs; a prompt longer than the replica's whole index adds nothing (no
+    // engine holds it: vLLM refuses a prompt over max_model_len, which fits in its KV cache).
+    double max_request_share = 0.5;
     // Leading blocks whose hash places a request by rendezvous hashing (so that independent
     // routers agree while their indexes are empty).
     std::size_t hash_prefix_blocks = 4;
@@ -39,22 +44,24 @@ struct index_knobs {
 
 class prefix_index {
 public:
-    explicit prefix_index(std::size_t default_capacity, double capacity_factor = 1.0)
+    explicit prefix_index(std::size_t default_capacity, double capacity_factor = 1.0,
+                          double max_request_share = 1.0)
         : default_capacity_(default_capacity)
-        , capacity_factor_(capacity_factor) {}
+        , capacity_factor_(capacity_factor)
+        , max_request_share_(max_request_share) {}
+    explicit prefix_index(const index_knobs& knobs)
+        : prefix_index(knobs.capacity, knobs.capacity_factor, knobs.max_request_share) {}
 
-    // Records that `replica` now holds `blocks` (most recently used). Returns how many of them it
-    // held already (the leading run; the rest were added).
+    // Records that `replica` now holds `blocks` (most recently used): their leading run already
+    // held, and at most the request share of its capacity in all (none beyond that run when
+    // `blocks` are more than its capacity). Returns how many of them it held already.
     std::size_t insert(const std::string& replica, std::span<const common::block_hash> blocks);
     // Forgets that `replica` holds `blocks`.
     void erase(const std::string& replica, std::span<const common::block_hash> blocks);
     // The end of a request insert() recorded (`held`: what insert returned): when the replica
     // did not take it (`ok` false), the blocks it added are forgotten again.
     void settle(const std::string& replica, std::span<const common::block_hash> blocks,
-                std::size_t held, bool ok) {
-        if (!ok && held < blocks.size())
-            erase(replica, blocks.subspan(held));
-    }
+                std::size_t held, bool ok);
     // The number of leading `blocks` held by `replica`.
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
 
@@ -81,11 +88,14 @@ public:
 private:
     static std::size_t longest_run(const block_lru& set,
                                    std::span<const common::block_hash> blocks);
+    // How many leading blocks of a request insert() records in a set of `capacity`.
+    std::size_t recordable(std::size_t capacity, std::size_t blocks, std::size_t held) const;
     block_lru& replica_set(const std::string& replica);
     void unbind();
 
     std::size_t default_capacity_;
     double capacity_factor_;
+    double max_request_share_;
     std::unordered_map<std::string, block_lru> replicas_; // nodes: pointers stay valid
     // The last snapshot bound by update_capacities: its replica ids and their sets.
     std::vector<std::string> bound_ids_;

@@ -56,7 +56,7 @@ TEST_CASE("prefix_index evicts the deepest blocks of a prefix first", "[policy][
     CHECK(index.match("r0", a) == 2);
 
     prefix_index small(5);
-    small.insert("r0", make_blocks(3, 10)); // longer than the capacity: the head is kept
+    small.insert("r0", make_blocks(3, 5)); // as long as the capacity: kept whole
     CHECK(small.size("r0") == 5);
     CHECK(small.match("r0", make_blocks(3, 10)) == 5);
 }
@@ -164,11 +164,42 @@ TEST_CASE("prefix_index: a request's blocks are pending until its replica takes 
     index.settle("r0", longer, held, false); // refused (a 400, a failure): its own blocks go
     CHECK(index.match("r0", longer) == 4);   // what was there before stays
     CHECK(index.size("r0") == 4);
-    // One request adds at most the capacity, however long its prompt.
-    prefix_index small(10);
-    const auto huge = make_blocks(3, 10'000);
-    CHECK(small.insert("r0", huge) == 0);
-    CHECK(small.size("r0") == 10);
-    small.settle("r0", huge, 0, false);
-    CHECK(small.size("r0") == 0);
+}
+
+TEST_CASE("prefix_index: one request fills at most its share, a prompt no replica holds none",
+          "[policy][prefix_index]") {
+    index_knobs knobs;
+    knobs.capacity = 100;
+    REQUIRE(knobs.max_request_share == 0.5); // the default
+    prefix_index index(knobs);
+    const auto known = make_blocks(1, 60);
+    index.insert("r0", known);
+    REQUIRE(index.match("r0", known) == 50); // its leading half of the index
+    // A prompt longer than the whole index (a refused 8 MiB body, say) evicts nothing, and what
+    // it matched is still found.
+    auto huge = std::vector<block_hash>(known.begin(), known.begin() + 10);
+    for (block_hash h : make_blocks(2, 10'000))
+        huge.push_back(h);
+    CHECK(index.insert("r0", huge) == 10);
+    CHECK(index.size("r0") == 50);
+    CHECK(index.match("r0", known) == 50);
+    index.settle("r0", huge, 10, false);
+    CHECK(index.match("r0", known) == 50);
+    // One that fits but is refused costs at most the share: half of what was known survives.
+    const auto refused = make_blocks(3, 90);
+    CHECK(index.insert("r0", refused) == 0);
+    CHECK(index.match("r0", refused) == 50);
+    index.settle("r0", refused, 0, false);
+    CHECK(index.match("r0", refused) == 0);
+    CHECK(index.match("r0", known) == 50); // (the index had room for 50 more)
+    const auto other = make_blocks(4, 50);
+    index.insert("r0", other); // now full
+    index.insert("r0", refused);
+    index.settle("r0", refused, 0, false);
+    CHECK(index.size("r0") == 50); // what the refused one evicted is gone, no more than 50
+    // A share of 1 lets one request fill the index.
+    knobs.max_request_share = 1.0;
+    prefix_index whole(knobs);
+    whole.insert("r0", make_blocks(5, 100));
+    CHECK(whole.size("r0") == 100);
 }
