@@ -34,8 +34,8 @@ common::flag_set make_flags(router_config& cfg) {
           "give each API key's requests a cache_salt of their own, so tenants share no cached "
           "prefix (closes the cache timing side channel, costs hit rate)");
     f.add("route-headers", cfg.upstream.route_headers,
-          "send x-lanes-replica and x-lanes-route-reason on answers (false: keep the fleet's "
-          "layout from clients)");
+          "send x-lanes-replica and x-lanes-route-reason on answers (they show clients the "
+          "replicas' addresses, and whether a prefix was cached there)");
     f.add("rate-limit-rps", cfg.rate.rps,
           "requests a second per key (or per client address without keys); 0: no limit");
     f.add("rate-limit-burst", cfg.rate.burst, "requests a client may send at once (0: the rps)");

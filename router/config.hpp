@@ -32,8 +32,9 @@ struct upstream_config {
     // that carries none of its own, and in place of the client's with replace_client_auth.
     std::string replica_authorization;
     bool replace_client_auth = false;
-    // x-lanes-replica and x-lanes-route-reason on answers (x-request-id is always sent).
-    bool route_headers = true;
+    // x-lanes-replica and x-lanes-route-reason on answers (x-request-id is always sent). Off by
+    // default: they show clients the fleet's addresses, and whether a prefix was cached.
+    bool route_headers = false;
 };
 
 // The background work on the replica set (router/fleet/replica_monitor.hpp).

@@ -5,7 +5,8 @@
 #   LANES_REPLICAS=N (default 4), LANES_PORT (default 8000), LANES_ADMIN_PORT (default 8090),
 #   LANES_POLICY, LANES_BACKEND,
 #   LANES_PRESET, LANES_START_TIMEOUT_S (how long to wait for the replicas to listen, 60);
-#   extra arguments go to lanes-router.
+#   extra arguments go to lanes-router. Answers carry x-lanes-replica and x-lanes-route-reason
+#   here (--route-headers true; off by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -49,7 +50,7 @@ for i in $(seq 0 $((n - 1))); do
         sleep 0.1
     done
 done
-"$bin/router/lanes-router" --host 0.0.0.0 --port "$port" --admin-port "$admin_port" \
+"$bin/router/lanes-router" --host 0.0.0.0 --port "$port" --admin-port "$admin_port" --route-headers true \
     ${LANES_POLICY:+--policy "$LANES_POLICY"} "${router_args[@]}" "$@" &
 pids+=($!)
 echo "lanes: router on http://localhost:$port in front of $n replicas (admin API on" \

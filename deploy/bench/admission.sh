@@ -31,7 +31,7 @@ run() { # run NAME ROUTER-ARGS...
         ports+=("$(port_of "$work/$name-replica$i.log" lanes-replica)")
         urls+=(--replica "http://127.0.0.1:${ports[$i]}")
     done
-    "$bin/router/lanes-router" --host 127.0.0.1 --port 0 --admin-port 0 --access-log false \
+    "$bin/router/lanes-router" --host 127.0.0.1 --port 0 --admin-port 0 --route-headers true --access-log false \
         --scrape-interval 100ms "${urls[@]}" "$@" >"$work/$name-router.log" 2>&1 &
     local router=$!
     pids+=($!)

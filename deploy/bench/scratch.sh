@@ -11,9 +11,25 @@ trap cleanup EXIT
 
 # The flags that keep a router's admin listener off the default port (scripts run routers side by
 # side): "--admin-port 0" for a build that has one, nothing for an older one.
+# (The help is read whole first: grep -q stops reading at its match, and under pipefail the
+# writer's SIGPIPE would then fail the test at random.)
+has_flag() { # has_flag BINARY FLAG
+    local help
+    help=$("$1" --help 2>/dev/null || true)
+    grep -q -- "$2" <<<"$help"
+}
 admin_flags() {
-    if "$1" --help 2>/dev/null | grep -q -- '--admin-port'; then
+    if has_flag "$1" --admin-port; then
         echo "--admin-port 0"
+    fi
+}
+
+# admin_flags, and "--route-headers true" for a build where they are off by default: the load
+# generator reads where each request went from x-lanes-replica (the per-replica counts, imbalance).
+router_flags() {
+    admin_flags "$1"
+    if has_flag "$1" --route-headers; then
+        echo "--route-headers true"
     fi
 }
 

@@ -26,7 +26,7 @@ for p in "${ports[@]}"; do
     for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
 done
 "$bin/router/lanes-router" --host 127.0.0.1 --port "$base" "${router_args[@]}" \
-    --admin-port $((base + 8)) --admin-insecure-loopback \
+    --admin-port $((base + 8)) --admin-insecure-loopback --route-headers true \
     --health-interval 500ms --access-log false --log-level warn >"$work/router.log" 2>&1 &
 router_pid=$!
 pids+=("$router_pid")

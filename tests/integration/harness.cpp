@@ -55,6 +55,11 @@ process::process(std::string binary, std::vector<std::string> args) {
         argv_store.push_back("--admin-port");
         argv_store.push_back("0");
     }
+    // The tests read where each request went from x-lanes-replica (off by default).
+    if (router && std::find(args.begin(), args.end(), "--route-headers") == args.end()) {
+        argv_store.push_back("--route-headers");
+        argv_store.push_back("true");
+    }
     std::vector<char*> argv;
     for (auto& a : argv_store)
         argv.push_back(a.data());

@@ -25,6 +25,7 @@ struct front {
     explicit front(const std::vector<unsigned short>& ports, std::string policy = "round_robin") {
         cfg.policy = std::move(policy);
         cfg.access_log = false;
+        cfg.upstream.route_headers = true; // the cases read where each request went
         for (const auto port : ports)
             pool.add(http::url{"127.0.0.1", port, ""});
         p = std::make_unique<router::proxy>(cfg, pool, metrics,
@@ -110,6 +111,21 @@ TEST_CASE("proxy: a body it cannot read is a 400, no replica a 503 with Retry-Af
     CHECK(none.status == 503);
     CHECK(none.header("Retry-After") == "1");
     CHECK_FALSE(none.header("x-request-id").empty());
+}
+
+TEST_CASE("proxy: answers name no replica unless --route-headers asks", "[proxy]") {
+    test_server ts({});
+    router::router_config defaults;
+    CHECK_FALSE(defaults.upstream.route_headers); // the default keeps the fleet's layout hidden
+    front f({ts.port});
+    f.cfg.upstream.route_headers = false;
+    f.p = std::make_unique<router::proxy>(f.cfg, f.pool, f.metrics,
+                                          router::make_policy(f.cfg.policy, f.cfg.policy_knobs));
+    const auto out = f.call(verb::post, "/v1/completions", R"({"prompt":"hello"})");
+    CHECK(out.status == 200);
+    CHECK(out.header("x-lanes-replica").empty());
+    CHECK(out.header("x-lanes-route-reason").empty());
+    CHECK_FALSE(out.header("x-request-id").empty());
 }
 
 TEST_CASE("proxy: a failed attempt is retried on another replica", "[proxy]") {

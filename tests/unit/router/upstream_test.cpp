@@ -21,7 +21,9 @@ struct attempt {
     bool kept = false; // the connection went back to the replica's pool
 
     explicit attempt(unsigned short port, router::health_config health = {})
-        : target(std::make_shared<router::replica>(http::url{"127.0.0.1", port, ""}, health)) {}
+        : target(std::make_shared<router::replica>(http::url{"127.0.0.1", port, ""}, health)) {
+        cfg.route_headers = true; // the cases read where each answer came from
+    }
 
     router::attempt_result run(fake_writer& out, std::string target_path = "/v1/completions",
                                std::string body = R"({"prompt":"hi"})") {
