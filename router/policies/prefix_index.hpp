@@ -62,6 +62,11 @@ public:
     // did not take it (`ok` false), the blocks it added are forgotten again.
     void settle(const std::string& replica, std::span<const common::block_hash> blocks,
                 std::size_t held, bool ok);
+    // How many leading blocks of a request of `blocks` blocks, `held` of them held already,
+    // insert() records for `replica`.
+    std::size_t recorded(const std::string& replica, std::size_t blocks, std::size_t held) const {
+        return recordable(capacity(replica), blocks, held);
+    }
     // The number of leading `blocks` held by `replica`.
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
 

@@ -305,6 +305,26 @@ TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[p
     CHECK(after.matched_blocks == 0);
 }
 
+TEST_CASE("prefix: with KV events, routed blocks are expected only as far as the index records",
+          "[policy][prefix]") {
+    policy_options o;
+    o.index.capacity = 100; // max_request_share 0.5: 50 blocks a request
+    o.precise = std::make_shared<precise_index>();
+    prefix_policy p(o);
+    const auto pool = make_pool(2);
+    const std::string& id = pool.replicas[0].id;
+    o.precise->reset(id, true); // its events are live
+    p.on_replicas_changed(pool);
+    // A prompt longer than the whole index (a body the replica will refuse): nothing expected.
+    const auto huge = make_blocks(1, 100'000);
+    p.on_routed(request_for(huge), id);
+    CHECK(o.precise->match(id, huge) == 0);
+    // One within it: its leading share, as the index records it.
+    const auto fits = make_blocks(2, 80);
+    p.on_routed(request_for(fits), id);
+    CHECK(o.precise->match(id, fits) == 50);
+}
+
 TEST_CASE("prefix: a miss goes to the least full index within the load cap", "[policy][prefix]") {
     policy_options low_floor;
     low_floor.load.cap_floor = 4; // prefix_load_factor stays at its default, 2
