@@ -23,7 +23,7 @@ PROCESSES (1: each proxy as that many processes sharing the port and CPU 0, lane
 --reuse-port, nginx's workers with `reuseport`, HAProxy's own processes, whose listeners share
 ports by default; with 2, 10,000 streams fit under the per-process descriptor limit), RT_CLIENT
 (1: the paced runs' client runs SCHED_FIFO where chrt can set it; 0: never), RT_PROXY (0; 1: the
-paced runs' proxy, whichever it is, runs SCHED_FIFO too)."""
+paced runs' proxy, whichever it is, runs SCHED_FIFO too), LANES_ARGS (more lanes-router flags)."""
 import json
 import os
 import re
@@ -224,6 +224,7 @@ def proxy(name, upstream, realtime=False):
                "--replica", f"http://127.0.0.1:{upstream}"]
         if processes > 1:
             cmd += ["--reuse-port"]
+        cmd += shlex.split(os.environ.get("LANES_ARGS", ""))
     elif name == "nginx":
         with open(f"{work}/nginx.conf", "w") as f:
             f.write(f"""worker_processes {processes};
@@ -330,6 +331,10 @@ def finish(c, out):
         slow = [c for c, worst in w if worst > SLOW_EVENT_US]
         r["windows_over_1ms"] = len(slow) / len(w)
         r["events_in_windows_over_1ms"] = sum(slow) / max(1, sum(c for c, _ in w))
+        # When they came (seconds from the first whole window) and how late their slowest event
+        # was: a stall that recurs at a fixed period is something on the machine, not the proxy.
+        r["slow_windows"] = [[round(i * 0.01, 2), worst] for i, (c, worst) in enumerate(w)
+                             if worst > SLOW_EVENT_US]
     return r
 
 
