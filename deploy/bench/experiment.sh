@@ -46,7 +46,7 @@ done
 # shellcheck disable=SC2086
 # shellcheck disable=SC2046
 "$bin/router/lanes-router" --host 127.0.0.1 --port 0 --policy "$policy" --access-log false \
-    $(router_flags "$bin/router/lanes-router") \
+    $(bench_router_flags "$bin/router/lanes-router") \
     "${replica_urls[@]}" $router_args >"$work/router.log" 2>&1 &
 pids+=($!)
 router="http://127.0.0.1:$(port_of "$work/router.log")"

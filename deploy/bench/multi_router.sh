@@ -32,7 +32,7 @@ events=()
 router_ports=()
 for r in $(seq 1 "$routers"); do
     # shellcheck disable=SC2046
-    "$bin/router/lanes-router" --host 127.0.0.1 --port 0 $(router_flags "$bin/router/lanes-router") \
+    "$bin/router/lanes-router" --host 127.0.0.1 --port 0 $(bench_router_flags "$bin/router/lanes-router") \
         --access-log false --scrape-interval 100ms "${urls[@]}" "${events[@]}" \
         >"$work/router$r.log" 2>&1 &
     pids+=($!)

@@ -53,7 +53,7 @@ done
 start_router() { # $1: log file, $2: port
     # shellcheck disable=SC2046
     "$bin/router/lanes-router" --host 127.0.0.1 --port "$2" \
-        $(router_flags "$bin/router/lanes-router") --access-log false --scrape-interval 100ms \
+        $(bench_router_flags "$bin/router/lanes-router") --access-log false --scrape-interval 100ms \
         "${urls[@]}" "${router_flags[@]}" >"$1" 2>&1 &
     router_pid=$!
     pids+=("$router_pid")

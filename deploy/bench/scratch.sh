@@ -26,7 +26,7 @@ admin_flags() {
 
 # admin_flags, and "--route-headers true" for a build where they are off by default: the load
 # generator reads where each request went from x-lanes-replica (the per-replica counts, imbalance).
-router_flags() {
+bench_router_flags() {
     admin_flags "$1"
     if has_flag "$1" --route-headers; then
         echo "--route-headers true"

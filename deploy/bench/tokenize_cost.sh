@@ -27,7 +27,7 @@ done
 tokenize=()
 [ "$mode" = tokenize ] && tokenize=(--tokenize-endpoint "http://127.0.0.1:${ports[0]}")
 # shellcheck disable=SC2046
-"$bin/router/lanes-router" --host 127.0.0.1 --port 0 $(router_flags "$bin/router/lanes-router") \
+"$bin/router/lanes-router" --host 127.0.0.1 --port 0 $(bench_router_flags "$bin/router/lanes-router") \
     --access-log false --scrape-interval 100ms "${urls[@]}" "${tokenize[@]}" \
     >"$work/router.log" 2>&1 &
 pids+=($!)

@@ -32,7 +32,7 @@ double decode_load(const replica_view& r, std::size_t request_blocks) {
 std::size_t kv_aware_policy::on_routed(const route_request& req, const std::string& replica_id) {
     if (precise_)
         precise_->expect(replica_id, req.blocks, clock_());
-    return index_.insert(replica_id, req.blocks); // pending until on_outcome
+    return index_.insert(replica_id, req.blocks).held; // pending until on_outcome
 }
 
 void kv_aware_policy::on_outcome(const route_request& req, const std::string& replica_id,

@@ -27,13 +27,11 @@ prefix_policy::prefix_policy(const policy_options& options)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
 std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
-    const std::size_t held = index_.insert(replica_id, req.blocks); // pending until on_outcome
+    const auto [held, recorded] = index_.insert(replica_id, req.blocks); // pending until on_outcome
     // Expected until its events confirm them: what the index records (so a prompt no replica can
     // hold leaves nothing to expire, however many blocks it has).
     if (precise_)
-        precise_->expect(replica_id,
-                         req.blocks.first(index_.recorded(replica_id, req.blocks.size(), held)),
-                         clock_());
+        precise_->expect(replica_id, req.blocks.first(recorded), clock_());
     prefilling_[replica_id] += static_cast<std::int64_t>(req.blocks.size() - held);
     return held;
 }

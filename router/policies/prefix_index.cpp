@@ -16,13 +16,14 @@ std::size_t prefix_index::recordable(std::size_t capacity, std::size_t blocks,
     return std::max(held, std::min(blocks, most));
 }
 
-std::size_t prefix_index::insert(const std::string& replica,
-                                 std::span<const common::block_hash> blocks) {
+prefix_index::insertion prefix_index::insert(const std::string& replica,
+                                             std::span<const common::block_hash> blocks) {
     // The head of the prefix ends up the most recently used.
     block_lru& set = replica_set(replica);
     const std::size_t held = longest_run(set, blocks);
-    set.touch_in_order(blocks.first(recordable(set.capacity(), blocks.size(), held)));
-    return held;
+    const std::size_t recorded = recordable(set.capacity(), blocks.size(), held);
+    set.touch_in_order(blocks.first(recorded));
+    return {held, recorded};
 }
 
 void prefix_index::settle(const std::string& replica, std::span<const common::block_hash> blocks,

@@ -52,21 +52,22 @@ public:
     explicit prefix_index(const index_knobs& knobs)
         : prefix_index(knobs.capacity, knobs.capacity_factor, knobs.max_request_share) {}
 
+    // What insert() found and did: the leading run of the blocks held already, and the leading
+    // blocks recorded (touched or added), at least `held`.
+    struct insertion {
+        std::size_t held = 0;
+        std::size_t recorded = 0;
+    };
     // Records that `replica` now holds `blocks` (most recently used): their leading run already
     // held, and at most the request share of its capacity in all (none beyond that run when
-    // `blocks` are more than its capacity). Returns how many of them it held already.
-    std::size_t insert(const std::string& replica, std::span<const common::block_hash> blocks);
+    // `blocks` are more than its capacity).
+    insertion insert(const std::string& replica, std::span<const common::block_hash> blocks);
     // Forgets that `replica` holds `blocks`.
     void erase(const std::string& replica, std::span<const common::block_hash> blocks);
     // The end of a request insert() recorded (`held`: what insert returned): when the replica
     // did not take it (`ok` false), the blocks it added are forgotten again.
     void settle(const std::string& replica, std::span<const common::block_hash> blocks,
                 std::size_t held, bool ok);
-    // How many leading blocks of a request of `blocks` blocks, `held` of them held already,
-    // insert() records for `replica`.
-    std::size_t recorded(const std::string& replica, std::size_t blocks, std::size_t held) const {
-        return recordable(capacity(replica), blocks, held);
-    }
     // The number of leading `blocks` held by `replica`.
     std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks) const;
 

@@ -22,10 +22,12 @@ struct front {
     router::router_metrics metrics;
     std::unique_ptr<router::proxy> p;
 
-    explicit front(const std::vector<unsigned short>& ports, std::string policy = "round_robin") {
+    // With route headers unless told not to: the cases read where each request went.
+    explicit front(const std::vector<unsigned short>& ports, std::string policy = "round_robin",
+                   bool route_headers = true) {
         cfg.policy = std::move(policy);
         cfg.access_log = false;
-        cfg.upstream.route_headers = true; // the cases read where each request went
+        cfg.upstream.route_headers = route_headers;
         for (const auto port : ports)
             pool.add(http::url{"127.0.0.1", port, ""});
         p = std::make_unique<router::proxy>(cfg, pool, metrics,
@@ -117,10 +119,7 @@ TEST_CASE("proxy: answers name no replica unless --route-headers asks", "[proxy]
     test_server ts({});
     router::router_config defaults;
     CHECK_FALSE(defaults.upstream.route_headers); // the default keeps the fleet's layout hidden
-    front f({ts.port});
-    f.cfg.upstream.route_headers = false;
-    f.p = std::make_unique<router::proxy>(f.cfg, f.pool, f.metrics,
-                                          router::make_policy(f.cfg.policy, f.cfg.policy_knobs));
+    front f({ts.port}, "round_robin", defaults.upstream.route_headers);
     const auto out = f.call(verb::post, "/v1/completions", R"({"prompt":"hello"})");
     CHECK(out.status == 200);
     CHECK(out.header("x-lanes-replica").empty());

@@ -153,12 +153,12 @@ TEST_CASE("prefix_index: a request's blocks are pending until its replica takes 
           "[policy][prefix_index]") {
     prefix_index index(100);
     const auto system = make_blocks(1, 4); // a shared system prompt
-    CHECK(index.insert("r0", system) == 0);
+    CHECK(index.insert("r0", system).held == 0);
     index.settle("r0", system, 0, true); // taken: kept
     auto longer = system;
     for (block_hash h : make_blocks(2, 4))
         longer.push_back(h);
-    const std::size_t held = index.insert("r0", longer);
+    const std::size_t held = index.insert("r0", longer).held;
     CHECK(held == 4);
     CHECK(index.match("r0", longer) == 8);   // pending blocks count, so a burst lands together
     index.settle("r0", longer, held, false); // refused (a 400, a failure): its own blocks go
@@ -180,14 +180,14 @@ TEST_CASE("prefix_index: one request fills at most its share, a prompt no replic
     auto huge = std::vector<block_hash>(known.begin(), known.begin() + 10);
     for (block_hash h : make_blocks(2, 10'000))
         huge.push_back(h);
-    CHECK(index.insert("r0", huge) == 10);
+    CHECK(index.insert("r0", huge).held == 10);
     CHECK(index.size("r0") == 50);
     CHECK(index.match("r0", known) == 50);
     index.settle("r0", huge, 10, false);
     CHECK(index.match("r0", known) == 50);
     // One that fits but is refused costs at most the share: half of what was known survives.
     const auto refused = make_blocks(3, 90);
-    CHECK(index.insert("r0", refused) == 0);
+    CHECK(index.insert("r0", refused).held == 0);
     CHECK(index.match("r0", refused) == 50);
     index.settle("r0", refused, 0, false);
     CHECK(index.match("r0", refused) == 0);
