@@ -57,10 +57,12 @@ int main(int argc, char** argv) {
             events = std::make_unique<replica::kv_event_publisher>(cfg.kv_events);
             auto& dropped =
                 metrics.announce_kv_events(events->endpoint(), events->replay_endpoint());
-            eng.publish_kv_events([p = events.get(), &dropped](common::kv_events::batch b) {
-                if (!p->publish(std::move(b)))
-                    dropped.inc();
-            });
+            eng.publish_kv_events(
+                [p = events.get(), &dropped](common::kv_events::batch b) {
+                    if (!p->publish(std::move(b)))
+                        dropped.inc();
+                },
+                !cfg.kv_events.replay_endpoint.empty());
         }
         eng.start();
         replica::api front(cfg, eng, metrics);

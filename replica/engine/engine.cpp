@@ -5,6 +5,7 @@
 #include "replica/engine/stop_matcher.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace lanes::replica {
@@ -67,8 +68,10 @@ std::size_t engine::max_sequence_tokens() const {
                                  num_blocks_ * static_cast<std::size_t>(cfg_.block_size));
 }
 
-void engine::publish_kv_events(std::function<void(common::kv_events::batch)> sink) {
+void engine::publish_kv_events(std::function<void(common::kv_events::batch)> sink,
+                               bool clear_at_start) {
     kv_sink_ = std::move(sink);
+    kv_clear_at_start_ = clear_at_start;
     blocks_.record_events(static_cast<std::size_t>(cfg_.block_size));
 }
 
@@ -82,7 +85,7 @@ double unix_seconds() {
 } // namespace
 
 void engine::start() {
-    if (kv_sink_) {
+    if (kv_sink_ && kv_clear_at_start_) {
         common::kv_events::batch first;
         first.ts = unix_seconds();
         first.events.emplace_back(common::kv_events::all_blocks_cleared{});
@@ -254,7 +257,9 @@ void engine::step() {
         if (!events.empty()) {
             common::kv_events::batch b;
             b.ts = unix_seconds();
-            b.events = std::move(events);
+            if (kv_batches_ == 0) // the stream's opening clear, not sent at start()
+                b.events.emplace_back(common::kv_events::all_blocks_cleared{});
+            std::move(events.begin(), events.end(), std::back_inserter(b.events));
             b.data_parallel_rank = 0;
             kv_sink_(std::move(b));
             ++kv_batches_;

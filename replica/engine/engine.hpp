@@ -80,9 +80,12 @@ public:
     engine& operator=(const engine&) = delete;
 
     // Before start(): every step's KV-cache events (blocks stored, blocks evicted) go to `sink`
-    // as one batch, on the engine thread; the first batch is AllBlocksCleared (the cache this
-    // process starts with is empty). `sink` must not block.
-    void publish_kv_events(std::function<void(common::kv_events::batch)> sink);
+    // as one batch, on the engine thread. The stream opens with AllBlocksCleared (the cache this
+    // process starts with is empty): alone, at start(), when `clear_at_start` (a replay socket
+    // keeps that batch for subscribers that come later), else as the first event of the first
+    // step's batch, so that a subscriber that joined before the first request sees batch 0 (a
+    // PUB socket drops what it sends before anyone subscribes). `sink` must not block.
+    void publish_kv_events(std::function<void(common::kv_events::batch)> sink, bool clear_at_start);
     void start();
     void stop(); // finishes every request with "abort" and joins the thread
 
@@ -123,6 +126,7 @@ private:
 
     std::function<void(common::kv_events::batch)> kv_sink_;
     std::int64_t kv_batches_ = 0; // given to kv_sink_ so far
+    bool kv_clear_at_start_ = false;
     // Engine thread only.
     block_manager blocks_;
     scheduler scheduler_;

@@ -112,6 +112,49 @@ TEST_CASE("kv events: routed on the replicas' word, and a restarted replica lose
     CHECK(router.log().find("subscribed to") != std::string::npos);
 }
 
+TEST_CASE("kv events: replicas without a replay socket are routed on their word from their first "
+          "request",
+          "[kv_events]") {
+    // Only the PUB socket, as vLLM's --kv-events-config is often given: the stream's opening
+    // batch goes out with the first request's blocks, after the router has subscribed.
+    std::vector<std::unique_ptr<process>> replicas;
+    for (int seed = 0; seed < 2; ++seed) {
+        replicas.push_back(std::make_unique<process>(
+            LANES_REPLICA_BIN,
+            std::vector<std::string>{"--port", "0", "--seed", std::to_string(seed),
+                                     "--kv-events-endpoint", "tcp://127.0.0.1:*"}));
+        REQUIRE(wait_healthy(replicas.back()->port(), 10s));
+    }
+    process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0", "--replica",
+                                      replicas[0]->url(), "--replica", replicas[1]->url(),
+                                      "--scrape-interval", "100ms", "--access-log", "false"});
+    REQUIRE(wait_healthy(router.port(), 10s));
+    REQUIRE(eventually([&] { return get(router.port(), "/readiness").status == 200; }, 5s));
+    // Subscribing is asynchronous in ZeroMQ: a batch sent before the subscription reaches the
+    // replica is dropped by its PUB socket.
+    std::this_thread::sleep_for(scaled(300ms));
+    CHECK_FALSE(live(router.port(), replicas[0]->url())); // nothing published yet
+
+    std::map<int, std::string> placed;
+    for (int i = 0; i < 6; ++i) {
+        const auto r = complete(router.port(), i);
+        REQUIRE(r.status == 200);
+        placed[i] = r.header("x-lanes-replica");
+    }
+    for (const auto& r : replicas) {
+        INFO(r->url() << "\n" << router.log());
+        CHECK(eventually([&] { return live(router.port(), r->url()); }, 5s));
+    }
+    for (int i = 0; i < 6; ++i) {
+        const auto r = complete(router.port(), i);
+        REQUIRE(r.status == 200);
+        INFO("prompt " << i);
+        CHECK(r.header("x-lanes-replica") == placed[i]);
+        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
+    }
+    CHECK(router.log().find("could not be replayed") == std::string::npos);
+}
+
 TEST_CASE("kv events: a router that starts late warms up from the replicas' block dumps",
           "[kv_events]") {
     const std::string token_file = "kv-dump-token-" + std::to_string(::getpid());

@@ -1,12 +1,15 @@
 // The engine end to end in process: requests in through request_stream, tokens out.
 #include "replica/engine/engine.hpp"
 
+#include "common/kv_events/events.hpp"
 #include "replica/backends/backend.hpp"
 
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>
 
+#include <mutex>
 #include <thread>
+#include <variant>
 
 using namespace lanes;
 using namespace lanes::replica;
@@ -218,4 +221,53 @@ TEST_CASE("the engine runs the backend and clock it is given", "[engine]") {
     CHECK(m.e2e.sum() == Approx(0.040));
     CHECK(m.itl.count() == 2);
     CHECK(m.itl.sum() == Approx(0.020));
+}
+
+TEST_CASE("the KV-event stream opens with AllBlocksCleared: at start with a replay socket, else "
+          "in the first step's batch",
+          "[engine][kv_events]") {
+    namespace ev = common::kv_events;
+    const bool clear_at_start = GENERATE(true, false);
+    auto cfg = tiny_config();
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m, backend_for(cfg));
+    std::mutex mutex;
+    std::vector<ev::batch> batches;
+    eng.publish_kv_events(
+        [&](ev::batch b) {
+            std::lock_guard lock(mutex);
+            batches.push_back(std::move(b));
+        },
+        clear_at_start);
+    eng.start();
+    {
+        std::lock_guard lock(mutex);
+        // Alone at start: a subscriber that comes later gets it by replay. Without a replay
+        // socket nothing goes out before the first step, which no subscriber could miss.
+        REQUIRE(batches.size() == (clear_at_start ? 1U : 0U));
+        if (clear_at_start) {
+            REQUIRE(batches[0].events.size() == 1);
+            CHECK(std::holds_alternative<ev::all_blocks_cleared>(batches[0].events[0]));
+        }
+    }
+    generate(eng, {make_request(std::string(100, 'a'), 2)});
+    generate(eng, {make_request(std::string(100, 'b'), 2)});
+    eng.stop();
+    std::lock_guard lock(mutex);
+    std::size_t clears = 0, stored = 0;
+    for (const auto& b : batches)
+        for (const auto& e : b.events) {
+            clears += std::holds_alternative<ev::all_blocks_cleared>(e);
+            stored += std::holds_alternative<ev::block_stored>(e);
+        }
+    CHECK(clears == 1); // once per process, whichever way
+    CHECK(stored >= 2);
+    REQUIRE(batches.size() >= 2);
+    // The clear comes first in the stream and before any block the process stores.
+    REQUIRE_FALSE(batches[0].events.empty());
+    CHECK(std::holds_alternative<ev::all_blocks_cleared>(batches[0].events[0]));
+    if (!clear_at_start) {
+        REQUIRE(batches[0].events.size() >= 2);
+        CHECK(std::holds_alternative<ev::block_stored>(batches[0].events[1]));
+    }
 }
