@@ -160,9 +160,14 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
         return delegate(req, pool, tried, route_reason::prefix_imbalance);
     if (req.blocks.empty())
         return delegate(req, pool, tried, route_reason::prefix_miss);
+    // Nothing cached anywhere, by the replicas' word or this router's own routing (a fresh
+    // router in front of fresh replicas): rendezvous hashing, so that independent routers agree.
+    // Once this router has routed, its own index spreads new prefixes evenly, also while the
+    // replicas' first KV events are still to come: a cold fleet hashed until then (64 clients
+    // starting at once) piled 11 of 32 prefixes on one replica.
     if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-            return precise_at(pool, i) ? precise_->size(pool.replicas[i].id) == 0
-                                       : index_.size_at(i) == 0;
+            return index_.size_at(i) == 0 &&
+                   (!precise_at(pool, i) || precise_->size(pool.replicas[i].id) == 0);
         }))
         return by_hash(req, pool, candidates);
 

@@ -325,6 +325,31 @@ TEST_CASE("prefix: with KV events, routed blocks are expected only as far as the
     CHECK(o.precise->match(id, fits) == 50);
 }
 
+TEST_CASE("prefix: with KV events live on an empty fleet, only the first prefix is hashed",
+          "[policy][prefix]") {
+    policy_options o;
+    o.precise = std::make_shared<precise_index>();
+    prefix_policy p(o);
+    const auto pool = make_pool(4);
+    for (const auto& r : pool.replicas) {
+        o.precise->reset(r.id, true); // live, and nothing stored yet
+        o.precise->confirm(r.id, r.epoch);
+    }
+    p.on_replicas_changed(pool);
+    // A burst of new prefixes before any replica's events arrive: the first by hash, the rest
+    // to the least full index in turn, as without events.
+    std::map<route_reason, int> reasons;
+    std::map<std::size_t, int> homes;
+    for (std::uint64_t family = 0; family < 32; ++family) {
+        const decision d = route(p, request_for(make_blocks(family, 8)), pool);
+        ++reasons[d.reason];
+        ++homes[*d.replica];
+    }
+    CHECK(reasons[route_reason::prefix_hash] == 1);
+    CHECK(reasons[route_reason::prefix_miss] == 31);
+    CHECK(homes == std::map<std::size_t, int>{{0, 8}, {1, 8}, {2, 8}, {3, 8}});
+}
+
 TEST_CASE("prefix: a miss goes to the least full index within the load cap", "[policy][prefix]") {
     policy_options low_floor;
     low_floor.load.cap_floor = 4; // prefix_load_factor stays at its default, 2
