@@ -12,7 +12,8 @@ img = "docs/img"
 os.makedirs(img, exist_ok=True)
 # prefix_cap1.25: prefix with --prefix-load-factor 1.25 (only C64 runs it; absent files are
 # skipped).
-POLICIES = ["round_robin", "least_loaded", "session", "prefix", "kv_aware", "prefix_cap1.25"]
+POLICIES = ["round_robin", "least_loaded", "session", "prefix", "prefix+kv-events", "kv_aware",
+            "prefix_cap1.25"]
 
 
 def load(path):
