@@ -76,7 +76,9 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
         asio::any_io_executor target = context->get_executor();
         if (shared_context)
             target = asio::make_strand(*context);
-        auto [ec, socket] = co_await st->acceptor->async_accept(target, use_tuple);
+        // The client's address comes with the accept (no getpeername per connection).
+        tcp::endpoint peer;
+        auto [ec, socket] = co_await st->acceptor->async_accept(target, peer, use_tuple);
         if (ec) {
             if (ec == asio::error::operation_aborted || st->ctx->stopping.load())
                 break;
@@ -120,7 +122,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server::state> st) {
                 st->watch_lists[slot] = watches;
             }
         }
-        auto s = std::make_shared<session>(std::move(socket), st->ctx, std::move(watches));
+        auto s = std::make_shared<session>(std::move(socket), peer, st->ctx, std::move(watches));
         LANES_LOG(debug, "http", st->ctx->name << ": connection from " << s->remote());
         {
             std::lock_guard lock(st->mutex);

@@ -27,16 +27,16 @@ constexpr std::size_t first_read_size = 4096;
 
 } // namespace
 
-session::session(tcp::socket socket, std::shared_ptr<session_context> ctx,
+session::session(tcp::socket socket, tcp::endpoint remote, std::shared_ptr<session_context> ctx,
                  std::shared_ptr<watch_delay> watches)
     : io_(std::move(socket))
     , ctx_(std::move(ctx))
     , writer_(io_, ctx_->cfg.write_timeout, ctx_->stopping)
     , buffer_(
           std::max(ctx_->cfg.header_limit + ctx_->cfg.framing_buffer_limit + 4, first_read_size))
+    , remote_(remote)
     , watch_delay_(std::move(watches)) {
     boost::system::error_code ec;
-    remote_ = io_.socket().remote_endpoint(ec);
     // No Nagle: a streamed response is a header and then one small write per token. With Nagle
     // each small write after the first waited for the peer's (delayed) ACK of the one before,
     // which added tens of milliseconds to time to first token (as nginx, whose tcp_nodelay is on
@@ -120,9 +120,14 @@ asio::awaitable<void> session::run() {
     if (tls_up_ && !writer_.broken())
         co_await io_.close_tls(cfg.tls_close_timeout);
     boost::system::error_code ec;
-    io_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    if (refused_ && !ec && !writer_.broken())
-        co_await linger();
+    // A refused request's connection lingers after its FIN, so that the client reads the answer
+    // before the close resets the connection over the body it is still sending. Otherwise the
+    // close alone sends the FIN after what is queued, as a shutdown would.
+    if (refused_ && !writer_.broken()) {
+        io_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        if (!ec)
+            co_await linger();
+    }
     io_.socket().close(ec);
 }
 

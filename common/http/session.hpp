@@ -46,8 +46,9 @@ class session : public response_writer,
                 public std::enable_shared_from_this<session> {
 public:
     // `watches`: where the client-closed watch waits before it is armed; none arms it at once.
-    session(boost::asio::ip::tcp::socket socket, std::shared_ptr<session_context> ctx,
-            std::shared_ptr<watch_delay> watches);
+    // `remote`: the client's address, as the accept gave it.
+    session(boost::asio::ip::tcp::socket socket, boost::asio::ip::tcp::endpoint remote,
+            std::shared_ptr<session_context> ctx, std::shared_ptr<watch_delay> watches);
     ~session();
 
     boost::asio::awaitable<void> run();
