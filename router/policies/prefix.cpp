@@ -103,6 +103,37 @@ decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& p
     return {rendezvous_bounded(key, pool, candidates, cap), route_reason::prefix_hash, 0};
 }
 
+decision prefix_policy::spread_by_hash(const route_request& req, const pool_snapshot& pool,
+                                       const std::vector<std::size_t>& candidates) const {
+    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
+    const rendezvous_order order(key, pool, candidates);
+    std::vector<std::size_t> ranked = candidates;
+    std::sort(ranked.begin(), ranked.end(),
+              [&](std::size_t a, std::size_t b) { return order.before(a, b); });
+    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
+    const bool any_within = std::any_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+        return within_cap(pool.replicas[i], cap);
+    });
+    // Fill as a share of each index's capacity; the slack is this request's share.
+    const auto fill = [&](std::size_t i) {
+        return static_cast<double>(index_.size_at(i)) /
+               static_cast<double>(std::max<std::size_t>(index_.capacity_at(i), 1));
+    };
+    double mean = 0;
+    for (const std::size_t i : candidates)
+        mean += fill(i);
+    mean /= static_cast<double>(candidates.size());
+    for (const std::size_t i : ranked) {
+        if (any_within && !within_cap(pool.replicas[i], cap))
+            continue;
+        const double slack = static_cast<double>(req.blocks.size()) /
+                             static_cast<double>(std::max<std::size_t>(index_.capacity_at(i), 1));
+        if (fill(i) <= mean + slack)
+            return {i, route_reason::prefix_hash, 0};
+    }
+    return least_cached(req, pool, candidates);
+}
+
 double prefix_policy::busy(const pool_snapshot& pool, std::size_t i, double per_block) const {
     const double load = load_score(pool.replicas[i], kv_weight_);
     if (per_block == 0)
@@ -162,15 +193,12 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
         return delegate(req, pool, tried, route_reason::prefix_miss);
     // Nothing cached anywhere, by the replicas' word or this router's own routing (a fresh
     // router in front of fresh replicas): rendezvous hashing, so that independent routers agree.
-    // Once this router has routed, its own index spreads new prefixes evenly, also while the
-    // replicas' first KV events are still to come: a cold fleet hashed until then (64 clients
-    // starting at once) piled 11 of 32 prefixes on one replica.
-    if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-            return index_.size_at(i) == 0 &&
-                   (!precise_at(pool, i) || precise_->size(pool.replicas[i].id) == 0);
+    if (std::all_of(candidates.begin(), candidates.end(),
+                    [&](std::size_t i) { return index_.size_at(i) == 0; }) &&
+        std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+            return !precise_at(pool, i) || precise_->size(pool.replicas[i].id) == 0;
         }))
         return by_hash(req, pool, candidates);
-
     // The replicas' own word first, where they publish it: a prefix one of them holds now. When
     // none does (evicted everywhere, or never seen), the approximate index's memory of where
     // the prefix went decides, as without events: sending it back there keeps one home per
@@ -182,6 +210,14 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
             return *d;
     if (auto d = longest(req, pool, tried, candidates, false))
         return *d;
+    // A new prefix while the replicas' events still report nothing, though this router has
+    // routed (clients starting at once, before the first step's events): in rendezvous order, so
+    // that other routers mostly agree, but not onto a replica already a request's worth fuller
+    // than the mean (plain hashing until the first events piled 11 of 32 prefixes on one).
+    if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+            return precise_at(pool, i) && precise_->size(pool.replicas[i].id) == 0;
+        }))
+        return spread_by_hash(req, pool, candidates);
     return least_cached(req, pool, candidates);
 }
 

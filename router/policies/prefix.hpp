@@ -88,6 +88,10 @@ private:
                           const std::vector<std::size_t>& candidates) const;
     decision by_hash(const route_request& req, const pool_snapshot& pool,
                      const std::vector<std::size_t>& candidates) const;
+    // A new prefix while the replicas' events report nothing cached anywhere: rendezvous order,
+    // passing over a replica whose index is fuller than the mean by a request's blocks.
+    decision spread_by_hash(const route_request& req, const pool_snapshot& pool,
+                            const std::vector<std::size_t>& candidates) const;
     // Steps 4 and 5 on one index: the precise one (where replicas publish events) or the
     // approximate one; nullopt for a miss.
     std::optional<decision> longest(const route_request& req, const pool_snapshot& pool,
