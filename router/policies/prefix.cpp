@@ -193,12 +193,12 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
         return delegate(req, pool, tried, route_reason::prefix_miss);
     // Nothing cached anywhere, by the replicas' word or this router's own routing (a fresh
     // router in front of fresh replicas): rendezvous hashing, so that independent routers agree.
-    if (std::all_of(candidates.begin(), candidates.end(),
-                    [&](std::size_t i) { return index_.size_at(i) == 0; }) &&
-        std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-            return !precise_at(pool, i) || precise_->size(pool.replicas[i].id) == 0;
+    if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+            return index_.size_at(i) == 0 &&
+                   (!precise_at(pool, i) || precise_->size(pool.replicas[i].id) == 0);
         }))
         return by_hash(req, pool, candidates);
+
     // The replicas' own word first, where they publish it: a prefix one of them holds now. When
     // none does (evicted everywhere, or never seen), the approximate index's memory of where
     // the prefix went decides, as without events: sending it back there keeps one home per

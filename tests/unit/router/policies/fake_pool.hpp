@@ -44,6 +44,14 @@ inline route_request request_for(const std::vector<common::block_hash>& blocks) 
     return r;
 }
 
+// pick + on_routed, as the router does.
+inline decision route(policy& p, const route_request& req, const pool_snapshot& pool) {
+    const decision d = p.pick(req, pool, {});
+    if (d.replica)
+        p.on_routed(req, pool.replicas[*d.replica].id);
+    return d;
+}
+
 // A clock the test moves by hand; copies share the time.
 struct manual_clock {
     std::shared_ptr<std::chrono::steady_clock::time_point> now =
