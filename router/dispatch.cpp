@@ -194,12 +194,12 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             upstream_call call(cfg_.upstream, metrics_, p.chosen, p.d, request_id, plan.start,
                                plan.capture_response_id);
             call.on_first_byte([&done] { done.first_byte(); });
+            call.on_response_id(
+                [this, &p](std::string_view id) { responses_.remember(id, p.chosen->id()); });
             last = co_await call.run(req, out);
             // The replica took it when it answered below 400 (a stream it began counts).
             done.taken(last.status > 0 && last.status < 400);
         }
-        if (!last.response_id.empty())
-            responses_.remember(last.response_id, p.chosen->id());
         if (last.client_gone || last.answered || last.sent_any) {
             // Done here: answered, or a client that left (no retry: closing the upstream
             // request was the point), or a stream that broke after its first byte.

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <optional>
+#include <utility>
 
 namespace lanes::router {
 
@@ -190,7 +191,7 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
         co_return;
     }
     if (capture_response_id_)
-        result_.response_id = find_response_id(body);
+        look_for_response_id(body);
     const auto headers = answer_headers();
     result_.sent_any = true;
     result_.answered =
@@ -248,6 +249,12 @@ std::array<http::header_view, 3> upstream_call::route_headers() const {
     return {{{header_replica, target_->id()},
              {header_reason, to_string(choice_.reason)},
              {header_request_id, request_id_}}};
+}
+
+void upstream_call::look_for_response_id(std::string_view text) {
+    result_.response_id = find_response_id(text);
+    if (!result_.response_id.empty() && response_id_hook_)
+        std::exchange(response_id_hook_, nullptr)(result_.response_id);
 }
 
 void upstream_call::first_byte() {
@@ -328,7 +335,7 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
             co_return;
         }
         if (capture_response_id_ && result_.response_id.empty() && !piece.empty())
-            result_.response_id = find_response_id(piece);
+            look_for_response_id(piece);
         if (first && !piece.empty()) {
             first_byte();
             first = false;

@@ -69,6 +69,11 @@ public:
     // Runs once when the replica's answer begins (a stream's first piece, or a whole answer
     // read): the request's prefill is over there.
     void on_first_byte(std::function<void()> f) { first_byte_hook_ = std::move(f); }
+    // Runs once when the response id is found, before the client is sent the answer that
+    // carries it: a continuation the client sends as soon as it reads the id finds it known.
+    void on_response_id(std::function<void(std::string_view)> f) {
+        response_id_hook_ = std::move(f);
+    }
 
 private:
     struct link; // the attempt's connection, shared with the client-closed hook
@@ -103,6 +108,8 @@ private:
     const bool capture_response_id_;
     std::function<void()> first_byte_hook_;
     void first_byte(); // the metric, and the hook once
+    std::function<void(std::string_view)> response_id_hook_;
+    void look_for_response_id(std::string_view text); // sets result_.response_id, runs the hook
     attempt_result result_;
     // The relayed fields' names and values back to back in one string, and where each lies.
     struct field_at {
