@@ -132,7 +132,7 @@ asio::awaitable<error_code> upstream_call::exchange(const http::request& req, li
     for (int tries = 0; tries < 2; ++tries) {
         // The second try is always on a fresh connection: the pool's other idle connections
         // have sat there as long as the one that failed, and are likely closed too.
-        l.conn = tries == 0 ? target_->take_idle() : nullptr;
+        l.conn = tries == 0 ? target_->take_idle(executor) : nullptr;
         const bool reused = l.conn != nullptr;
         if (reused) {
             l.conn->rebind(executor);

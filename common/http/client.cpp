@@ -111,6 +111,10 @@ bool client_connection::is_open() const {
     return open_ && io_->socket().is_open();
 }
 
+const asio::execution_context& client_connection::context() const {
+    return asio::query(io_->tcp().get_executor(), asio::execution::context);
+}
+
 void client_connection::rebind(asio::any_io_executor ex) {
     if (io_->tcp().get_executor() == ex)
         return;

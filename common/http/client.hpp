@@ -45,6 +45,9 @@ public:
     // deadline timer would otherwise complete on the executor of the coroutine that created it,
     // concurrently with the new user.
     void rebind(boost::asio::any_io_executor ex);
+    // The io_context its socket is registered with (a rebind onto another one registers it
+    // anew: three system calls and a lost readiness state).
+    const boost::asio::execution_context& context() const;
 
     // Sends `req` (Host is set from the connected url when absent).
     boost::asio::awaitable<boost::system::error_code> write(outgoing_request& req,

@@ -29,23 +29,25 @@ replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, route
     , max_idle_connections_(static_cast<std::size_t>(upstream.max_idle_connections))
     , stopping_(std::make_shared<std::atomic<bool>>(false)) {}
 
-// Every coroutine here runs on a strand of its own: Beast streams and timers are not thread-safe,
-// and the router's io_context has several threads.
+// Every coroutine here runs on the io_context's own executor: one thread runs it (the router's
+// main thread; the I/O threads run io_contexts of their own), so no strand is needed, and a
+// connection a scrape gives back is taken by the next scrape, or a request on this io_context,
+// without a rebind (a strand per task made every reuse one: three system calls).
 void replica_monitor::start() {
     asio::co_spawn(
-        asio::make_strand(io_),
+        io_.get_executor(),
         per_replica_loop(cfg_.scrape_interval, &replica::scrape_busy, &replica_monitor::scrape),
         asio::detached);
     asio::co_spawn(
-        asio::make_strand(io_),
+        io_.get_executor(),
         per_replica_loop(cfg_.health_interval, &replica::probe_busy, &replica_monitor::probe),
         asio::detached);
-    asio::co_spawn(asio::make_strand(io_),
+    asio::co_spawn(io_.get_executor(),
                    per_replica_loop(cfg_.models_interval, &replica::models_busy,
                                     &replica_monitor::read_models),
                    asio::detached);
     if (!cfg_.dns_names.empty())
-        asio::co_spawn(asio::make_strand(io_), dns_loop(), asio::detached);
+        asio::co_spawn(io_.get_executor(), dns_loop(), asio::detached);
 }
 
 void replica_monitor::stop() {
@@ -91,7 +93,7 @@ asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration i
     while (!stopping->load()) {
         for (const auto& r : pool_.all())
             if (!((*r).*busy).exchange(true))
-                asio::co_spawn(asio::make_strand(io_), (this->*task)(r), task_done);
+                asio::co_spawn(io_.get_executor(), (this->*task)(r), task_done);
         timer.expires_after(interval);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
@@ -106,7 +108,7 @@ asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string
     if (!cfg_.replica_api_key.empty())
         options.headers = {{"Authorization", "Bearer " + cfg_.replica_api_key}};
     const auto executor = co_await asio::this_coro::executor;
-    auto conn = r.take_idle();
+    auto conn = r.take_idle(executor);
     auto res = co_await http::fetch_on(conn, executor, r.address(), boost::beast::http::verb::get,
                                        path, options);
     if (conn && conn->is_open())

@@ -35,6 +35,7 @@ one_per_host(const std::vector<boost::asio::ip::address>& resolved);
 
 class replica_monitor {
 public:
+    // `io` must be run by one thread (its coroutines share no strand).
     replica_monitor(boost::asio::io_context& io, replica_pool& pool, router_metrics& metrics,
                     monitor_config cfg, const upstream_config& upstream);
     void start();

@@ -51,27 +51,50 @@ void replica::set_models(model_list m) {
     models_version_.fetch_add(1, std::memory_order_release);
 }
 
-std::unique_ptr<common::http::client_connection> replica::take_idle() {
+std::unique_ptr<common::http::client_connection>
+replica::take_idle(const boost::asio::any_io_executor& user) {
+    const auto& on = boost::asio::query(user, boost::asio::execution::context);
     std::lock_guard lock(mutex_);
-    while (!idle_.empty()) {
-        auto conn = std::move(idle_.back());
-        idle_.pop_back();
-        if (conn->is_open())
-            return conn;
-    }
+    const auto pop_open = [this](idle_list& list) {
+        std::unique_ptr<common::http::client_connection> conn;
+        while (!conn && !list.conns.empty()) {
+            conn = std::move(list.conns.back());
+            list.conns.pop_back();
+            --idle_count_;
+            if (!conn->is_open())
+                conn.reset();
+        }
+        return conn;
+    };
+    for (auto& list : idle_)
+        if (list.context == &on)
+            if (auto conn = pop_open(list))
+                return conn;
+    for (auto& list : idle_)
+        if (list.context != &on)
+            if (auto conn = pop_open(list))
+                return conn;
     return nullptr;
 }
 
 void replica::give_back(std::unique_ptr<common::http::client_connection> conn,
                         std::size_t max_idle) {
     std::lock_guard lock(mutex_);
-    if (idle_.size() < max_idle && conn->is_open())
-        idle_.push_back(std::move(conn));
+    if (idle_count_ >= max_idle || !conn->is_open())
+        return;
+    const auto* context = &conn->context();
+    auto list = std::find_if(idle_.begin(), idle_.end(),
+                             [context](const idle_list& l) { return l.context == context; });
+    if (list == idle_.end())
+        list = idle_.insert(idle_.end(), idle_list{context, {}});
+    list->conns.push_back(std::move(conn));
+    ++idle_count_;
 }
 
 void replica::drop_idle() {
     std::lock_guard lock(mutex_);
     idle_.clear();
+    idle_count_ = 0;
 }
 
 bool replica_pool::add(const common::http::url& u, std::string source) {

@@ -108,8 +108,12 @@ public:
     void set_models(model_list m);
     std::uint64_t models_version() const { return models_version_.load(std::memory_order_acquire); }
 
-    // An idle keep-alive connection, or nullptr.
-    std::unique_ptr<common::http::client_connection> take_idle();
+    // An idle keep-alive connection, or nullptr: the one last given back on the io_context of
+    // `user` (the executor of the coroutine about to use it) when there is one, which needs no
+    // rebind; else one from another io_context, which the caller rebinds (still cheaper than a
+    // new connection).
+    std::unique_ptr<common::http::client_connection>
+    take_idle(const boost::asio::any_io_executor& user);
     // Returns a connection for reuse; dropped when `max_idle` are already kept.
     void give_back(std::unique_ptr<common::http::client_connection> conn, std::size_t max_idle);
     void drop_idle();
@@ -123,7 +127,14 @@ private:
     std::atomic<std::uint64_t> stats_version_{0};
     std::shared_ptr<const model_list> models_;
     std::atomic<std::uint64_t> models_version_{0};
-    std::vector<std::unique_ptr<common::http::client_connection>> idle_;
+    // Idle connections by the io_context their sockets are registered with, each list last in
+    // first out; idle_count_ over all of them.
+    struct idle_list {
+        const boost::asio::execution_context* context;
+        std::vector<std::unique_ptr<common::http::client_connection>> conns;
+    };
+    std::vector<idle_list> idle_;
+    std::size_t idle_count_ = 0;
     std::chrono::system_clock::time_point error_at_{};
     std::string error_;
 };

@@ -39,14 +39,14 @@ struct front {
         http::request req =
             make_request(v, target, std::move(body), {{"Content-Type", "application/json"}});
         fake_writer out;
-        run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
+        run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
             if (admin_listener)
                 co_await p->handle_admin(req, out);
             else
                 co_await p->handle(req, out);
             // Pooled connections keep a deadline timer that would hold this loop: close them.
             for (const auto& r : pool.all())
-                while (auto conn = r->take_idle())
+                while (auto conn = r->take_idle(ex))
                     conn->close();
         });
         return out;
@@ -152,10 +152,10 @@ TEST_CASE("proxy: the request id is the client's when it sends one", "[proxy]") 
     req.add("X-Request-Id", "mine-1");
     req.body() = R"({"prompt":"x"})";
     fake_writer out;
-    run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
+    run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
         co_await f.p->handle(req, out);
         for (const auto& r : f.pool.all())
-            while (auto conn = r->take_idle())
+            while (auto conn = r->take_idle(ex))
                 conn->close();
     });
     CHECK(out.status == 200);

@@ -35,13 +35,13 @@ struct attempt {
         req.add("X-Custom", "kept");
         req.body() = std::move(body);
         router::attempt_result result;
-        run_coroutine([&](asio::any_io_executor) -> asio::awaitable<void> {
+        run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
             router::upstream_call call(cfg, metrics, target, choice, "req-1",
                                        std::chrono::steady_clock::now());
             result = co_await call.run(req, out);
             // A pooled connection keeps its read deadline's timer, which would hold the
             // io_context until it expires: closing it lets the test's loop end.
-            if (auto pooled = target->take_idle()) {
+            if (auto pooled = target->take_idle(ex)) {
                 kept = true;
                 pooled->close();
             }

@@ -125,7 +125,7 @@ struct monitor_run {
         mon.stop();
         return run_until([this] {
             for (const auto& r : pool.all())
-                while (auto conn = r->take_idle())
+                while (auto conn = r->take_idle(io.get_executor()))
                     conn->close();
             return io.stopped();
         });

@@ -167,7 +167,7 @@ TEST_CASE("replica idle connections: up to max_idle kept, last first, closed one
             peers.emplace_back(accept_io);
             acceptor.accept(peers.back()); // connected in order, accepted in order
         }
-        CHECK(r.take_idle() == nullptr);
+        CHECK(r.take_idle(ex) == nullptr);
         r.give_back(std::move(conns[0]), 2);
         r.give_back(std::move(conns[1]), 2);
         r.give_back(std::move(conns[2]), 2); // two are kept already: this one goes, closed
@@ -177,19 +177,65 @@ TEST_CASE("replica idle connections: up to max_idle kept, last first, closed one
         // A connection that is not open is not kept.
         r.give_back(std::make_unique<http::client_connection>(ex), 5);
 
-        auto last = r.take_idle();
+        auto last = r.take_idle(ex);
         CHECK(last.get() == raw[1]);     // the last given back comes first
         r.give_back(std::move(last), 0); // nor any when max_idle is 0
         CHECK(peer_closed(peers[1]));
-        auto first = r.take_idle();
+        auto first = r.take_idle(ex);
         CHECK(first.get() == raw[0]);
-        CHECK(r.take_idle() == nullptr);
+        CHECK(r.take_idle(ex) == nullptr);
 
         // Closed while it sat idle: skipped, and dropped.
         r.give_back(std::move(first), 2);
         raw[0]->close();
-        CHECK(r.take_idle() == nullptr);
+        CHECK(r.take_idle(ex) == nullptr);
         CHECK(peer_closed(peers[0]));
+    });
+}
+
+TEST_CASE("replica idle connections: the user's io_context's own first, then another's", "[pool]") {
+    // Each I/O thread runs an io_context of its own; a connection that moves between them is
+    // registered with the other one's epoll anew (rebind), so a thread gets its own back first.
+    asio::io_context accept_io, other;
+    tcp::acceptor acceptor(accept_io, {asio::ip::make_address("127.0.0.1"), 0});
+    const http::url target{"127.0.0.1", acceptor.local_endpoint().port(), ""};
+    router::replica r(target);
+    run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        std::vector<std::unique_ptr<http::client_connection>> conns;
+        std::vector<http::client_connection*> raw;
+        std::vector<tcp::socket> peers;
+        peers.reserve(4);
+        for (int i = 0; i < 4; ++i) {
+            conns.push_back(std::make_unique<http::client_connection>(ex));
+            raw.push_back(conns.back().get());
+            const auto ec = co_await conns.back()->connect(target, 2s);
+            REQUIRE_FALSE(ec);
+            peers.emplace_back(accept_io);
+            acceptor.accept(peers.back());
+        }
+        conns[1]->rebind(other.get_executor());
+        REQUIRE(conns[1]->is_open());
+        CHECK(&conns[1]->context() == &other);
+        CHECK(&conns[0]->context() != &other);
+        r.give_back(std::move(conns[0]), 3);
+        r.give_back(std::move(conns[1]), 3);
+        r.give_back(std::move(conns[2]), 3);
+        r.give_back(std::move(conns[3]), 3); // three kept over both io_contexts: this one goes
+        CHECK(peer_closed(peers[3]));
+
+        auto mine = r.take_idle(ex);
+        CHECK(mine.get() == raw[2]); // the last of this io_context's, not the other's
+        auto theirs = r.take_idle(other.get_executor());
+        CHECK(theirs.get() == raw[1]);
+        // None of its own left: another io_context's, which the caller rebinds.
+        auto borrowed = r.take_idle(other.get_executor());
+        CHECK(borrowed.get() == raw[0]);
+        CHECK(r.take_idle(ex) == nullptr);
+        borrowed->rebind(other.get_executor());
+        CHECK(borrowed->is_open());
+        CHECK(&borrowed->context() == &other);
+        for (auto* c : {mine.get(), theirs.get(), borrowed.get()})
+            c->close();
     });
 }
 
@@ -210,7 +256,7 @@ TEST_CASE("replica drop_idle lets every idle connection go", "[pool]") {
             r.give_back(std::move(conn), 8);
         }
         r.drop_idle();
-        CHECK(r.take_idle() == nullptr);
+        CHECK(r.take_idle(ex) == nullptr);
         CHECK(peer_closed(peers[0]));
         CHECK(peer_closed(peers[1]));
     });
