@@ -50,6 +50,30 @@ bool peer_idle(tcp::socket& s) {
     return ec == asio::error::would_block;
 }
 
+// `n` connections to `acceptor` from `ex`, each with its accepted end (connected in order,
+// accepted in order).
+struct connected {
+    std::vector<std::unique_ptr<http::client_connection>> conns;
+    std::vector<http::client_connection*> raw; // stays valid once conns[i] is handed over
+    std::vector<tcp::socket> peers;
+};
+
+asio::awaitable<connected> connect_n(asio::any_io_executor ex, tcp::acceptor& acceptor,
+                                     asio::io_context& accept_io, int n) {
+    const http::url target{"127.0.0.1", acceptor.local_endpoint().port(), ""};
+    connected c;
+    c.peers.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        c.conns.push_back(std::make_unique<http::client_connection>(ex));
+        c.raw.push_back(c.conns.back().get());
+        const auto ec = co_await c.conns.back()->connect(target, 2s);
+        REQUIRE_FALSE(ec);
+        c.peers.emplace_back(accept_io);
+        acceptor.accept(c.peers.back());
+    }
+    co_return c;
+}
+
 } // namespace
 
 TEST_CASE("pool: add, find, all and remove by URL, the version moving with each change", "[pool]") {
@@ -155,18 +179,7 @@ TEST_CASE("replica idle connections: up to max_idle kept, last first, closed one
     const http::url target{"127.0.0.1", acceptor.local_endpoint().port(), ""};
     router::replica r(target);
     run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-        std::vector<std::unique_ptr<http::client_connection>> conns;
-        std::vector<http::client_connection*> raw;
-        std::vector<tcp::socket> peers;
-        peers.reserve(3);
-        for (int i = 0; i < 3; ++i) {
-            conns.push_back(std::make_unique<http::client_connection>(ex));
-            raw.push_back(conns.back().get());
-            const auto ec = co_await conns.back()->connect(target, 2s);
-            REQUIRE_FALSE(ec);
-            peers.emplace_back(accept_io);
-            acceptor.accept(peers.back()); // connected in order, accepted in order
-        }
+        auto [conns, raw, peers] = co_await connect_n(ex, acceptor, accept_io, 3);
         CHECK(r.take_idle(ex) == nullptr);
         r.give_back(std::move(conns[0]), 2);
         r.give_back(std::move(conns[1]), 2);
@@ -201,18 +214,7 @@ TEST_CASE("replica idle connections: the user's io_context's own first, then ano
     const http::url target{"127.0.0.1", acceptor.local_endpoint().port(), ""};
     router::replica r(target);
     run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-        std::vector<std::unique_ptr<http::client_connection>> conns;
-        std::vector<http::client_connection*> raw;
-        std::vector<tcp::socket> peers;
-        peers.reserve(4);
-        for (int i = 0; i < 4; ++i) {
-            conns.push_back(std::make_unique<http::client_connection>(ex));
-            raw.push_back(conns.back().get());
-            const auto ec = co_await conns.back()->connect(target, 2s);
-            REQUIRE_FALSE(ec);
-            peers.emplace_back(accept_io);
-            acceptor.accept(peers.back());
-        }
+        auto [conns, raw, peers] = co_await connect_n(ex, acceptor, accept_io, 4);
         conns[1]->rebind(other.get_executor());
         REQUIRE(conns[1]->is_open());
         CHECK(&conns[1]->context() == &other);
