@@ -18,4 +18,10 @@ std::string allocator_name() {
 #endif
 }
 
+void return_free_memory() {
+#ifdef LANES_MIMALLOC
+    mi_collect(false);
+#endif
+}
+
 } // namespace lanes::common

@@ -4,11 +4,21 @@
 // glibc's malloc serves with more work per call than mimalloc's per-thread pages.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace lanes::common {
 
 // "mimalloc 2.0.9" or "glibc malloc"; for the startup log line.
 std::string allocator_name();
+
+// Buffers at least this large are worth handing back to the system as soon as they are freed.
+inline constexpr std::size_t large_buffer_bytes = 1024 * 1024;
+
+// Hands what the calling thread has freed back to the system now. mimalloc keeps a thread's freed
+// pages for its next allocations and returns them only as that thread goes on allocating: an I/O
+// thread that goes quiet after a request with a large body would keep the body's pages resident.
+// (glibc's malloc unmaps a large block when it is freed: nothing to do there.)
+void return_free_memory();
 
 } // namespace lanes::common

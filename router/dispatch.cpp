@@ -117,16 +117,22 @@ public:
         : p_(p)
         , pick_(pick)
         , rr_(rr) {}
-    ~done_notice() {
-        std::lock_guard lock(p_.policy_mutex_);
-        if (!first_byte_)
-            pick_.chooser->on_first_byte(rr_, pick_.chosen->id(), pick_.recorded);
-        pick_.chooser->on_outcome(rr_, pick_.chosen->id(), pick_.recorded, taken_);
-        pick_.chooser->on_request_done(pick_.chosen->id());
-    }
+    ~done_notice() { finish(); }
     done_notice(const done_notice&) = delete;
     done_notice& operator=(const done_notice&) = delete;
     void taken(bool yes) { taken_ = yes; }
+    // The policy hears the end now (the replica is done before the client is); once.
+    void finish() {
+        if (finished_)
+            return;
+        finished_ = true;
+        std::lock_guard lock(p_.policy_mutex_);
+        if (!first_byte_)
+            pick_.chooser->on_first_byte(rr_, pick_.chosen->id(), pick_.recorded);
+        first_byte_ = true;
+        pick_.chooser->on_outcome(rr_, pick_.chosen->id(), pick_.recorded, taken_);
+        pick_.chooser->on_request_done(pick_.chosen->id());
+    }
     // The replica's answer began: the policy hears it now (else at the end, from the destructor).
     void first_byte() {
         if (first_byte_)
@@ -142,6 +148,7 @@ private:
     const route_request& rr_;
     bool taken_ = false;
     bool first_byte_ = false;
+    bool finished_ = false;
 };
 
 asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer& out,
@@ -184,7 +191,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             backoff_left = p.backoff_left;
             break;
         }
-        const inflight_guard held(p.chosen); // releases the count pick() raised
+        inflight_guard held(p.chosen); // releases the count pick() raised
         ticket.routed();
         if (attempt > 0)
             metrics_.retries.inc();
@@ -196,6 +203,14 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             call.on_first_byte([&done] { done.first_byte(); });
             call.on_response_id(
                 [this, &p](std::string_view id) { responses_.remember(id, p.chosen->id()); });
+            // Once the replica's answer is read, its place is free (in flight, the policy's
+            // load, admission's room) while the client takes the rest at its own pace.
+            call.on_replica_done([&done, &held, &ticket](int status) {
+                done.taken(status < 400);
+                done.finish();
+                held.release();
+                ticket = admission::ticket{}; // the next waiter may have this room
+            });
             last = co_await call.run(req, out);
             // The replica took it when it answered below 400 (a stream it began counts).
             done.taken(last.status > 0 && last.status < 400);

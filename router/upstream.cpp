@@ -1,5 +1,6 @@
 #include "router/upstream.hpp"
 
+#include "common/allocator.hpp"
 #include "common/http/client.hpp"
 #include "common/http/io/socket_write.hpp"
 #include "common/http/parse.hpp"
@@ -192,10 +193,15 @@ asio::awaitable<void> upstream_call::relay_whole(http::response_writer& out, lin
     }
     if (capture_response_id_)
         look_for_response_id(body);
+    replica_done();
     const auto headers = answer_headers();
     result_.sent_any = true;
     result_.answered =
         co_await out.send(static_cast<bhttp::status>(result_.status), content_type, headers, body);
+    if (body.capacity() >= common::large_buffer_bytes) {
+        std::string().swap(body);
+        common::return_free_memory(); // this thread may have nothing else to do for a while
+    }
 }
 
 void upstream_call::keep_relayed_headers(const http::response_head& head) {
@@ -255,6 +261,11 @@ void upstream_call::look_for_response_id(std::string_view text) {
     result_.response_id = find_response_id(text);
     if (!result_.response_id.empty() && response_id_hook_)
         std::exchange(response_id_hook_, nullptr)(result_.response_id);
+}
+
+void upstream_call::replica_done() {
+    if (auto hook = std::exchange(replica_done_hook_, nullptr))
+        hook(result_.status);
 }
 
 void upstream_call::first_byte() {
@@ -340,6 +351,8 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
             first_byte();
             first = false;
         }
+        if (l.conn->done())
+            replica_done(); // the stream's end is read; the client may still be taking the rest
         bool written = false;
         if (pumped) {
             // What the client's socket did not take at once, sent as it drains.

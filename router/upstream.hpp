@@ -69,6 +69,11 @@ public:
     // Runs once when the replica's answer begins (a stream's first piece, or a whole answer
     // read): the request's prefill is over there.
     void on_first_byte(std::function<void()> f) { first_byte_hook_ = std::move(f); }
+    // Runs once when the replica's part of a good answer is over (a whole answer read, a stream's
+    // end read), before what is left is written to the client: the replica is free from then
+    // on, however slowly the client reads. Given the answer's status; not run for an answer
+    // that is not relayed (a failure, a 5xx kept for a retry).
+    void on_replica_done(std::function<void(int status)> f) { replica_done_hook_ = std::move(f); }
     // Runs once when the response id is found, before the client is sent the answer that
     // carries it: a continuation the client sends as soon as it reads the id finds it known.
     void on_response_id(std::function<void(std::string_view)> f) {
@@ -109,6 +114,8 @@ private:
     std::function<void()> first_byte_hook_;
     void first_byte(); // the metric, and the hook once
     std::function<void(std::string_view)> response_id_hook_;
+    std::function<void(int status)> replica_done_hook_;
+    void replica_done();                              // the hook, once
     void look_for_response_id(std::string_view text); // sets result_.response_id, runs the hook
     attempt_result result_;
     // The relayed fields' names and values back to back in one string, and where each lies.

@@ -2,6 +2,8 @@
 
 #include "common/http/parse.hpp"
 
+#include <algorithm>
+
 namespace lanes::common::http {
 
 // A few fields are usual; more grow the table.
@@ -51,13 +53,18 @@ void request::remove(std::string_view name) {
     std::erase_if(fields_, [&](const auto& f) { return iequals_ascii(slice(f.first), name); });
 }
 
-void request::release_large(std::size_t bytes) {
-    if (body_.capacity() > bytes)
+std::size_t request::release_large(std::size_t bytes) {
+    std::size_t largest = 0;
+    if (body_.capacity() > bytes) {
+        largest = body_.capacity();
         std::string().swap(body_);
+    }
     if (text_.capacity() > bytes) {
+        largest = std::max(largest, text_.capacity());
         std::string().swap(text_);
         source_ = nullptr;
     }
+    return largest;
 }
 
 std::optional<std::string_view> request::find(std::string_view name) const {

@@ -74,8 +74,9 @@ public:
     void add(std::string_view name, std::string_view value);
     // Drops every field named `name` (any case).
     void remove(std::string_view name);
-    // Lets go of buffers grown past `bytes` (a big body), between requests.
-    void release_large(std::size_t bytes);
+    // Lets go of buffers grown past `bytes` (a big body), between requests; returns the size of
+    // the largest let go (0: none).
+    std::size_t release_large(std::size_t bytes);
 
 private:
     struct span {

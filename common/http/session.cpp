@@ -1,5 +1,6 @@
 #include "common/http/session.hpp"
 
+#include "common/allocator.hpp"
 #include "common/http/io/read_later.hpp"
 #include "common/http/io/socket_write.hpp"
 #include "common/http/parse.hpp"
@@ -69,9 +70,7 @@ asio::awaitable<void> session::run() {
         idle_ = true;
         if (buffer_.size() == 0) {
             // A big request's buffers are not kept while the connection waits for the next.
-            if (buffer_.capacity() > cfg.idle_buffer_bytes)
-                buffer_.shrink_to_fit();
-            req_.release_large(cfg.idle_buffer_bytes);
+            drop_large_buffers();
             io_.tcp().expires_never(); // the idle deadline is idle_deadline_'s, not Beast's
             idle_deadline_.start(io_.socket(), cfg.idle_timeout);
             // Right after an answer, the next request is seldom there yet: start the read later.
@@ -117,6 +116,7 @@ asio::awaitable<void> session::run() {
             break;
     }
     idle_deadline_.release();
+    drop_large_buffers(); // the session itself may be freed later, on another thread
     if (tls_up_ && !writer_.broken())
         co_await io_.close_tls(cfg.tls_close_timeout);
     boost::system::error_code ec;
@@ -191,6 +191,18 @@ void session::start_serving() {
     ctx_->active.fetch_add(1);
     LANES_LOG(debug, "http",
               "request from " << remote_ << ": " << req_.method_string() << " " << req_.target());
+}
+
+void session::drop_large_buffers() {
+    const std::size_t idle_bytes = ctx_->cfg.idle_buffer_bytes;
+    std::size_t largest = 0;
+    if (buffer_.capacity() > idle_bytes) {
+        largest = buffer_.capacity();
+        buffer_.shrink_to_fit();
+    }
+    largest = std::max(largest, req_.release_large(idle_bytes));
+    if (largest >= common::large_buffer_bytes)
+        common::return_free_memory();
 }
 
 // After the handler: true when nothing was answered and a 500 must go out.

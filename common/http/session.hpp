@@ -93,6 +93,9 @@ private:
     bool take_plain_request();
     void start_serving();
     bool finish_serving(const std::string& failure);
+    // Lets go of the read buffer and the request's buffers where a big request grew them, and
+    // hands a large one's memory back to the system at once (common::return_free_memory).
+    void drop_large_buffers();
     boost::asio::awaitable<void> refuse(int status, const std::string& message);
     // After a refusal: drops what the client still sends, within the lingering bounds.
     boost::asio::awaitable<void> linger();

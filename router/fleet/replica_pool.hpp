@@ -16,6 +16,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace lanes::router {
@@ -145,9 +146,14 @@ class inflight_guard {
 public:
     explicit inflight_guard(std::shared_ptr<replica> r)
         : r_(std::move(r)) {}
-    ~inflight_guard() { r_->inflight.fetch_sub(1); }
+    ~inflight_guard() { release(); }
     inflight_guard(const inflight_guard&) = delete;
     inflight_guard& operator=(const inflight_guard&) = delete;
+    // Ends the count now (the replica is done before the client is); once.
+    void release() {
+        if (r_)
+            std::exchange(r_, nullptr)->inflight.fetch_sub(1);
+    }
 
 private:
     std::shared_ptr<replica> r_;

@@ -404,3 +404,45 @@ TEST_CASE("drop-in: an engine that restarted loses its index entries", "[dropin]
     CHECK(after.status == 200);
     CHECK(after.header("x-lanes-route-reason") != "prefix_match");
 }
+
+TEST_CASE("drop-in: a client that reads slowly does not hold its replica's place", "[dropin]") {
+    // An answer larger than the sockets between router and client hold, to a client that reads
+    // none of it: the router holds the whole answer and waits on the client, the replica is done.
+    fake_engine engine({"m"});
+    const std::string large(12 * 1024 * 1024, 'x'); // under --upstream-body-limit's 16 MiB
+    engine.set_script([&large](const fake_engine::received& r) {
+        fake_engine::answer ans;
+        if (r.body.find("large") != std::string::npos)
+            ans.body = R"({"id":"cmpl-l","object":"text_completion","choices":[{"text":")" + large +
+                       R"("}]})";
+        return ans;
+    });
+    auto router =
+        router_for({&engine}, {"m"}, {"--replica-max-inflight", "1", "--queue-timeout", "3s"});
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket slow(io);
+    slow.open(boost::asio::ip::tcp::v4());
+    slow.set_option(boost::asio::socket_base::receive_buffer_size(4096));
+    slow.connect({boost::asio::ip::make_address("127.0.0.1"), router->port()});
+    const std::string body = R"({"model":"m","prompt":"large"})";
+    boost::asio::write(slow, boost::asio::buffer("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                                                 "Content-Type: application/json\r\n"
+                                                 "Content-Length: " +
+                                                 std::to_string(body.size()) + "\r\n\r\n" + body));
+    const auto gauge = [&] {
+        const auto scrape = common::prom::parse(get(router->port(), "/metrics").body);
+        const auto* s = scrape.find("lanes_router_replica_inflight", {{"replica", engine.url()}});
+        return s ? s->value : -1.0;
+    };
+    REQUIRE(eventually([&] { return engine.requests("/v1/completions").size() == 1; }, 5s));
+    // Counted in flight no longer once the replica's answer is read, though the client has
+    // taken almost none of it ...
+    CHECK(eventually([&] { return gauge() == 0.0; }, 5s));
+    // ... so the next request is let in at once (at --replica-max-inflight 1), not after the
+    // slow client or the queue's timeout.
+    const auto started = std::chrono::steady_clock::now();
+    const auto next = post_json(router->port(), "/v1/completions", R"({"prompt":"small"})");
+    CHECK(next.status == 200);
+    CHECK(std::chrono::steady_clock::now() - started < 2s);
+    CHECK(engine.requests("/v1/completions").size() == 2);
+}
