@@ -84,7 +84,8 @@ common::flag_set make_flags(router_config& cfg) {
     f.add("admin-insecure-loopback", cfg.admin_insecure_loopback,
           "without a token, let loopback clients change the fleet (with Content-Type: "
           "application/json)");
-    f.add("threads", cfg.threads, "I/O threads (0 = number of cores)");
+    f.add("threads", cfg.threads,
+          "I/O threads (0 = the CPUs the process may use: affinity and cgroup CPU quota)");
     f.add("block-size", cfg.block_size, "tokens per KV block used for prefix hashing");
     f.add("log-level", cfg.log_level, "debug, info, warn or error");
     f.add("log-queue-bytes", cfg.log_queue_bytes,

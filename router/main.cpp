@@ -1,5 +1,6 @@
 // lanes-router: parse config, wire the replica pool, policy and proxy, run until SIGINT/SIGTERM.
 #include "common/access/secret.hpp"
+#include "common/cpus.hpp"
 #include "common/http/run_loop.hpp"
 #include "common/http/server.hpp"
 #include "common/http/tls.hpp"
@@ -68,9 +69,10 @@ int main(int argc, char** argv) {
         for (const auto& text : cfg.replicas)
             pool.add(*common::http::parse_url(text), "flag");
         router::router_metrics metrics;
-        const unsigned threads = cfg.threads > 0
-                                     ? static_cast<unsigned>(cfg.threads)
-                                     : std::max(1u, std::thread::hardware_concurrency());
+        // By default one I/O thread per CPU the process may use: its affinity and its cgroup's
+        // CPU quota count, so a container limited to 2 CPUs runs 2, however many the node has.
+        const common::cpu_count cpus = common::usable_cpus();
+        const unsigned threads = cfg.threads > 0 ? static_cast<unsigned>(cfg.threads) : cpus.usable;
         // Owned through pointers so they can be destroyed (with every pending coroutine frame)
         // while the objects those frames refer to still exist. With several I/O threads each runs
         // an io_context of its own that client connections are spread over (no strands, no
@@ -158,8 +160,9 @@ int main(int argc, char** argv) {
             subscriber->start();
         LANES_LOG(info, "router",
                   "policy " << cfg.policy << ", " << pool.all().size() << " replica(s), " << threads
-                            << " I/O thread(s), at most " << cfg.http.max_connections
-                            << " client connections");
+                            << " I/O thread(s)"
+                            << (cfg.threads > 0 ? "" : " (CPUs usable: " + cpus.describe() + ")")
+                            << ", at most " << cfg.http.max_connections << " client connections");
         const auto on_signal = [&] {
             server.stop();
             admin_server.stop();
