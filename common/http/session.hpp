@@ -88,7 +88,7 @@ private:
     // Reads the request that begins in buffer_ into req_ with Beast's parser; false when the
     // connection should close (after answering any error).
     boost::asio::awaitable<bool> read_with_parser();
-    enum class header_read { complete, too_large, bare_lf, closed };
+    enum class header_read { complete, too_large, bare_lf, bad_method, closed };
     boost::asio::awaitable<header_read> read_header_bytes();
     bool take_plain_request();
     void start_serving();

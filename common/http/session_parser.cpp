@@ -2,6 +2,7 @@
 // for what parse_plain_request leaves, with the framing checks Beast does not make.
 #include "common/http/session.hpp"
 
+#include "common/http/field_syntax.hpp"
 #include "common/log.hpp"
 
 #include <boost/asio.hpp>
@@ -18,6 +19,10 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 
 namespace {
+
+// The longest method taken (the registered ones have at most 17 bytes): a request line whose
+// first this many bytes hold no space starts with no method.
+constexpr std::size_t max_method_bytes = 32;
 
 // Obsolete line folding (a field line that starts with a space or tab) in a header's raw bytes.
 bool has_obs_fold(std::string_view header) {
@@ -71,6 +76,11 @@ asio::awaitable<bool> session::read_with_parser() {
     }
     if (got == header_read::bare_lf) {
         co_await refuse(400, "malformed HTTP request: a line ends in LF without CR");
+        co_return false;
+    }
+    if (got == header_read::bad_method) {
+        co_await refuse(400, "malformed HTTP request: the request line does not start with a "
+                             "method (TLS to a plain HTTP port?)");
         co_return false;
     }
     if (got != header_read::complete)
@@ -199,6 +209,12 @@ asio::awaitable<session::header_read> session::read_header_bytes() {
             data.remove_prefix(skip);
             searched = checked = 0;
         }
+        // The method is known bad as soon as its bytes are (a TLS ClientHello starts with 0x16):
+        // refused at once, not after the header's timeout or limit.
+        const auto sp = data.find(' ');
+        const std::string_view method = data.substr(0, sp);
+        if (sp == 0 || !syntax::all_tchar(method) || method.size() > max_method_bytes)
+            co_return header_read::bad_method;
         const auto end = data.find("\r\n\r\n", searched);
         // A bare LF ends no line here (RFC 9112 lets a server refuse it): a peer that took it
         // for one would read a different header from the same bytes.

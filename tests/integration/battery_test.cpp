@@ -227,6 +227,13 @@ std::vector<row> rows() {
                     post(cmpl, small, "X-Big: " + std::string(20000, 'a') + "\r\n"), 431, true,
                     std::nullopt));
     r.push_back(one("a request line of garbage", "GARBAGE\r\n\r\n", 400, true, std::nullopt));
+    // Refused at its first byte, not after --header-read-timeout (a TLS client on a plain port).
+    r.push_back(one("a TLS ClientHello on a plain HTTP port",
+                    std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) +
+                        std::string(64, '\x5a'),
+                    400, true, std::nullopt));
+    r.push_back(one("a method longer than any", std::string(40, 'M') + " / HTTP/1.1\r\n\r\n", 400,
+                    true, std::nullopt));
     r.push_back(
         one("HTTP/2 prior knowledge", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400, true, std::nullopt));
     r.push_back(one("an unknown HTTP version", "GET /health HTTP/1.7\r\nHost: t\r\n\r\n", 400, true,
