@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
         const auto fds = common::http::raise_open_file_limit();
         if (cfg.http.max_connections == 0)
             cfg.http.max_connections = common::http::fitting_max_connections(fds.soft, 1);
+        common::http::grow_descriptor_table(cfg.http.descriptor_table);
         common::http::server server(
             io, cfg.http,
             [&front](common::http::request& req, common::http::response_writer& out) {

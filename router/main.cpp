@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
         const auto fds = common::http::raise_open_file_limit();
         if (cfg.http.max_connections == 0)
             cfg.http.max_connections = common::http::fitting_max_connections(fds.soft, 2);
+        common::http::grow_descriptor_table(cfg.http.descriptor_table);
         pool.update_fleet(cfg.monitor.default_block_size, cfg.monitor.bytes_per_token);
         router::replica_monitor monitor(io, pool, metrics, cfg.monitor, cfg.upstream);
         std::shared_ptr<router::precise_index> precise;

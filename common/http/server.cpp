@@ -9,11 +9,16 @@
 #include <boost/asio.hpp>
 #include <boost/asio/as_tuple.hpp>
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <set>
 
@@ -251,6 +256,39 @@ fd_limits raise_open_file_limit() {
               "open files: soft limit " << out.soft << " (was " << out.soft_before << "), hard "
                                         << out.hard);
     return out;
+}
+
+namespace {
+
+std::size_t descriptor_table_size() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("FDSize:"))
+            return static_cast<std::size_t>(std::strtoull(line.c_str() + 7, nullptr, 10));
+    return 0;
+}
+
+} // namespace
+
+std::size_t grow_descriptor_table(std::size_t slots) {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        slots = static_cast<std::size_t>(std::min<std::uint64_t>(slots, lim.rlim_cur));
+    // Slot slots - 1 is past the table's end when the table is smaller, so it is free.
+    if (slots > 64 && descriptor_table_size() < slots) {
+        const int source = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        const int high = source < 0
+                             ? -1
+                             : ::fcntl(source, F_DUPFD_CLOEXEC,
+                                       static_cast<int>(std::min<std::size_t>(slots - 1, INT_MAX)));
+        if (high >= 0)
+            ::close(high);
+        if (source >= 0)
+            ::close(source);
+    }
+    const std::size_t size = descriptor_table_size();
+    LANES_LOG(info, "http", "descriptor table: " << size << " slots");
+    return size;
 }
 
 std::size_t fitting_max_connections(std::uint64_t soft, std::size_t per_connection,

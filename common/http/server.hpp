@@ -39,6 +39,9 @@ struct server_config {
     // Open client connections past which a new one is closed at once (0: no cap; the binaries
     // derive theirs from the file-descriptor limit, see raise_open_file_limit).
     std::size_t max_connections = 0;
+    // Slots the process's descriptor table is grown to at start, at most the open-file limit
+    // (see grow_descriptor_table). 0: the kernel grows it as descriptors are opened.
+    std::size_t descriptor_table = 65536;
     // SO_REUSEPORT on the listener: other processes may listen on the same address and port,
     // and the kernel spreads new connections over them (several routers on one host, or a new
     // one started before the old one stops). Off: a second listener's bind fails.
@@ -104,6 +107,13 @@ struct fd_limits {
     std::uint64_t soft_before = 0, soft = 0, hard = 0;
 };
 fd_limits raise_open_file_limit();
+// Grows the process's descriptor table to `slots` (at most the soft open-file limit) by
+// opening a descriptor at slots - 1 and closing it; the kernel never shrinks the table. Without
+// it the kernel grows the table while serving, doubling it each time a descriptor past its end
+// is opened, and in a process with several threads each growth waits for an RCU grace period
+// (10-25 ms on a VM), in which the thread that opened the descriptor serves nothing. Returns the
+// table's size after, as /proc/self/status reports it (0 if it cannot be read).
+std::size_t grow_descriptor_table(std::size_t slots);
 // A connection cap that fits `soft` descriptors when each connection may hold `per_connection`
 // of them (a proxy's client connection and its upstream one), `reserve` kept for the rest.
 std::size_t fitting_max_connections(std::uint64_t soft, std::size_t per_connection,

@@ -12,6 +12,10 @@ void add_server_flags(flag_set& f, server_config& cfg) {
     f.add("max-connections", cfg.max_connections,
           "open client connections past which new ones are closed at once (0: fit the "
           "open-file limit, raised to its hard limit at start)");
+    f.add("descriptor-table", cfg.descriptor_table,
+          "descriptor slots made at start (at most the open-file limit), so that the kernel "
+          "does not grow the table while serving, which stalls the thread that opens a "
+          "descriptor for an RCU grace period (0: grow as needed)");
     f.add("reuse-port", cfg.reuse_port,
           "let other processes listen on the same address and port (SO_REUSEPORT): the kernel "
           "spreads new connections over them");

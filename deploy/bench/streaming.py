@@ -23,7 +23,8 @@ PROCESSES (1: each proxy as that many processes sharing the port and CPU 0, lane
 --reuse-port, nginx's workers with `reuseport`, HAProxy's own processes, whose listeners share
 ports by default; with 2, 10,000 streams fit under the per-process descriptor limit), RT_CLIENT
 (1: the paced runs' client runs SCHED_FIFO where chrt can set it; 0: never), RT_PROXY (0; 1: the
-paced runs' proxy, whichever it is, runs SCHED_FIFO too), LANES_ARGS (more lanes-router flags)."""
+paced runs' proxy, whichever it is, runs SCHED_FIFO too), RAMP (5: streams the client opens a
+millisecond), LANES_ARGS (more lanes-router flags)."""
 import json
 import os
 import re
@@ -141,6 +142,10 @@ def median(xs):
     s = sorted(xs)
     h = len(s) // 2
     return s[h] if len(s) % 2 else (s[h - 1] + s[h]) / 2
+
+
+def median_or_none(xs):
+    return None if any(x is None for x in xs) else median(xs)
 
 
 def paired_gap(mine, theirs):
@@ -305,11 +310,17 @@ rt_client = os.environ.get("RT_CLIENT", "1") != "0" and can_rt
 rt_proxy = os.environ.get("RT_PROXY", "0") == "1" and can_rt
 
 
+# Streams opened per millisecond. An opening costs the proxy about eight times an event's CPU,
+# so at 5 a ms the first 0.2 s of a paced run loads every proxy past its core: the paced rounds
+# report latency over the whole run and after every stream has answered (the steady phase).
+ramp = int(os.environ.get("RAMP", "5"))
+
+
 def client(port, streams, hold_ms=0, tag="run", realtime=False):
     out = f"{work}/{tag}.json"
     cmd = ["chrt", "-f", "1"] if realtime and rt_client else []
     cmd += ["taskset", "-c", "1", f"{build}/bench/lanes-sse-client", "--port", str(port),
-            "--streams", str(streams), "--ramp", "5", "--out", out]
+            "--streams", str(streams), "--ramp", str(ramp), "--out", out]
     if hold_ms:
         cmd += ["--hold", f"{hold_ms}ms"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), out
@@ -433,12 +444,20 @@ try:
             rounds[n].append(r)
             print(f"{n} paced at {half:.0f} ev/s: p50 {r['latency_ms']['p50']:.3f} ms, "
                   f"p90 {r['latency_ms']['p90']:.3f} ms, p99 {r['latency_ms']['p99']:.3f} ms, "
+                  f"after all open ({r.get('all_open_s') or 0:.2f} s) p99 "
+                  f"{(r.get('after_open_latency_ms') or {}).get('p99', float('nan')):.3f} ms, "
                   f"windows over 1 ms {r.get('windows_over_1ms', 0):.1%}, "
                   f"{r.get('cpu_s_per_million_events', 0):.2f} cpu s/M", flush=True)
     for n, rs in rounds.items():
         if rs:
             paced_result = {"rounds": rs, "latency_ms": {
                 q: median([x["latency_ms"][q] for x in rs]) for q in ("p50", "p90", "p99")},
+                # None when a round had a stream that never answered.
+                "after_open_latency_ms": {
+                    q: median_or_none([(x.get("after_open_latency_ms") or {}).get(q)
+                                       for x in rs]) for q in ("p50", "p90", "p99")},
+                "all_open_s": median_or_none([x.get("all_open_s") for x in rs]),
+                "ramp_per_ms": ramp,
                 "windows_over_1ms": median([x.get("windows_over_1ms", 0) for x in rs]),
                 "client_sched": "SCHED_FIFO 1" if rt_client else "SCHED_OTHER",
                 "proxy_sched": "SCHED_FIFO 1" if rt_proxy else "SCHED_OTHER"}

@@ -5,7 +5,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <string>
 
 using namespace lanes::common;
 using namespace lanes::common::http::test;
@@ -167,4 +176,54 @@ TEST_CASE("server stop closes idle connections and lets a request in progress fi
         const std::size_t n = late.read_some(asio::buffer(buf), ec);
         CHECK(n == 0);
     }
+}
+
+namespace {
+
+std::size_t fd_table_slots() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("FDSize:"))
+            return std::stoul(line.substr(7));
+    return 0;
+}
+
+std::size_t open_descriptors() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+        ++n;
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("the descriptor table grows once at start and no descriptor in use is touched",
+          "[http]") {
+    rlimit lim{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &lim) == 0);
+    const std::size_t before = fd_table_slots();
+    REQUIRE(before > 0);
+    const std::size_t want = std::min<std::size_t>(lim.rlim_cur, before * 4);
+    const std::size_t open_before = open_descriptors();
+    const std::size_t after = http::grow_descriptor_table(want);
+    CHECK(after == fd_table_slots());
+    CHECK(after >= want);
+    CHECK(open_descriptors() == open_before); // the descriptor that grew it is closed again
+
+    // A descriptor already open where the growing one would go stays open, on the same file.
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(null_fd >= 0);
+    const int high = ::fcntl(null_fd, F_DUPFD_CLOEXEC, static_cast<int>(after - 1));
+    REQUIRE(high == static_cast<int>(after - 1));
+    struct stat want_stat {};
+    REQUIRE(::fstat(high, &want_stat) == 0);
+    CHECK(http::grow_descriptor_table(after) == after);
+    struct stat now {};
+    REQUIRE(::fstat(high, &now) == 0);
+    CHECK(now.st_ino == want_stat.st_ino);
+    ::close(high);
+    ::close(null_fd);
+
+    // Past the open-file limit, it stops at the limit and fails nothing.
+    CHECK(http::grow_descriptor_table(std::size_t{1} << 40) >= after);
 }
