@@ -20,7 +20,9 @@ std::string allocator_name() {
 
 void return_free_memory() {
 #ifdef LANES_MIMALLOC
-    mi_collect(false);
+    // Forced: mimalloc decommits a freed span only after a delay (25 ms), and a thread that
+    // has nothing else to do never comes back to it.
+    mi_collect(true);
 #endif
 }
 

@@ -201,8 +201,14 @@ void session::drop_large_buffers() {
         buffer_.shrink_to_fit();
     }
     largest = std::max(largest, req_.release_large(idle_bytes));
-    if (largest >= common::large_buffer_bytes)
+    if (largest >= common::large_buffer_bytes) {
         common::return_free_memory();
+        // Once more a little later on this thread, for what the rest of the request frees after
+        // (its handler's frame, the connection's own buffers when it closes).
+        auto later = std::make_shared<asio::steady_timer>(io_.tcp().get_executor(),
+                                                          std::chrono::milliseconds(100));
+        later->async_wait([later](boost::system::error_code) { common::return_free_memory(); });
+    }
 }
 
 // After the handler: true when nothing was answered and a 500 must go out.
