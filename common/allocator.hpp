@@ -4,6 +4,7 @@
 // glibc's malloc serves with more work per call than mimalloc's per-thread pages.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -14,6 +15,9 @@ std::string allocator_name();
 
 // Buffers at least this large are worth handing back to the system as soon as they are freed.
 inline constexpr std::size_t large_buffer_bytes = 1024 * 1024;
+// After handing one back, a session does so once more this much later, for what the rest of its
+// request frees after (its handler's frame, the connection's buffers as it closes).
+inline constexpr std::chrono::milliseconds return_again_after{100};
 
 // Hands what the calling thread has freed back to the system now. mimalloc keeps a thread's freed
 // pages for its next allocations and returns them only as that thread goes on allocating: an I/O

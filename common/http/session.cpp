@@ -203,10 +203,9 @@ void session::drop_large_buffers() {
     largest = std::max(largest, req_.release_large(idle_bytes));
     if (largest >= common::large_buffer_bytes) {
         common::return_free_memory();
-        // Once more a little later on this thread, for what the rest of the request frees after
-        // (its handler's frame, the connection's own buffers when it closes).
+        // Once more a little later on this thread.
         auto later = std::make_shared<asio::steady_timer>(io_.tcp().get_executor(),
-                                                          std::chrono::milliseconds(100));
+                                                          common::return_again_after);
         later->async_wait([later](boost::system::error_code) { common::return_free_memory(); });
     }
 }

@@ -329,7 +329,7 @@ def client(port, streams, hold_ms=0, tag="run", realtime=False):
 SLOW_EVENT_US = 1000  # an event later than this marks its 10 ms window as slow
 
 
-def finish(c, out):
+def finish(c, out, list_slow=False):
     c.communicate(timeout=600)
     with open(out) as f:
         r = json.load(f)
@@ -344,8 +344,11 @@ def finish(c, out):
         r["events_in_windows_over_1ms"] = sum(slow) / max(1, sum(c for c, _ in w))
         # When they came (seconds from the first whole window) and how late their slowest event
         # was: a stall that recurs at a fixed period is something on the machine, not the proxy.
-        r["slow_windows"] = [[round(i * 0.01, 2), worst] for i, (c, worst) in enumerate(w)
-                             if worst > SLOW_EVENT_US]
+        # Only where the load is paced: saturated, nearly every window is slow and the list is
+        # megabytes long.
+        if list_slow:
+            r["slow_windows"] = [[round(i * 0.01, 2), worst] for i, (c, worst) in enumerate(w)
+                                 if worst > SLOW_EVENT_US]
     return r
 
 
@@ -375,7 +378,7 @@ def paced(name, streams, rate):
     pxy, pport = (None, sport) if name == "direct" else proxy(name, sport, rt_proxy)
     before = cpu_split(pxy.pid) if pxy else (0, 0)
     c, out = client(pport, streams, tag=f"{name}-paced", realtime=True)
-    r = finish(c, out)
+    r = finish(c, out, list_slow=True)
     after = cpu_split(pxy.pid) if pxy else (0, 0)
     for p in (pxy, src):
         if p:
