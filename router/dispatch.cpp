@@ -45,9 +45,9 @@ void proxy::refresh_snapshot(clock_type::time_point now) {
     }
 }
 
-proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried) {
+proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried,
+                               clock_type::time_point now) {
     pick_result out;
-    const auto now = clock_type::now();
     std::lock_guard lock(policy_mutex_);
     refresh_snapshot(now);
     const pool_snapshot& snap = snapshot_.view();
@@ -172,7 +172,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
     std::chrono::seconds largest_retry_after{0};
     for (std::int64_t attempt = 0; attempt <= cfg_.max_retries;) {
         const auto decide_start = clock_type::now();
-        pick_result p = pick(plan, tried);
+        pick_result p = pick(plan, tried, decide_start);
         metrics_.decision.observe(seconds_since(decide_start));
         if (p.unknown_model && !refreshed && refresh_models_) {
             refreshed = true; // a model may have come up since the last read: read once more
@@ -264,10 +264,12 @@ void proxy::account(const http::request& req, const dispatch_plan& plan, const p
     const int code = last.client_gone ? 499 : last.status ? last.status : 502;
     requests_counter(p.chosen->id(), code, p.d.reason, plan.model_label).inc();
     count_for_key(plan.who, code);
-    const double took = seconds_since(plan.start);
+    const auto ended = clock_type::now();
+    const double took = std::chrono::duration<double>(ended - plan.start).count();
     metrics_.duration.observe(took);
     live_.record({p.chosen->id(), plan.model_label, to_string(p.d.reason), code, p.d.matched_blocks,
-                  plan.blocks.size(), took * 1000.0});
+                  plan.blocks.size(), took * 1000.0},
+                 ended);
     if (!cfg_.access_log)
         return;
     LANES_LOG(info, "access",
@@ -275,7 +277,7 @@ void proxy::account(const http::request& req, const dispatch_plan& plan, const p
                          << " replica=" << p.chosen->id() << " reason=" << to_string(p.d.reason)
                          << " status=" << code << " cached_blocks=" << p.d.matched_blocks << "/"
                          << plan.blocks.size() << " attempts=" << attempts
-                         << " duration_ms=" << seconds_since(plan.start) * 1000.0
+                         << " duration_ms=" << took * 1000.0
                          << (last.client_gone ? " client_closed"
                              : last.answered  ? ""
                                               : " stream_broken"));

@@ -178,8 +178,10 @@ private:
                                           common::http::response_writer& out, dispatch_plan plan);
     // Refreshes the snapshot, works out which replicas serve the model, asks the policy (or takes
     // the pinned replica) and tells it of its choice. The chosen replica's in-flight count is
-    // raised already (release it with an inflight_guard).
-    pick_result pick(dispatch_plan& plan, const tried_set& tried);
+    // raised already (release it with an inflight_guard). `now` is the decision's time, as the
+    // caller read it to time the decision.
+    pick_result pick(dispatch_plan& plan, const tried_set& tried,
+                     std::chrono::steady_clock::time_point now);
     // Brings the snapshot up to date and tells the policies when its membership changed. Under
     // policy_mutex_.
     void refresh_snapshot(std::chrono::steady_clock::time_point now);

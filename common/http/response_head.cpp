@@ -79,8 +79,9 @@ std::size_t response_head::parse(std::string_view data, bool head_request, std::
     const auto blank = data.find("\r\n\r\n", from >= 3 ? from - 3 : 0);
     // (What follows the blank line is the body's: any bytes.)
     const std::size_t head_end = blank == std::string_view::npos ? data.size() : blank + 4;
-    for (std::size_t i = from; i < head_end; ++i) {
-        if (data[i] == '\n' && (i == 0 || data[i - 1] != '\r')) {
+    // Every LF ends a CRLF (found with memchr: a header holds a few line ends and many bytes).
+    for (auto lf = data.find('\n', from); lf < head_end; lf = data.find('\n', lf + 1)) {
+        if (lf == 0 || data[lf - 1] != '\r') {
             ec = errc::error::bad_line_ending;
             return 0;
         }

@@ -19,6 +19,23 @@ ip::address plain(const ip::address& a) {
     return a;
 }
 
+// The address as text, once per request: an IPv4 one in dotted quads written here (Asio's
+// to_string goes through inet_ntop and sprintf, which took 1.6 % of the router's user time
+// proxying small requests), an IPv6 one as Asio writes it.
+std::string text_of(const ip::address& a) {
+    if (!a.is_v4())
+        return a.to_string();
+    const auto b = a.to_v4().to_bytes();
+    std::array<char, 16> buf; // "255.255.255.255"
+    char* out = buf.data();
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        if (i > 0)
+            *out++ = '.';
+        out = std::to_chars(out, buf.data() + buf.size(), static_cast<unsigned>(b[i])).ptr;
+    }
+    return std::string(buf.data(), out);
+}
+
 struct raw_address {
     std::array<unsigned char, 16> bytes{};
     bool v4 = false;
@@ -92,7 +109,7 @@ bool trusted_proxies::contains(const ip::address& a) const {
 std::string trusted_proxies::client_address(const ip::address& peer,
                                             std::string_view forwarded_for) const {
     if (nets_.empty() || forwarded_for.empty() || !contains(peer))
-        return plain(peer).to_string();
+        return text_of(plain(peer));
     // From the right: each trusted hop says who came before it; the first untrusted one is the
     // client (anything left of it may be forged).
     ip::address last = plain(peer);
@@ -105,12 +122,12 @@ std::string trusted_proxies::client_address(const ip::address& peer,
         boost::system::error_code ec;
         const ip::address a = ip::make_address(std::string(hop), ec);
         if (ec)
-            return last.to_string(); // garbage: the last address we could trust to say it
+            return text_of(last); // garbage: the last address we could trust to say it
         last = plain(a);
         if (!contains(last))
-            return last.to_string();
+            return text_of(last);
     }
-    return last.to_string();
+    return text_of(last);
 }
 
 } // namespace lanes::router

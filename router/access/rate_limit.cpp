@@ -83,6 +83,15 @@ void rate_limiter::evict_idle(clock::time_point now) {
         clients_.erase(clients_.begin()); // all busy: one goes, and starts full again
 }
 
+limit_verdict rate_limiter::take_request(const std::string& who, const key_limits* own) {
+    return rps_for(own) > 0 ? take_request(who, own, clock::now()) : limit_verdict{};
+}
+
+limit_verdict rate_limiter::take_tokens(const std::string& who, const key_limits* own,
+                                        double tokens) {
+    return tpm_for(own) > 0 ? take_tokens(who, own, tokens, clock::now()) : limit_verdict{};
+}
+
 limit_verdict rate_limiter::take_request(const std::string& who, const key_limits* own,
                                          clock::time_point now) {
     const double rps = rps_for(own);

@@ -49,12 +49,15 @@ public:
     double burst_for(const key_limits* own) const;
     double tpm_for(const key_limits* own) const;
 
-    // Takes one request from `who`'s request bucket (no limit: always allowed).
+    // Takes one request from `who`'s request bucket (no limit: always allowed). Without `now`, the
+    // clock is read only when a limit applies.
+    limit_verdict take_request(const std::string& who, const key_limits* own);
     limit_verdict take_request(const std::string& who, const key_limits* own,
-                               clock::time_point now = clock::now());
+                               clock::time_point now);
     // Takes `tokens` from `who`'s token bucket.
+    limit_verdict take_tokens(const std::string& who, const key_limits* own, double tokens);
     limit_verdict take_tokens(const std::string& who, const key_limits* own, double tokens,
-                              clock::time_point now = clock::now());
+                              clock::time_point now);
 
     std::size_t clients() const;
 

@@ -16,12 +16,11 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
 
 } // namespace
 
-void live_state::record(routed_request r) {
-    const double at = unix_seconds(std::chrono::system_clock::now());
+void live_state::record(routed_request r, std::chrono::steady_clock::time_point ended) {
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock())
         return; // another request is being recorded: this one is left out of the sample
-    latest_.push_front({at, std::move(r)});
+    latest_.push_front({ended, std::move(r)});
     while (latest_.size() > keep_)
         latest_.pop_back();
 }
@@ -43,9 +42,13 @@ std::string live_state::json(const replica_pool& pool, bool admin, const reason_
         replicas.push_back(std::move(row));
     }
     json decisions = json::array();
+    // Decisions are timed by the steady clock (read once per request already) and written out
+    // by the wall clock of now.
+    const double now = unix_seconds(std::chrono::system_clock::now());
+    const auto steady_now = std::chrono::steady_clock::now();
     std::lock_guard lock(mutex_);
     for (const auto& k : latest_)
-        decisions.push_back({{"at", k.at},
+        decisions.push_back({{"at", now - std::chrono::duration<double>(steady_now - k.at).count()},
                              {"replica", k.r.replica},
                              {"model", k.r.model},
                              {"reason", k.r.reason},
@@ -53,7 +56,7 @@ std::string live_state::json(const replica_pool& pool, bool admin, const reason_
                              {"matched_blocks", k.r.matched_blocks},
                              {"blocks", k.r.blocks},
                              {"duration_ms", k.r.duration_ms}});
-    return json{{"now", unix_seconds(std::chrono::system_clock::now())},
+    return json{{"now", now},
                 {"admin", admin},
                 {"requests_total", requests_total},
                 {"replicas", replicas},

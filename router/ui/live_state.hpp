@@ -6,6 +6,7 @@
 
 #include "router/fleet/replica_pool.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -30,7 +31,9 @@ public:
     explicit live_state(std::size_t keep)
         : keep_(keep) {}
 
-    void record(routed_request r);
+    // `ended`: when the request finished (the caller has read the clock for its duration already).
+    void record(routed_request r,
+                std::chrono::steady_clock::time_point ended = std::chrono::steady_clock::now());
     // Requests by route reason, per replica: replica -> reason -> count.
     using reason_counts =
         std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>>;
@@ -41,7 +44,7 @@ public:
 
 private:
     struct kept {
-        double at; // unix seconds
+        std::chrono::steady_clock::time_point at; // written out as unix seconds
         routed_request r;
     };
     const std::size_t keep_;

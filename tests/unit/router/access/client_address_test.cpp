@@ -45,3 +45,13 @@ TEST_CASE("client address: X-Forwarded-For only from a trusted peer, read from t
     trusted_proxies none;
     CHECK(none.client_address(proxy, "198.51.100.1") == "10.0.0.5");
 }
+
+TEST_CASE("client address: written as Asio writes it, v4 edge octets, v4-mapped and v6",
+          "[access]") {
+    trusted_proxies none;
+    for (const char* a : {"0.0.0.0", "255.255.255.255", "1.10.100.200", "127.0.0.1", "9.99.0.255"})
+        CHECK(none.client_address(ip::make_address(a), "") == a);
+    CHECK(none.client_address(ip::make_address("::ffff:192.0.2.33"), "") == "192.0.2.33");
+    for (const char* a : {"::1", "2001:db8::7", "fe80::1:2"})
+        CHECK(none.client_address(ip::make_address(a), "") == ip::make_address(a).to_string());
+}
