@@ -122,13 +122,18 @@ TEST_CASE("a log that cannot keep up drops lines instead of blocking the caller"
     const int saved = ::dup(STDERR_FILENO);
     ::dup2(fds[1], STDERR_FILENO); // a pipe nobody reads: the writer stalls once it is full
     ::close(fds[1]);
+    // At most the pipe (64 KiB), the batch the writer holds (up to the queue's limit) and a full
+    // queue can take lines in without a drop, whenever the writer thread happens to run: 2 MB
+    // through a 256 KiB queue must drop some.
+    log::set_queue_limit(256 * 1024);
     const std::uint64_t before = log::dropped();
     const std::string line(1000, 'x');
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 8000; ++i) // 8 MB: twice what the queue holds
+    for (int i = 0; i < 2000; ++i)
         log::write(log::level::info, "test", line);
     const auto took = std::chrono::steady_clock::now() - start;
     const std::uint64_t dropped = log::dropped() - before;
+    log::set_queue_limit(4 * 1024 * 1024);
     std::thread reader([fd = fds[0]] {
         char buf[65536];
         while (::read(fd, buf, sizeof buf) > 0) {
