@@ -3,6 +3,7 @@
 #include "router/ui/live_state.hpp"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 using namespace lanes;
@@ -37,6 +38,28 @@ TEST_CASE("live state: latest decisions bounded and newest first, rows per repli
             CHECK(r["last_error"]["what"].get<std::string>().size() == 200);
         }
     }
+}
+
+TEST_CASE("live state: a decision's time is written as the wall-clock time it ended", "[ui]") {
+    router::replica_pool pool;
+    router::live_state live(4);
+    const auto wall = [] {
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+    const double before = wall();
+    live.record({"r", "m", "prefix_match", 200, 0, 1, 1.0}); // ended now
+    live.record({"r", "m", "prefix_match", 200, 0, 1, 1.0},
+                std::chrono::steady_clock::now() - std::chrono::seconds(30)); // 30 s ago
+    const double after = wall();
+    const auto j = nlohmann::json::parse(live.json(pool, false, {}, 2));
+    REQUIRE(j["decisions"].size() == 2);
+    const double newest = j["decisions"][1]["at"], older = j["decisions"][0]["at"];
+    // (Newest first: the one recorded last, which ended 30 s ago, comes first.)
+    CHECK(newest >= before - 0.05);
+    CHECK(newest <= after + 0.05);
+    CHECK(older == Approx(newest - 30).margin(0.1));
+    CHECK(j["now"].get<double>() >= newest);
 }
 
 TEST_CASE("live page: one document that loads nothing from elsewhere", "[ui]") {
