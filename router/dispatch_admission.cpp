@@ -21,14 +21,6 @@ namespace bhttp = boost::beast::http;
 
 using clock_type = std::chrono::steady_clock;
 
-namespace {
-
-double seconds_since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
-} // namespace
-
 bool proxy::at_cap(std::size_t i) const {
     const pool_snapshot& snap = snapshot_.view();
     if (cfg_.replica_max_inflight > 0 &&
@@ -118,10 +110,9 @@ asio::awaitable<bool> proxy::admit(http::request& req, http::response_writer& ou
     }
     std::shared_ptr<admission::waiter> waiting;
     out.on_client_closed([&waiting] { admission::client_left(waiting); });
-    const auto start = clock_type::now();
     const admission_outcome outcome = co_await admission_.enter(info, ticket, waiting);
     if (outcome == admission_outcome::admitted) {
-        metrics_.queue_wait.observe(seconds_since(start));
+        metrics_.queue_wait.observe(admission::waited_seconds(waiting));
         co_return true;
     }
     if (outcome == admission_outcome::client_gone) {

@@ -207,11 +207,15 @@ void admission::client_left(const std::shared_ptr<waiter>& w) {
     waiter::wake(w);
 }
 
+double admission::waited_seconds(const std::shared_ptr<waiter>& self) {
+    return self ? std::chrono::duration<double>(clock_type::now() - self->queued_at).count() : 0.0;
+}
+
 asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& out,
                                                     std::shared_ptr<waiter>& self) {
     if (!enabled_)
         co_return admission_outcome::admitted;
-    const auto deadline = clock_type::now() + settings_.queue_timeout;
+    clock_type::time_point deadline; // from when it is queued (one let in at once reads no clock)
     const auto executor = co_await asio::this_coro::executor;
     std::shared_ptr<waiter> w;
     {
@@ -246,6 +250,7 @@ asio::awaitable<admission_outcome> admission::enter(request_info info, ticket& o
         w->sequence = ++sequence_;
         w->preferred = info.preferred;
         w->queued_at = clock_type::now();
+        deadline = w->queued_at + settings_.queue_timeout;
         auto& q = m.by_client[info.client];
         // Lower priority values first, then arrival order.
         const auto at = std::upper_bound(q.begin(), q.end(), w, [](const auto& a, const auto& b) {

@@ -91,6 +91,9 @@ public:
                                                     std::shared_ptr<waiter>& self);
     // Ends the wait of `w` because its client left (from the client-closed watch, any thread).
     static void client_left(const std::shared_ptr<waiter>& w);
+    // Seconds a request waited in the queue: 0 when enter() let it in at once (`self` unset),
+    // which reads no clock.
+    static double waited_seconds(const std::shared_ptr<waiter>& self);
 
     bool enabled() const { return enabled_; }
     std::size_t waiting() const;

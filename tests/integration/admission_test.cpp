@@ -83,4 +83,6 @@ TEST_CASE("admission: replicas at cap, requests wait in turn between clients, ov
     CHECK(by_name["b1"].at < by_name["a3"].at);
     CHECK(metric(port, "lanes_router_queue_rejections_total{reason=\"full\"}") == 1.0);
     CHECK(metric(port, "lanes_router_queue_wait_seconds_count") >= 6.0);
+    // The two let in at once waited 0; the four queued behind them waited a slow answer or more.
+    CHECK(metric(port, "lanes_router_queue_wait_seconds_sum") > 0.0);
 }
