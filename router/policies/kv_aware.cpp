@@ -72,12 +72,15 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
         return order.before(a.index, b->index);
     };
     std::optional<scored> best;
+    std::optional<std::chrono::steady_clock::time_point> now; // read once, where needed
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
         const std::string& id = pool.replicas[i].id;
-        const std::size_t matched = precise_ && precise_->live(id, pool.replicas[i].epoch)
-                                        ? precise_->match(id, req.blocks, clock_())
-                                        : index_.match_at(i, req.blocks);
+        const bool precise = precise_ && precise_->live(id, pool.replicas[i].epoch);
+        if (precise && !now)
+            now = clock_();
+        const std::size_t matched =
+            precise ? precise_->match(id, req.blocks, *now) : index_.match_at(i, req.blocks);
         const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
         const scored s{i, cost, matched};
         if (better(s, best))

@@ -56,7 +56,7 @@ std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
         // A replica that still holds the head of a prefix and is where the prefix has been going
         // (the approximate index) counts as its home in full: its evicted tail is recomputed
         // there, rather than the prefix moving to a fuller copy elsewhere.
-        const std::size_t held = precise_->match(pool.replicas[i].id, blocks, clock_());
+        const std::size_t held = precise_->match(pool.replicas[i].id, blocks, decision_now());
         return held > 0 ? std::max(held, index_.match_at(i, blocks)) : 0;
     }
     return index_.match_at(i, blocks);
@@ -183,6 +183,7 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
 
 decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
                              const tried_set& tried) {
+    decision_at_.reset();
     const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::prefix_miss, 0};

@@ -102,6 +102,13 @@ private:
     // stream is complete), else the approximate index's guess.
     std::size_t matched(const pool_snapshot& pool, std::size_t i,
                         std::span<const common::block_hash> blocks) const;
+    // The time the precise index's expectations are judged by, read at most once a decision
+    // (pick() forgets it as it starts): a decision asks matched() of every candidate.
+    std::chrono::steady_clock::time_point decision_now() const {
+        if (!decision_at_)
+            decision_at_ = clock_();
+        return *decision_at_;
+    }
     bool precise_at(const pool_snapshot& pool, std::size_t i) const {
         return precise_ && precise_->live(pool.replicas[i].id, pool.replicas[i].epoch);
     }
@@ -110,6 +117,7 @@ private:
     prefix_index index_;
     std::shared_ptr<precise_index> precise_;
     clock_fn clock_; // what pending expectations in the precise index are timed by
+    mutable std::optional<std::chrono::steady_clock::time_point> decision_at_; // decision_now()
     double kv_weight_;
     double load_factor_;
     std::int64_t cap_floor_;

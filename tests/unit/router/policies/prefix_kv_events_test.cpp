@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 using namespace lanes::router;
@@ -72,4 +73,35 @@ TEST_CASE("prefix: with KV events live on an empty fleet, new prefixes spread in
     }
     INFO(as_hashed << " of 32 where plain hashing puts them");
     CHECK(as_hashed >= 20); // where another router, placing the same prefixes, puts most of them
+}
+
+TEST_CASE("prefix: with KV events, a decision reads the clock once, not once a replica",
+          "[policy][prefix]") {
+    policy_options o;
+    o.precise = std::make_shared<precise_index>();
+    int reads = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    o.clock = [&reads, t0] {
+        ++reads;
+        return t0;
+    };
+    prefix_policy p(o);
+    const auto pool = make_pool(8);
+    for (const auto& r : pool.replicas) {
+        o.precise->reset(r.id, true);
+        o.precise->confirm(r.id, r.epoch);
+    }
+    p.on_replicas_changed(pool);
+    const auto blocks = make_blocks(7, 16);
+    p.on_routed(request_for(blocks), pool.replicas[5].id); // expected there until events say
+    reads = 0;
+    const route_request req = request_for(blocks);
+    const decision d = p.pick(req, pool, {});
+    REQUIRE(d.replica);
+    CHECK(*d.replica == 5);
+    CHECK(d.reason == route_reason::prefix_match_precise);
+    CHECK(reads == 1);
+    // The next decision reads it afresh.
+    p.pick(req, pool, {});
+    CHECK(reads == 2);
 }
