@@ -2,10 +2,13 @@
 // fast path, router/request_view), render the
 // prompt (chat template for chat requests), tokenize, hash its blocks and pick a replica — with
 // 16 replicas and a prefix index filled to capacity. Prints p50/p99/max per prompt size as JSON.
+// --kv-events: every replica's KV events live (the router's default where replicas publish them),
+// its routed blocks expected in the precise index, so that pick asks it of every replica.
 #include "common/config_util.hpp"
 #include "common/openai/request.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
+#include "router/fleet/precise_index.hpp"
 #include "router/policies/factory.hpp"
 #include "router/request/request_view.hpp"
 #include "router/request/routing_key.hpp"
@@ -31,8 +34,10 @@ std::string random_text(std::mt19937_64& rng, std::size_t n) {
 }
 
 nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, int replicas,
-                       int iterations, bool chat) {
+                       int iterations, bool chat, bool kv_events) {
     router::policy_options options;
+    if (kv_events)
+        options.precise = std::make_shared<router::precise_index>();
     auto policy = router::make_policy(policy_name, options);
     router::pool_snapshot pool;
     for (int i = 0; i < replicas; ++i) {
@@ -43,6 +48,10 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
         v.kv_usage = 0.5;
         v.waiting = 0;
         pool.replicas.push_back(v);
+        if (options.precise) {
+            options.precise->reset(v.id, true);
+            options.precise->confirm(v.id, v.epoch);
+        }
     }
     policy->on_replicas_changed(pool);
     std::mt19937_64 rng(1);
@@ -104,6 +113,7 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
             {"prompt_tokens", prompt_len + 1},
             {"chat", chat},
             {"replicas", replicas},
+            {"kv_events", kv_events},
             {"iterations", iterations},
             {"p50_us", at(0.5)},
             {"p99_us", at(0.99)},
@@ -119,11 +129,13 @@ int main(int argc, char** argv) {
     std::string policies = "prefix,kv_aware,round_robin";
     std::string sizes = "1024,8192";
     std::int64_t replicas = 16, iterations = 20000;
+    bool kv_events = false;
     common::flag_set f("lanes-decision-bench", "Routing decision time of lanes-router.");
     f.add("policies", policies, "comma-separated policies");
     f.add("sizes", sizes, "comma-separated prompt sizes (bytes = tokens)");
     f.add("replicas", replicas, "replicas in the pool");
     f.add("iterations", iterations, "decisions per measurement");
+    f.add("kv-events", kv_events, "every replica's KV events live (pick asks the precise index)");
     auto errors = f.parse(argc, argv);
     if (f.help_requested()) {
         std::fputs(f.usage().c_str(), stdout);
@@ -143,7 +155,7 @@ int main(int argc, char** argv) {
         for (const auto& size : split(sizes))
             for (bool chat : {false, true})
                 out.push_back(measure(p, std::stoul(size), static_cast<int>(replicas),
-                                      static_cast<int>(iterations), chat));
+                                      static_cast<int>(iterations), chat, kv_events));
     std::puts(out.dump(2).c_str());
     return 0;
 }
