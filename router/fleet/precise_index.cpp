@@ -97,9 +97,7 @@ bool precise_index::live(const std::string& replica) const {
 }
 
 bool precise_index::live(const std::string& replica, std::uint64_t epoch) const {
-    std::shared_lock lock(mutex_);
-    const auto it = replicas_.find(replica);
-    return it != replicas_.end() && it->second.live && it->second.epoch == epoch;
+    return reading(*this).live(replica, epoch);
 }
 
 void precise_index::confirm(const std::string& replica, std::uint64_t epoch) {
@@ -110,11 +108,11 @@ void precise_index::confirm(const std::string& replica, std::uint64_t epoch) {
 std::size_t precise_index::match(const std::string& replica,
                                  std::span<const common::block_hash> blocks,
                                  clock::time_point now) const {
-    std::shared_lock lock(mutex_);
-    const auto it = replicas_.find(replica);
-    if (it == replicas_.end())
-        return 0;
-    const state& s = it->second;
+    return reading(*this).match(replica, blocks, now);
+}
+
+std::size_t precise_index::match_in(const state& s, std::span<const common::block_hash> blocks,
+                                    clock::time_point now) {
     std::size_t n = 0;
     for (const auto h : blocks) {
         if (s.held.contains(h)) {
@@ -149,9 +147,24 @@ void precise_index::expect(const std::string& replica, std::span<const common::b
 }
 
 std::size_t precise_index::size(const std::string& replica) const {
-    std::shared_lock lock(mutex_);
-    const auto it = replicas_.find(replica);
-    return it == replicas_.end() ? 0 : it->second.held.size();
+    return reading(*this).size(replica);
+}
+
+bool precise_index::reading::live(const std::string& replica, std::uint64_t epoch) const {
+    const state* s = index_.find(replica);
+    return s && s->live && s->epoch == epoch;
+}
+
+std::size_t precise_index::reading::match(const std::string& replica,
+                                          std::span<const common::block_hash> blocks,
+                                          clock::time_point now) const {
+    const state* s = index_.find(replica);
+    return s ? match_in(*s, blocks, now) : 0;
+}
+
+std::size_t precise_index::reading::size(const std::string& replica) const {
+    const state* s = index_.find(replica);
+    return s ? s->held.size() : 0;
 }
 
 } // namespace lanes::router

@@ -70,6 +70,25 @@ public:
                 clock::time_point now = clock::now());
     std::size_t size(const std::string& replica) const; // blocks held, pending ones not counted
 
+    // The index as one routing decision reads it: the shared lock taken once for the reading's
+    // life, where live(), match() and size() each take it (a decision asks them of every
+    // replica). Writes on other threads (the KV-event subscriber's) wait meanwhile; on its own
+    // thread, nothing may write (expect(), apply()) while a reading is held.
+    class reading {
+    public:
+        explicit reading(const precise_index& index)
+            : index_(index)
+            , lock_(index.mutex_) {}
+        bool live(const std::string& replica, std::uint64_t epoch) const;
+        std::size_t match(const std::string& replica, std::span<const common::block_hash> blocks,
+                          clock::time_point now) const;
+        std::size_t size(const std::string& replica) const;
+
+    private:
+        const precise_index& index_;
+        std::shared_lock<std::shared_mutex> lock_;
+    };
+
 private:
     struct state {
         bool live = false;
@@ -80,6 +99,13 @@ private:
         std::size_t pending_sweep_at = 4096; // pending's size that sweeps out expired entries
     };
     void clear(state& s);
+    // Under the lock, shared or not.
+    const state* find(const std::string& replica) const {
+        const auto it = replicas_.find(replica);
+        return it == replicas_.end() ? nullptr : &it->second;
+    }
+    static std::size_t match_in(const state& s, std::span<const common::block_hash> blocks,
+                                clock::time_point now);
 
     precise_index_settings settings_;
     mutable std::shared_mutex mutex_;

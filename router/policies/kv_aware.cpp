@@ -72,15 +72,19 @@ decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& po
         return order.before(a.index, b->index);
     };
     std::optional<scored> best;
-    std::optional<std::chrono::steady_clock::time_point> now; // read once, where needed
+    // The precise index read under one lock for the whole decision, the clock read once.
+    std::optional<precise_index::reading> reading;
+    if (precise_)
+        reading.emplace(*precise_);
+    std::optional<std::chrono::steady_clock::time_point> now;
     for (const std::size_t i : candidates) {
         const replica_view& r = pool.replicas[i];
         const std::string& id = pool.replicas[i].id;
-        const bool precise = precise_ && precise_->live(id, pool.replicas[i].epoch);
+        const bool precise = reading && reading->live(id, pool.replicas[i].epoch);
         if (precise && !now)
             now = clock_();
         const std::size_t matched =
-            precise ? precise_->match(id, req.blocks, *now) : index_.match_at(i, req.blocks);
+            precise ? reading->match(id, req.blocks, *now) : index_.match_at(i, req.blocks);
         const double cost = overlap_weight_ * static_cast<double>(n - matched) + decode_load(r, n);
         const scored s{i, cost, matched};
         if (better(s, best))

@@ -56,7 +56,8 @@ std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
         // A replica that still holds the head of a prefix and is where the prefix has been going
         // (the approximate index) counts as its home in full: its evicted tail is recomputed
         // there, rather than the prefix moving to a fuller copy elsewhere.
-        const std::size_t held = precise_->match(pool.replicas[i].id, blocks, decision_now());
+        const std::size_t held =
+            precise_reading().match(pool.replicas[i].id, blocks, decision_now());
         return held > 0 ? std::max(held, index_.match_at(i, blocks)) : 0;
     }
     return index_.match_at(i, blocks);
@@ -183,7 +184,16 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
 
 decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
                              const tried_set& tried) {
-    decision_at_.reset();
+    struct release { // the index's lock goes before anything on this thread may write to it
+        decision_reading& r;
+        ~release() { r.clear(); }
+    } scope{reading_};
+    reading_.clear();
+    return pick_within(req, pool, tried);
+}
+
+decision prefix_policy::pick_within(const route_request& req, const pool_snapshot& pool,
+                                    const tried_set& tried) {
     const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
     if (candidates.empty())
         return {std::nullopt, route_reason::prefix_miss, 0};
@@ -196,7 +206,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     // router in front of fresh replicas): rendezvous hashing, so that independent routers agree.
     if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
             return index_.size_at(i) == 0 &&
-                   (!precise_at(pool, i) || precise_->size(pool.replicas[i].id) == 0);
+                   (!precise_at(pool, i) || precise_reading().size(pool.replicas[i].id) == 0);
         }))
         return by_hash(req, pool, candidates);
 
@@ -216,7 +226,7 @@ decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool
     // that other routers mostly agree, but not onto a replica already a request's worth fuller
     // than the mean (plain hashing until the first events piled 11 of 32 prefixes on one).
     if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-            return precise_at(pool, i) && precise_->size(pool.replicas[i].id) == 0;
+            return precise_at(pool, i) && precise_reading().size(pool.replicas[i].id) == 0;
         }))
         return spread_by_hash(req, pool, candidates);
     return least_cached(req, pool, candidates);

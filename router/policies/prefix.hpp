@@ -102,22 +102,38 @@ private:
     // stream is complete), else the approximate index's guess.
     std::size_t matched(const pool_snapshot& pool, std::size_t i,
                         std::span<const common::block_hash> blocks) const;
-    // The time the precise index's expectations are judged by, read at most once a decision
-    // (pick() forgets it as it starts): a decision asks matched() of every candidate.
+    // What one decision reads of the precise index: its lock taken once and the clock read
+    // once, on first use (a decision asks matched() and precise_at() of every candidate).
+    // pick() lets both go as it ends.
+    struct decision_reading {
+        std::optional<precise_index::reading> index;
+        std::optional<std::chrono::steady_clock::time_point> now;
+        void clear() {
+            index.reset();
+            now.reset();
+        }
+    };
+    const precise_index::reading& precise_reading() const {
+        if (!reading_.index)
+            reading_.index.emplace(*precise_);
+        return *reading_.index;
+    }
     std::chrono::steady_clock::time_point decision_now() const {
-        if (!decision_at_)
-            decision_at_ = clock_();
-        return *decision_at_;
+        if (!reading_.now)
+            reading_.now = clock_();
+        return *reading_.now;
     }
     bool precise_at(const pool_snapshot& pool, std::size_t i) const {
-        return precise_ && precise_->live(pool.replicas[i].id, pool.replicas[i].epoch);
+        return precise_ && precise_reading().live(pool.replicas[i].id, pool.replicas[i].epoch);
     }
+    decision pick_within(const route_request& req, const pool_snapshot& pool,
+                         const tried_set& tried);
 
     least_loaded_policy fallback_;
     prefix_index index_;
     std::shared_ptr<precise_index> precise_;
     clock_fn clock_; // what pending expectations in the precise index are timed by
-    mutable std::optional<std::chrono::steady_clock::time_point> decision_at_; // decision_now()
+    mutable decision_reading reading_; // during pick() only
     double kv_weight_;
     double load_factor_;
     std::int64_t cap_floor_;
