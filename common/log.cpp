@@ -16,7 +16,7 @@ namespace {
 std::atomic<level> g_level{level::info};
 
 // Bytes of lines waiting to be written; past it new lines are dropped.
-std::atomic<std::size_t> g_queue_limit{4 * 1024 * 1024};
+std::atomic<std::size_t> g_queue_limit{default_queue_bytes};
 
 const char* level_name(level l) {
     switch (l) {

@@ -16,7 +16,8 @@ enum class level { debug = 0, info = 1, warn = 2, error = 3 };
 
 void set_level(level l);
 level current_level();
-// Bytes of lines the queue holds before it drops (default 4 MiB).
+// Bytes of lines the queue holds before it drops.
+inline constexpr std::size_t default_queue_bytes = 4 * 1024 * 1024;
 void set_queue_limit(std::size_t bytes);
 // Parses "debug", "info", "warn", "error"; false when unknown.
 bool parse_level(std::string_view text, level& out);

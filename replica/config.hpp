@@ -4,6 +4,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
+#include "common/log.hpp"
 #include "common/openai/request.hpp"
 #include "replica/backends/sim_cost_model.hpp"
 #include "replica/kv_events/publisher.hpp"
@@ -37,7 +38,8 @@ struct replica_config {
     std::int64_t max_waiting = 1024;            // queued requests before 503
     std::int64_t default_max_tokens = 0; // chat without max_tokens; 0: the rest of the context
     std::string log_level = "info";
-    std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread
+    std::size_t log_queue_bytes =
+        common::log::default_queue_bytes; // log lines held for the writer thread
     common::http::server_config http;
     kv_events_config kv_events; // published when kv_events.endpoint is set
     // GET /kv-events/blocks (every cached block, for a router's warm-up) needs this bearer token;

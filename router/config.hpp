@@ -8,6 +8,7 @@
 
 #include "common/config_util.hpp"
 #include "common/http/server.hpp"
+#include "common/log.hpp"
 #include "router/access/admission.hpp"
 #include "router/access/rate_limit.hpp"
 #include "router/fleet/health.hpp"
@@ -98,7 +99,8 @@ struct router_config {
     std::int64_t threads = 0;               // I/O threads; 0 = number of cores
     std::int64_t block_size = 16; // tokens per block for prefix hashing (the replicas' block size)
     std::string log_level = "info";
-    std::size_t log_queue_bytes = 4 * 1024 * 1024; // log lines held for the writer thread
+    std::size_t log_queue_bytes =
+        common::log::default_queue_bytes; // log lines held for the writer thread
     bool access_log = true;
 
     upstream_config upstream;

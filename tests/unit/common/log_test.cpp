@@ -133,7 +133,7 @@ TEST_CASE("a log that cannot keep up drops lines instead of blocking the caller"
         log::write(log::level::info, "test", line);
     const auto took = std::chrono::steady_clock::now() - start;
     const std::uint64_t dropped = log::dropped() - before;
-    log::set_queue_limit(4 * 1024 * 1024);
+    log::set_queue_limit(log::default_queue_bytes);
     std::thread reader([fd = fds[0]] {
         char buf[65536];
         while (::read(fd, buf, sizeof buf) > 0) {
