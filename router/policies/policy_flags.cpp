@@ -7,6 +7,9 @@ void add_policy_flags(common::flag_set& f, policy_options& o) {
           "session: bounded-load cap, a replica takes at most this times the mean in-flight load");
     f.add("prefix-load-factor", o.prefix.load_factor,
           "prefix: the bounded-load cap's factor for leaving the replica that caches a prefix");
+    f.add("prefix-long-match-load-factor", o.prefix.long_match_load_factor,
+          "prefix: added to --prefix-load-factor times the share of the prompt a replica caches, "
+          "for leaving that replica (0: the load factor alone)");
     f.add("load-cap-floor", o.load.cap_floor,
           "in-flight requests below which no replica counts as over the load cap");
     f.add("balance-abs-threshold", o.prefix.balance_abs_threshold,
@@ -46,6 +49,8 @@ void check_policy_options(const policy_options& o, std::vector<std::string>& err
     };
     need(o.session.load_factor >= 1.0, "--load-factor must be at least 1");
     need(o.prefix.load_factor >= 1.0, "--prefix-load-factor must be at least 1");
+    need(o.prefix.long_match_load_factor >= 0 && o.prefix.long_match_load_factor <= 16,
+         "--prefix-long-match-load-factor must be in 0..16");
     need(o.prefix.miss_prefill_weight >= 0 && o.prefix.miss_prefill_weight <= 1000,
          "--miss-prefill-weight must be in 0..1000");
     need(o.prefix.match_prefill_blocks >= 0, "--match-prefill-blocks must not be negative");

@@ -18,6 +18,7 @@ prefix_policy::prefix_policy(const policy_options& options)
     , clock_(options.clock)
     , kv_weight_(options.load.kv_weight)
     , load_factor_(options.prefix.load_factor)
+    , long_match_load_factor_(options.prefix.long_match_load_factor)
     , cap_floor_(options.load.cap_floor)
     , balance_abs_(options.prefix.balance_abs_threshold)
     , balance_rel_(options.prefix.balance_rel_threshold)
@@ -267,7 +268,11 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
         static_cast<double>(best->matched) / static_cast<double>(req.blocks.size());
     if (best->matched == 0 || ratio < min_match_ratio_)
         return std::nullopt;
-    if (within_cap(pool.replicas[best->index], cap))
+    const std::int64_t home_cap =
+        long_match_load_factor_ > 0
+            ? load_cap(pool, candidates, load_factor_ + long_match_load_factor_ * ratio, cap_floor_)
+            : cap;
+    if (within_cap(pool.replicas[best->index], home_cap))
         return decision{best->index,
                         precise && precise_at(pool, best->index)
                             ? route_reason::prefix_match_precise

@@ -15,8 +15,9 @@
 //     prefixes spread evenly, SGLang's "smallest tree"), ties to the lowest load score plus the
 //     prefill pending there (prefix_knobs::miss_prefill_weight), then rendezvous order
 //     (prefix_miss);
-//  5. a winner over the cap (load.hpp, with prefix_knobs::load_factor) -> the longest match among
-//     replicas within the cap (prefix_overload), else prefix_match.
+//  5. a winner over the cap (load.hpp, with prefix_knobs::load_factor plus
+//     long_match_load_factor times the share of the prompt it holds) -> the longest match among
+//     replicas within the cap of load_factor alone (prefix_overload), else prefix_match.
 // on_routed records the request's blocks under the replica it went to, and its uncached blocks as
 // pending prefill there until on_first_byte. The knobs and their
 // defaults are prefix_knobs below, index_knobs (prefix_index.hpp) and load_knobs (load.hpp).
@@ -38,6 +39,10 @@ struct prefix_knobs {
     // session's, because a request pushed off its cached replica makes a second copy of the
     // prefix there, which evicts others.
     double load_factor = 2.0;
+    // The cap's factor for leaving a prefix's home grows by this times the share of the prompt
+    // the home holds (a whole prompt cached: load_factor + this): the longer the prefix a request
+    // would recompute elsewhere, the more load its home takes first. 0: load_factor alone.
+    double long_match_load_factor = 1.0;
     // Least-loaded instead when (max - min) load > balance_abs_threshold AND max >
     // balance_rel_threshold * min (SGLang's defaults).
     double balance_abs_threshold = 64.0;
@@ -136,6 +141,7 @@ private:
     mutable decision_reading reading_; // during pick() only
     double kv_weight_;
     double load_factor_;
+    double long_match_load_factor_;
     std::int64_t cap_floor_;
     double balance_abs_;
     double balance_rel_;

@@ -110,8 +110,9 @@ TEST_CASE("prefix: a hot prefix does not pile onto one replica", "[policy][prefi
 
 TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][prefix]") {
     policy_options no_floor;
-    no_floor.load.cap_floor = 0;        // the raw bounded-load arithmetic,
-    no_floor.prefix.load_factor = 1.25; // with the session policy's factor
+    no_floor.load.cap_floor = 0;                // the raw bounded-load arithmetic,
+    no_floor.prefix.load_factor = 1.25;         // with the session policy's factor
+    no_floor.prefix.long_match_load_factor = 0; // whatever share of the prompt is cached
     prefix_policy p(no_floor);
     auto pool = make_pool(4);
     const auto blocks = make_blocks(1, 8);
@@ -132,20 +133,53 @@ TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][pr
     CHECK(e.reason == route_reason::prefix_overload);
 }
 
-TEST_CASE("prefix: the default cap lets a cached replica take twice its share",
+TEST_CASE("prefix: the default cap lets a replica holding the whole prompt take three times its "
+          "share",
           "[policy][prefix]") {
     policy_options no_floor;
-    no_floor.load.cap_floor = 0; // prefix_load_factor stays at its default, 2
+    no_floor.load.cap_floor = 0; // the load factors stay at their defaults, 2 and 1
     prefix_policy p(no_floor);
     auto pool = make_pool(4);
     const auto blocks = make_blocks(1, 8);
     p.on_routed(request_for(blocks), "r0");
-    pool.replicas[0].inflight = 5; // total 5: cap ceil(2 * 6 / 4) = 3, and 5 + 1 is over
+    pool.replicas[0].inflight = 5; // total 5: cap ceil(3 * 6 / 4) = 5, and 5 + 1 is over
     CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
-    pool.replicas[1].inflight = 5; // total 10: cap ceil(2 * 11 / 4) = 6, and 5 + 1 fits
+    pool.replicas[1].inflight = 2; // total 7: cap ceil(3 * 8 / 4) = 6, and 5 + 1 fits
     const decision d = p.pick(request_for(blocks), pool, {});
     CHECK(*d.replica == 0);
     CHECK(d.reason == route_reason::prefix_match);
+}
+
+TEST_CASE("prefix: the cap for leaving a replica grows with the share of the prompt it holds",
+          "[policy][prefix]") {
+    policy_options no_floor;
+    no_floor.load.cap_floor = 0;
+    const auto blocks = make_blocks(1, 8);
+    // Its first half cached at r0, then blocks r0 never saw.
+    const auto half = concat({blocks.begin(), blocks.begin() + 4}, make_blocks(9, 4));
+    const auto pick_with = [&](double long_match_load_factor, const std::vector<block_hash>& req) {
+        policy_options o = no_floor;
+        o.prefix.long_match_load_factor = long_match_load_factor;
+        prefix_policy p(o);
+        p.on_routed(request_for(blocks), "r0");
+        auto pool = make_pool(4);
+        pool.replicas[0].inflight = 5;
+        pool.replicas[1].inflight = 2; // total 7
+        return p.pick(request_for(req), pool, {});
+    };
+    // The whole prompt at r0: factor 2 + 1, cap ceil(3 * 8 / 4) = 6, and 5 + 1 fits.
+    const decision whole = pick_with(1.0, blocks);
+    CHECK(*whole.replica == 0);
+    CHECK(whole.reason == route_reason::prefix_match);
+    CHECK(whole.matched_blocks == 8);
+    // Half of it: factor 2 + 0.5, cap ceil(2.5 * 8 / 4) = 5, and 5 + 1 is over.
+    const decision halfway = pick_with(1.0, half);
+    CHECK(*halfway.replica != 0);
+    CHECK(halfway.reason == route_reason::prefix_overload);
+    // Without the growth the whole prompt leaves too: factor 2, cap ceil(2 * 8 / 4) = 4.
+    const decision flat = pick_with(0.0, blocks);
+    CHECK(*flat.replica != 0);
+    CHECK(flat.reason == route_reason::prefix_overload);
 }
 
 TEST_CASE("prefix: below the cap floor a prefix stays on its replica", "[policy][prefix]") {
