@@ -56,7 +56,7 @@ if [[ " $which " == *" C64 "* ]]; then
             --replica-args "$sim --kv-blocks 2048" -- $c64 >/dev/null
     done
     $exp 4 prefix "$out/C64/shared-prefix-prefix_cap1.25.json" \
-        --router-args "--prefix-load-factor 1.25" \
+        --router-args "--prefix-load-factor 1.25 --prefix-long-match-load-factor 0" \
         --replica-args "$sim --kv-blocks 2048" -- $c64 >/dev/null
 fi
 if [[ " $which " == *" sweep "* ]]; then
