@@ -4,7 +4,8 @@
 # lanes-bench sends C64's workload to nginx, so consecutive requests of one prefix reach
 # different routers. MODE=precise (the routers route on the replicas' events), approximate
 # (--kv-events false: each router guesses from its own traffic) or single (one router, precise,
-# no nginx: the reference). Everything on 127.0.0.1; stops by itself.
+# no nginx: the reference). ROUTER_ARGS: more lanes-router flags, for every router. Everything on
+# 127.0.0.1; stops by itself.
 #   MODE=precise ROUTERS=3 KV_BLOCKS=4096 OUT=build/multi-router-precise.json deploy/bench/multi_router.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,11 +30,12 @@ for i in 0 1 2 3; do
 done
 events=()
 [ "$mode" = approximate ] && events=(--kv-events false)
+read -r -a extra <<<"${ROUTER_ARGS:-}"
 router_ports=()
 for r in $(seq 1 "$routers"); do
     # shellcheck disable=SC2046
     "$bin/router/lanes-router" --host 127.0.0.1 --port 0 $(bench_router_flags "$bin/router/lanes-router") \
-        --access-log false --scrape-interval 100ms "${urls[@]}" "${events[@]}" \
+        --access-log false --scrape-interval 100ms "${urls[@]}" "${events[@]}" "${extra[@]}" \
         >"$work/router$r.log" 2>&1 &
     pids+=($!)
     router_ports+=("$(port_of "$work/router$r.log" lanes-router)")
