@@ -180,11 +180,7 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             continue;
         }
         if (p.unknown_model) {
-            metrics_.requests.with({"none", "404", "unknown_model", "unknown"}).inc();
-            count_for_key(plan.who, 404);
-            openai::api_error e{404, "The model `" + plan.model + "` does not exist.",
-                                "NotFoundError", "model"};
-            co_await out.send(openai::error_response(req, e));
+            co_await reject_unknown_model(req, out, plan);
             co_return;
         }
         if (!p.d.replica) {
@@ -234,10 +230,28 @@ asio::awaitable<void> proxy::dispatch(http::request& req, http::response_writer&
             break; // it may have run (or still run) there: not run again elsewhere
         ++attempt;
     }
-    // Nothing reached the client: answer with the last upstream error, or our own.
-    http::response res = failure_response(req, last, !tried.empty(), backoff_left);
-    if (last.backpressure && largest_retry_after.count() > 0)
-        res.set(bhttp::field::retry_after, std::to_string(largest_retry_after.count()));
+    // Nothing reached the client.
+    co_await answer_unrouted(req, out, plan, last, !tried.empty(), backoff_left,
+                             largest_retry_after, request_id);
+}
+
+asio::awaitable<void> proxy::reject_unknown_model(http::request& req, http::response_writer& out,
+                                                  const dispatch_plan& plan) {
+    metrics_.requests.with({"none", "404", "unknown_model", "unknown"}).inc();
+    count_for_key(plan.who, 404);
+    const openai::api_error e{404, "The model `" + plan.model + "` does not exist.",
+                              "NotFoundError", "model"};
+    co_await out.send(openai::error_response(req, e));
+}
+
+asio::awaitable<void> proxy::answer_unrouted(http::request& req, http::response_writer& out,
+                                             const dispatch_plan& plan, const attempt_result& last,
+                                             bool tried_any, std::chrono::milliseconds backoff_left,
+                                             std::chrono::seconds retry_after,
+                                             const std::string& request_id) {
+    http::response res = failure_response(req, last, tried_any, backoff_left);
+    if (last.backpressure && retry_after.count() > 0)
+        res.set(bhttp::field::retry_after, std::to_string(retry_after.count()));
     res.set(header_request_id, request_id);
     metrics_.requests.with({"none", std::to_string(res.result_int()), "failed", plan.model_label})
         .inc();

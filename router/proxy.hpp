@@ -200,6 +200,18 @@ private:
     common::http::response failure_response(const common::http::request& req,
                                             const attempt_result& last, bool tried_any,
                                             std::chrono::milliseconds backoff_left);
+    // dispatch's two answers of its own, each a coroutine apart: GCC keeps every local of a
+    // coroutine in its heap frame for the coroutine's whole life, and dispatch's frame lives as
+    // long as the request does (a stream's, minutes). The 404 of a model no replica serves:
+    boost::asio::awaitable<void> reject_unknown_model(common::http::request& req,
+                                                      common::http::response_writer& out,
+                                                      const dispatch_plan& plan);
+    // ... and the answer when no replica took the request: the last upstream error, or ours.
+    boost::asio::awaitable<void>
+    answer_unrouted(common::http::request& req, common::http::response_writer& out,
+                    const dispatch_plan& plan, const attempt_result& last, bool tried_any,
+                    std::chrono::milliseconds backoff_left, std::chrono::seconds retry_after,
+                    const std::string& request_id);
     // A 429 or 503: the replica takes no request for its Retry-After, else the default backoff,
     // capped; returns that wait in whole seconds.
     std::chrono::seconds hold_off(replica& r, const attempt_result& last);

@@ -284,6 +284,18 @@ void upstream_call::recycle(link& l) {
 
 // SSE: each upstream piece is relayed as soon as it arrives. After the first byte a retry is
 // impossible, so a broken upstream ends the stream with an error event and [DONE].
+asio::awaitable<void> upstream_call::end_broken_stream(http::response_writer& out, error_code ec,
+                                                       bool at_event_end) {
+    const auto e = openai::api_error::of(502, "the replica's stream broke: " + ec.message());
+    // An event cut in the middle is ended first, so the error arrives as an event of its own
+    // rather than glued to the cut one's last line. (A framed relay forwards whole chunks, and
+    // the replicas send one event per chunk.)
+    const std::string tail = std::string(at_event_end ? "" : "\n\n") +
+                             http::sse_event(openai::error_json(e)) + std::string(http::sse_done);
+    if (co_await out.write_chunk(tail))
+        co_await out.end_stream();
+}
+
 asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, link& l,
                                                   const std::string& content_type) {
     result_.sent_any = true;
@@ -332,16 +344,7 @@ asio::awaitable<void> upstream_call::relay_stream(http::response_writer& out, li
                 co_return;
             }
             metrics_.errors.with({"stream_broken"}).inc();
-            const auto e =
-                openai::api_error::of(502, "the replica's stream broke: " + ec.message());
-            // An event cut in the middle is ended first, so the error arrives as an event of
-            // its own rather than glued to the cut one's last line. (A framed relay forwards
-            // whole chunks, and the replicas send one event per chunk.)
-            const std::string tail = std::string(at_event_end ? "" : "\n\n") +
-                                     http::sse_event(openai::error_json(e)) +
-                                     std::string(http::sse_done);
-            if (co_await out.write_chunk(tail))
-                co_await out.end_stream();
+            co_await end_broken_stream(out, ec, at_event_end);
             result_.failure = "stream: " + ec.message();
             co_return;
         }

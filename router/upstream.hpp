@@ -92,6 +92,10 @@ private:
                                              const std::string& content_type);
     boost::asio::awaitable<void> relay_stream(common::http::response_writer& out, link& l,
                                               const std::string& content_type);
+    // A stream that broke after its first byte: an error event and [DONE] end it (a coroutine
+    // apart, so that relay_stream's frame, alive for the whole stream, does not hold them).
+    boost::asio::awaitable<void> end_broken_stream(common::http::response_writer& out,
+                                                   boost::system::error_code ec, bool at_event_end);
     void recycle(link& l);
     // Where the request went, for the client: replica, reason, request id.
     std::array<common::http::header_view, 3> route_headers() const;

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <coroutine>
+#include <cstdlib>
 #include <regex>
 #include <string>
 #include <thread>
@@ -24,6 +26,31 @@ struct level_guard {
     explicit level_guard(log::level l) { log::set_level(l); }
     ~level_guard() { log::set_level(saved); }
 };
+
+// A coroutine type that records how large its frames are.
+struct sized_task {
+    struct promise_type {
+        static inline std::size_t last_frame = 0;
+        static void* operator new(std::size_t n) {
+            last_frame = n;
+            return std::malloc(n);
+        }
+        static void operator delete(void* p) { std::free(p); }
+        sized_task get_return_object() { return {}; }
+        std::suspend_never initial_suspend() { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() {}
+        void unhandled_exception() {}
+    };
+};
+
+sized_task with_log_lines(int n) {
+    co_await std::suspend_never{};
+    LANES_LOG(debug, "test", "one " << n);
+    LANES_LOG(debug, "test", "two " << n);
+    LANES_LOG_THROTTLED(debug, "test", "three " << n);
+    co_await std::suspend_never{};
+}
 
 } // namespace
 
@@ -82,6 +109,15 @@ TEST_CASE("LANES_LOG builds and writes a message only at or above the threshold"
     const std::string all = capture_stderr([&] { LANES_LOG(debug, "sub", "now " << 42); });
     CHECK(all.ends_with(" DEBUG sub now 42\n"));
     CHECK(built == 2);
+}
+
+TEST_CASE("log lines in a coroutine add no string stream to its frame", "[log]") {
+    // GCC keeps every local of a coroutine body in the heap frame, one slot each: a stream built
+    // in place would add sizeof(std::ostringstream), 376 bytes in libstdc++, per log line to the
+    // frame of every coroutine that logs, for as long as it runs (a connection's, a stream's).
+    with_log_lines(1);
+    CHECK(sized_task::promise_type::last_frame > 0);
+    CHECK(sized_task::promise_type::last_frame < sizeof(std::ostringstream));
 }
 
 TEST_CASE("write writes one line whatever the threshold, with its level's name", "[log]") {
