@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
+#include <string>
 #include <string_view>
 
 namespace lanes::common::log {
@@ -41,20 +42,40 @@ private:
     std::atomic<std::uint64_t> held_{0};
 };
 
+// A log line's text, built in one expression (LANES_LOG's temporary).
+class line_builder {
+public:
+    template <class T>
+    line_builder& operator<<(const T& value) {
+        os_ << value;
+        return *this;
+    }
+    line_builder& operator<<(std::ostream& (*manipulator)(std::ostream&)) {
+        os_ << manipulator;
+        return *this;
+    }
+    line_builder& operator<<(std::ios_base& (*manipulator)(std::ios_base&)) {
+        os_ << manipulator;
+        return *this;
+    }
+    std::string str() { return std::move(os_).str(); }
+
+private:
+    std::ostringstream os_;
+};
+
 } // namespace lanes::common::log
 
 // LANES_LOG(info, "http", "listening on " << port); the message is built only when enabled. The
-// stream lives in a lambda's stack frame: in a coroutine, GCC gives every local of the body its
-// own slot in the coroutine's heap frame for the coroutine's whole life, and a std::ostringstream
-// there would add 376 bytes to every open connection's frames, once per log line in them.
+// stream is a temporary of the call, not a local: in a coroutine, GCC gives every local of the
+// body its own slot in the coroutine's heap frame for the coroutine's whole life, and a
+// std::ostringstream there would add 376 bytes to every open connection's frames, once per log
+// line in them. (Not a lambda either: clang 14 cannot capture structured bindings.)
 #define LANES_LOG(lvl, subsystem, expr)                                                            \
     do {                                                                                           \
         if (::lanes::common::log::level::lvl >= ::lanes::common::log::current_level())             \
-            ::lanes::common::log::write(::lanes::common::log::level::lvl, subsystem, [&] {         \
-                std::ostringstream lanes_log_os_;                                                  \
-                lanes_log_os_ << expr;                                                             \
-                return std::move(lanes_log_os_).str();                                             \
-            }());                                                                                  \
+            ::lanes::common::log::write(::lanes::common::log::level::lvl, subsystem,               \
+                                        (::lanes::common::log::line_builder{} << expr).str());     \
     } while (0)
 
 // As LANES_LOG, at most once a second from this call site; the line then says how many like it
