@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using namespace lanes::common;
@@ -27,7 +28,9 @@ struct level_guard {
     ~level_guard() { log::set_level(saved); }
 };
 
-// A coroutine type that records how large its frames are.
+// A coroutine type that records how large its frames are. It suspends for real and is not
+// inlined, so that its frame cannot be elided (clang elides a frame that never outlives an
+// inlined call).
 struct sized_task {
     struct promise_type {
         static inline std::size_t last_frame = 0;
@@ -36,20 +39,36 @@ struct sized_task {
             return std::malloc(n);
         }
         static void operator delete(void* p) { std::free(p); }
-        sized_task get_return_object() { return {}; }
-        std::suspend_never initial_suspend() { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
+        sized_task get_return_object() {
+            return sized_task{std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
         void return_void() {}
         void unhandled_exception() {}
     };
+    explicit sized_task(std::coroutine_handle<promise_type> h)
+        : handle(h) {}
+    sized_task(sized_task&& other) noexcept
+        : handle(std::exchange(other.handle, {})) {}
+    sized_task& operator=(sized_task&&) = delete;
+    ~sized_task() {
+        if (handle)
+            handle.destroy();
+    }
+    void run_to_end() {
+        while (!handle.done())
+            handle.resume();
+    }
+    std::coroutine_handle<promise_type> handle;
 };
 
-sized_task with_log_lines(int n) {
-    co_await std::suspend_never{};
+[[gnu::noinline]] sized_task with_log_lines(int n) {
+    co_await std::suspend_always{};
     LANES_LOG(debug, "test", "one " << n);
     LANES_LOG(debug, "test", "two " << n);
     LANES_LOG_THROTTLED(debug, "test", "three " << n);
-    co_await std::suspend_never{};
+    co_await std::suspend_always{};
 }
 
 } // namespace
@@ -115,7 +134,9 @@ TEST_CASE("log lines in a coroutine add no string stream to its frame", "[log]")
     // GCC keeps every local of a coroutine body in the heap frame, one slot each: a stream built
     // in place would add sizeof(std::ostringstream), 376 bytes in libstdc++, per log line to the
     // frame of every coroutine that logs, for as long as it runs (a connection's, a stream's).
-    with_log_lines(1);
+    sized_task::promise_type::last_frame = 0;
+    sized_task task = with_log_lines(1);
+    task.run_to_end();
     CHECK(sized_task::promise_type::last_frame > 0);
     CHECK(sized_task::promise_type::last_frame < sizeof(std::ostringstream));
 }
