@@ -268,10 +268,9 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
         static_cast<double>(best->matched) / static_cast<double>(req.blocks.size());
     if (best->matched == 0 || ratio < min_match_ratio_)
         return std::nullopt;
+    // Leaving the best match's replica: the cap grows with the share of the prompt it holds.
     const std::int64_t home_cap =
-        long_match_load_factor_ > 0
-            ? load_cap(pool, candidates, load_factor_ + long_match_load_factor_ * ratio, cap_floor_)
-            : cap;
+        load_cap(pool, candidates, load_factor_ + long_match_load_factor_ * ratio, cap_floor_);
     if (within_cap(pool.replicas[best->index], home_cap))
         return decision{best->index,
                         precise && precise_at(pool, best->index)
