@@ -169,7 +169,7 @@ emit("")
 stamp = re.search(r"(\d{4})(\d{2})(\d{2})", os.path.basename(os.path.normpath(root)))
 emit(f"Results: `{root}`" + (f" ({'-'.join(stamp.groups())})" if stamp else "") +
      ". Regenerate: `deploy/bench/peers.sh` "
-     "(all rows and seeds, about 7 minutes on this project's 2-core VM), which ends by running "
+     "(all rows and seeds, about 3 minutes on this project's 2-core VM), which ends by running "
      "`deploy/bench/peers_report.py bench/results/peers-DATE`.")
 emit("")
 
