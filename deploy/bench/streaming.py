@@ -5,7 +5,8 @@ lanes-sse-client (bench/sse_client.cpp), all on loopback. Each proxy runs on CPU
 worker thread; the source and the client share CPU 1. Per proxy:
  - CPU seconds per million events relayed (utime + stime from /proc, so it does not depend on
    what else shares the core) and events/s, with 1,000 and with STREAMS_MAX streams sending back
-   to back (saturation: the proxy's core or the source and client's, whichever gives first);
+   to back (saturation: the proxy's core or the source and client's, whichever gives first), the
+   median round's, and lanes' gap to each peer paired round by round;
  - latency per event at half of lanes' saturated rate, minus the same run without a proxy
    (p50/p99 added), and the proxy's CPU per event there: every proxy relays the same events at
    the same rate, so how many events one receive finds (which saturation rewards the faster
@@ -433,6 +434,16 @@ try:
         mid = dict(mid, rounds=rs)
         mid["events_per_s"] = median([x["events_per_s"] for x in rs])
         results["proxies"].setdefault(n, {})[f"saturated_{s}"] = mid
+    # lanes' CPU per event against each peer's, round by round (the same order within a round).
+    for (n, s), rs in sat_rounds.items():
+        mine = sat_rounds.get(("lanes", s))
+        if n not in ("lanes", "direct") and mine:
+            gap = paired_gap([x.get("cpu_s_per_million_events", 0) for x in mine],
+                             [x.get("cpu_s_per_million_events", 0) for x in rs])
+            results["proxies"][n][f"saturated_{s}"]["lanes_paired_gap"] = gap
+            if gap:
+                print(f"lanes against {n}, saturated {s}: {gap['mean']:+.1%} ± {gap['se']:.1%} "
+                      f"CPU per event over {gap['rounds']} rounds", flush=True)
     half = float(os.environ.get("HALF_RATE", "0")) or (
         0.5 * results["proxies"]["lanes"]["saturated_1000"]["events_per_s"]
         if "saturated" in phases else 30000)
