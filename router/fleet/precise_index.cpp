@@ -10,8 +10,17 @@ namespace ev = common::kv_events;
 
 void precise_index::clear(state& s) {
     s.by_engine.clear();
-    s.held.clear();
-    s.pending.clear();
+    s.blocks.clear();
+    s.held = 0;
+}
+
+void precise_index::release(state& s, common::block_hash h) {
+    // A stored block is no longer expected (see apply), so with its last copy it goes.
+    state::block_state* b = s.blocks.find(h);
+    if (!b || b->copies == 0 || --b->copies > 0)
+        return;
+    --s.held;
+    s.blocks.erase(h);
 }
 
 void precise_index::apply(const std::string& replica, const ev::batch& b, const root_fn& root_of,
@@ -45,12 +54,12 @@ void precise_index::apply(const std::string& replica, const ev::batch& b, const 
                 if (!added) {
                     if (at->second == parent)
                         continue; // stored again: already counted
-                    if (auto h = s.held.find(at->second); h != s.held.end() && --h->second == 0)
-                        s.held.erase(h);
+                    release(s, at->second);
                     at->second = parent;
                 }
-                ++s.held[parent];
-                s.pending.erase(parent);
+                state::block_state& stored_block = *s.blocks.try_emplace(parent).first;
+                s.held += stored_block.copies++ == 0;
+                stored_block.pending_until = {}; // confirmed: no longer merely expected
             }
             if (s.by_engine.size() > settings_.max_blocks) {
                 clear(s);
@@ -62,8 +71,7 @@ void precise_index::apply(const std::string& replica, const ev::batch& b, const 
                 const auto it = s.by_engine.find(eh);
                 if (it == s.by_engine.end())
                     continue;
-                if (auto h = s.held.find(it->second); h != s.held.end() && --h->second == 0)
-                    s.held.erase(h);
+                release(s, it->second);
                 s.by_engine.erase(it);
             }
         } else { // AllBlocksCleared: from here on the stream says everything
@@ -115,12 +123,8 @@ std::size_t precise_index::match_in(const state& s, std::span<const common::bloc
                                     clock::time_point now) {
     std::size_t n = 0;
     for (const auto h : blocks) {
-        if (s.held.contains(h)) {
-            ++n;
-            continue;
-        }
-        const auto p = s.pending.find(h);
-        if (p == s.pending.end() || p->second < now)
+        const state::block_state* b = s.blocks.find(h);
+        if (!b || (b->copies == 0 && b->pending_until < now))
             break;
         ++n;
     }
@@ -136,13 +140,14 @@ void precise_index::expect(const std::string& replica, std::span<const common::b
     state& s = it->second;
     const auto until = now + settings_.pending_ttl;
     for (const auto h : blocks)
-        if (!s.held.contains(h))
-            s.pending[h] = until;
+        if (state::block_state& b = *s.blocks.try_emplace(h).first; b.copies == 0)
+            b.pending_until = until;
     // Expired ones are swept out each time the table doubles: amortised constant per block.
-    if (s.pending.size() >= s.pending_sweep_at) {
-        for (auto p = s.pending.begin(); p != s.pending.end();)
-            p = p->second < now ? s.pending.erase(p) : std::next(p);
-        s.pending_sweep_at = std::max<std::size_t>(4096, 2 * s.pending.size());
+    if (s.blocks.size() >= s.sweep_at) {
+        s.blocks.erase_if([now](common::block_hash, const state::block_state& b) {
+            return b.copies == 0 && b.pending_until < now;
+        });
+        s.sweep_at = std::max<std::size_t>(4096, 2 * s.blocks.size());
     }
 }
 
@@ -164,7 +169,7 @@ std::size_t precise_index::reading::match(const std::string& replica,
 
 std::size_t precise_index::reading::size(const std::string& replica) const {
     const state* s = index_.find(replica);
-    return s ? s->held.size() : 0;
+    return s ? s->held : 0;
 }
 
 } // namespace lanes::router

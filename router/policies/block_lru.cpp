@@ -1,65 +1,8 @@
 #include "router/policies/block_lru.hpp"
 
 #include <algorithm>
-#include <bit>
-#include <random>
 
 namespace lanes::router {
-
-namespace {
-
-// Block hashes come from clients' prompts; a per-process seed keeps anyone from choosing prompts
-// whose hashes pile into one probe run.
-const std::uint64_t table_seed = [] {
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}();
-
-constexpr std::size_t min_table = 16;
-
-} // namespace
-
-std::size_t block_lru::home(common::block_hash h) const {
-    // Fibonacci hashing: the top bits of the product spread whatever bits differ in h.
-    return static_cast<std::size_t>(((h ^ table_seed) * 0x9E3779B97F4A7C15ULL) >> shift_);
-}
-
-std::size_t block_lru::find(common::block_hash h) const {
-    if (table_.empty())
-        return npos;
-    const std::size_t mask = table_.size() - 1;
-    for (std::size_t s = home(h);; s = (s + 1) & mask) {
-        const slot& x = table_[s];
-        if (x.entry == none)
-            return npos;
-        if (x.hash == h)
-            return s;
-    }
-}
-
-void block_lru::insert_slot(common::block_hash h, std::uint32_t e) {
-    const std::size_t mask = table_.size() - 1;
-    std::size_t s = home(h);
-    while (table_[s].entry != none)
-        s = (s + 1) & mask;
-    table_[s] = {h, e};
-}
-
-void block_lru::erase_slot(std::size_t s) {
-    // Backward-shift deletion: pull later members of the probe run into the hole when their home
-    // lies outside the cyclic range (hole, j], so every run stays unbroken.
-    const std::size_t mask = table_.size() - 1;
-    std::size_t hole = s;
-    for (std::size_t j = (s + 1) & mask; table_[j].entry != none; j = (j + 1) & mask) {
-        const std::size_t k = home(table_[j].hash);
-        const bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
-        if (!stays) {
-            table_[hole] = table_[j];
-            hole = j;
-        }
-    }
-    table_[hole].entry = none;
-}
 
 void block_lru::unlink_run(std::uint32_t first, std::uint32_t last) {
     const std::uint32_t before = entries_[first].prev;
@@ -76,36 +19,26 @@ void block_lru::link_run_after(std::uint32_t first, std::uint32_t last, std::uin
     (next == none ? tail_ : entries_[next].prev) = last;
 }
 
-void block_lru::grow_table() {
-    const std::size_t size = std::max(min_table, table_.size() * 2);
-    table_.assign(size, slot{});
-    shift_ = 64 - static_cast<std::size_t>(std::countr_zero(size));
-    for (std::uint32_t e = 0; e < entries_.size(); ++e)
-        insert_slot(entries_[e].hash, e);
-}
-
 std::uint32_t block_lru::take_entry(common::block_hash h) {
     std::uint32_t e;
     if (entries_.size() >= capacity_) { // full: the least recently used entry takes `h`
         e = tail_;
-        erase_slot(find(entries_[e].hash));
+        table_.erase(entries_[e].hash);
         unlink_run(e, e);
     } else {
-        if ((entries_.size() + 1) * 2 > table_.size())
-            grow_table();
         e = static_cast<std::uint32_t>(entries_.size());
         entries_.push_back({});
     }
     entries_[e].hash = h;
-    insert_slot(h, e);
+    table_.try_emplace(h, e);
     return e;
 }
 
 void block_lru::touch(common::block_hash h) {
     if (capacity_ == 0)
         return;
-    if (const std::size_t s = find(h); s != npos) {
-        const std::uint32_t e = table_[s].entry;
+    if (const std::uint32_t* found = table_.find(h)) {
+        const std::uint32_t e = *found;
         if (e != head_) {
             unlink_run(e, e);
             link_run_after(e, e, none);
@@ -123,15 +56,15 @@ void block_lru::touch_in_order(std::span<const common::block_hash> blocks) {
     std::uint32_t placed = none; // the last entry put in order; none: nothing yet
     std::size_t i = 0;
     while (i < blocks.size()) {
-        const std::size_t s = find(blocks[i]);
-        if (s == npos) {
+        const std::uint32_t* found = table_.find(blocks[i]);
+        if (!found) {
             const std::uint32_t e = take_entry(blocks[i]);
             link_run_after(e, e, placed);
             placed = e;
             ++i;
             continue;
         }
-        const std::uint32_t first = table_[s].entry;
+        const std::uint32_t first = *found;
         if (first == placed) { // a repeated block: already in place
             ++i;
             continue;
@@ -156,17 +89,17 @@ void block_lru::touch_in_order(std::span<const common::block_hash> blocks) {
 }
 
 bool block_lru::erase(common::block_hash h) {
-    const std::size_t s = find(h);
-    if (s == npos)
+    const std::uint32_t* found = table_.find(h);
+    if (!found)
         return false;
-    const std::uint32_t e = table_[s].entry;
-    erase_slot(s);
+    const std::uint32_t e = *found;
+    table_.erase(h);
     unlink_run(e, e);
     // The last entry moves into the hole, so entries stay dense.
     const auto last = static_cast<std::uint32_t>(entries_.size() - 1);
     if (e != last) {
         entries_[e] = entries_[last];
-        table_[find(entries_[e].hash)].entry = e;
+        *table_.find(entries_[e].hash) = e;
         const entry& moved = entries_[e];
         (moved.prev == none ? head_ : entries_[moved.prev].next) = e;
         (moved.next == none ? tail_ : entries_[moved.next].prev) = e;
@@ -184,10 +117,8 @@ void block_lru::set_capacity(std::size_t capacity) {
     keep.resize(capacity);
     entries_.clear();
     table_.clear();
-    if (capacity == 0) {
+    if (capacity == 0)
         entries_.shrink_to_fit();
-        table_.shrink_to_fit();
-    }
     head_ = tail_ = none;
     capacity_ = capacity;
     for (auto it = keep.rbegin(); it != keep.rend(); ++it) // oldest first: the order survives

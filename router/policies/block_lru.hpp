@@ -1,12 +1,12 @@
 // block_lru: a bounded set of block hashes with least-recently-used eviction, laid out flat for the
 // routing hot path. Entries live in one vector, linked by index into a recency list; lookups go
-// through an open-addressing table (linear probing, backward-shift deletion, no tombstones) whose
-// slots carry the hash itself, so `contains` costs one cache line in the common case. A
-// list-and-node-map LRU costs two or three dependent cache misses per lookup instead, and with
-// many replicas' indexes nothing of it stays in cache.
+// through a block_table (hash -> entry) whose slots carry the hash itself, so `contains` costs one
+// cache line in the common case. A list-and-node-map LRU costs two or three dependent cache
+// misses per lookup instead, and with many replicas' indexes nothing of it stays in cache.
 #pragma once
 
 #include "common/prompt/block_hash.hpp"
+#include "router/policies/block_table.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +20,7 @@ public:
     explicit block_lru(std::size_t capacity = 0)
         : capacity_(capacity) {}
 
-    bool contains(common::block_hash h) const { return find(h) != npos; }
+    bool contains(common::block_hash h) const { return table_.contains(h); }
     // Makes `h` the most recently used entry, adding it (and evicting the least recently used one
     // when full) if absent. Does nothing with capacity 0.
     void touch(common::block_hash h);
@@ -41,33 +41,20 @@ public:
 
 private:
     static constexpr std::uint32_t none = UINT32_MAX;
-    static constexpr std::size_t npos = SIZE_MAX;
     struct entry {
         common::block_hash hash;
         std::uint32_t prev; // towards the most recently used
         std::uint32_t next; // towards the least recently used
     };
-    struct slot {
-        common::block_hash hash;
-        std::uint32_t entry = none; // none: empty
-    };
-
-    std::size_t home(common::block_hash h) const;
-    // The slot holding `h`, or npos.
-    std::size_t find(common::block_hash h) const;
-    void insert_slot(common::block_hash h, std::uint32_t e);
-    void erase_slot(std::size_t s);
     // The recency list: a run is first..last linked in that order; `at` none means the head.
     void unlink_run(std::uint32_t first, std::uint32_t last);
     void link_run_after(std::uint32_t first, std::uint32_t last, std::uint32_t at);
     // A fresh entry for `h` (absent): a new one, or the least recently used one when full.
     std::uint32_t take_entry(common::block_hash h);
-    void grow_table();
 
     std::size_t capacity_;
     std::vector<entry> entries_;
-    std::vector<slot> table_; // size a power of two, at most half full
-    std::size_t shift_ = 64;  // 64 - log2(table size)
+    block_table<std::uint32_t> table_; // hash -> its entry
     std::uint32_t head_ = none;
     std::uint32_t tail_ = none;
 };

@@ -166,6 +166,49 @@ TEST_CASE("precise index: routed blocks count until their ttl, unknown parents a
     CHECK(index.size("r") == 0);
 }
 
+// A block routed (expected), then stored, then removed is gone at once, however long its
+// expectation had left; one stored under two engine hashes is held until both are removed.
+TEST_CASE("precise index: a stored block is no longer expected, and goes with its last copy",
+          "[precise]") {
+    router::precise_index index;
+    index.reset("r", true);
+    const std::vector<common::token_id> tokens = {1, 2, 3, 4};
+    const auto hashes = common::hash_blocks(tokens, block_size, router_root);
+    const auto now = router::precise_index::clock::now();
+    index.expect("r", hashes, now);
+    CHECK(index.match("r", hashes, now) == 1);
+    CHECK(index.size("r") == 0);
+
+    const auto store = [&](std::uint64_t engine_hash) {
+        ev::block_stored st;
+        st.block_hashes = {ev::int_hash(engine_hash)};
+        st.token_ids = tokens;
+        st.block_size = block_size;
+        ev::batch b;
+        b.events.emplace_back(st);
+        index.apply("r", b, router_root);
+    };
+    const auto remove = [&](std::uint64_t engine_hash) {
+        ev::block_removed rm;
+        rm.block_hashes = {ev::int_hash(engine_hash)};
+        ev::batch b;
+        b.events.emplace_back(rm);
+        index.apply("r", b, router_root);
+    };
+    store(11);
+    store(12); // the same tokens under another engine hash: a second copy
+    CHECK(index.size("r") == 1);
+    CHECK(index.match("r", hashes, now) == 1);
+    remove(11);
+    CHECK(index.match("r", hashes, now) == 1);
+    remove(12);
+    CHECK(index.size("r") == 0);
+    CHECK(index.match("r", hashes, now) == 0); // its expectation went when it was stored
+    index.expect("r", hashes, now);            // routed again: expected again
+    CHECK(index.match("r", hashes, now) == 1);
+    CHECK(index.size("r") == 0);
+}
+
 TEST_CASE("precise index: blocks under a cache_salt carry its hash and match only that salt",
           "[precise]") {
     replica::block_manager bm(16);
