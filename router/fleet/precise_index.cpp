@@ -10,17 +10,13 @@ namespace ev = common::kv_events;
 
 void precise_index::clear(state& s) {
     s.by_engine.clear();
-    s.blocks.clear();
-    s.held = 0;
+    s.held.clear();
+    s.pending.clear();
 }
 
 void precise_index::release(state& s, common::block_hash h) {
-    // A stored block is no longer expected (see apply), so with its last copy it goes.
-    state::block_state* b = s.blocks.find(h);
-    if (!b || b->copies == 0 || --b->copies > 0)
-        return;
-    --s.held;
-    s.blocks.erase(h);
+    if (std::uint32_t* copies = s.held.find(h); copies && --*copies == 0)
+        s.held.erase(h);
 }
 
 void precise_index::apply(const std::string& replica, const ev::batch& b, const root_fn& root_of,
@@ -57,9 +53,8 @@ void precise_index::apply(const std::string& replica, const ev::batch& b, const 
                     release(s, at->second);
                     at->second = parent;
                 }
-                state::block_state& stored_block = *s.blocks.try_emplace(parent).first;
-                s.held += stored_block.copies++ == 0;
-                stored_block.pending_until = {}; // confirmed: no longer merely expected
+                ++*s.held.try_emplace(parent, 0).first;
+                s.pending.erase(parent); // confirmed: no longer merely expected
             }
             if (s.by_engine.size() > settings_.max_blocks) {
                 clear(s);
@@ -123,8 +118,12 @@ std::size_t precise_index::match_in(const state& s, std::span<const common::bloc
                                     clock::time_point now) {
     std::size_t n = 0;
     for (const auto h : blocks) {
-        const state::block_state* b = s.blocks.find(h);
-        if (!b || (b->copies == 0 && b->pending_until < now))
+        if (s.held.contains(h)) {
+            ++n;
+            continue;
+        }
+        const clock::time_point* until = s.pending.find(h);
+        if (!until || *until < now)
             break;
         ++n;
     }
@@ -140,14 +139,12 @@ void precise_index::expect(const std::string& replica, std::span<const common::b
     state& s = it->second;
     const auto until = now + settings_.pending_ttl;
     for (const auto h : blocks)
-        if (state::block_state& b = *s.blocks.try_emplace(h).first; b.copies == 0)
-            b.pending_until = until;
+        if (!s.held.contains(h))
+            *s.pending.try_emplace(h).first = until;
     // Expired ones are swept out each time the table doubles: amortised constant per block.
-    if (s.blocks.size() >= s.sweep_at) {
-        s.blocks.erase_if([now](common::block_hash, const state::block_state& b) {
-            return b.copies == 0 && b.pending_until < now;
-        });
-        s.sweep_at = std::max<std::size_t>(4096, 2 * s.blocks.size());
+    if (s.pending.size() >= s.pending_sweep_at) {
+        s.pending.erase_if([now](common::block_hash, clock::time_point t) { return t < now; });
+        s.pending_sweep_at = std::max<std::size_t>(4096, 2 * s.pending.size());
     }
 }
 
@@ -169,7 +166,7 @@ std::size_t precise_index::reading::match(const std::string& replica,
 
 std::size_t precise_index::reading::size(const std::string& replica) const {
     const state* s = index_.find(replica);
-    return s ? s->held : 0;
+    return s ? s->held.size() : 0;
 }
 
 } // namespace lanes::router

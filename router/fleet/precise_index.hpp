@@ -95,19 +95,14 @@ private:
         bool live = false;
         std::uint64_t epoch = ~std::uint64_t{0}; // the replica epoch its entries are good for
         std::unordered_map<common::kv_events::engine_hash, common::block_hash> by_engine;
-        // What the replica holds and what it is expected to, in one table so that a block a
-        // replica has neither costs one probe: held while `copies` > 0 (the engine may store a
-        // block under several of its hashes), else expected until `pending_until`.
-        struct block_state {
-            std::uint32_t copies = 0;
-            clock::time_point pending_until{};
-        };
-        block_table<block_state> blocks; // router hash -> its state
-        std::size_t held = 0;            // blocks with copies
-        std::size_t sweep_at = 4096;     // blocks' size that sweeps out expired expectations
+        // Two tables, not one slot with both: a slot carrying a copy count and an expiry would
+        // make every held block cost twice the memory for the sake of the blocks merely expected.
+        block_table<std::uint32_t> held;        // router hash -> copies
+        block_table<clock::time_point> pending; // until when
+        std::size_t pending_sweep_at = 4096;    // pending's size that sweeps out expired entries
     };
     void clear(state& s);
-    // One copy of `h` fewer (gone at none).
+    // One copy of `h` fewer in `s.held` (gone at none).
     static void release(state& s, common::block_hash h);
     // Under the lock, shared or not.
     const state* find(const std::string& replica) const {
