@@ -12,7 +12,9 @@
 # rests on its few slowest.
 # Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"), SEEDS ("1 2 3 4 5"),
 # WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic"), PEERS_REPORT_OUT (the
-# page to write; default docs/results-peers.md).
+# page to write; default docs/results-peers.md), POLICIES (default every policy, lanes' and the
+# peers', with the two +kv-events runs), SIM_FLAGS (more lanes-bench simulate flags, for trials
+# of a policy's knobs), REPORT (0: leave the report out, as for a trial of lanes' policies alone).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/install-deps.sh --bench # gnuplot for the charts
@@ -33,11 +35,11 @@ for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; 
             for seed in ${SEEDS:-1 2 3 4 5}; do
                 echo "== $w, $n replicas, load $load, seed $seed"
                 # shellcheck disable=SC2086
-                "$bin" simulate --policy all,prefix+kv-events,dynamo_kv+kv-events --replicas "$n" --load "$load" --seed "$seed" \
-                    ${workload[$w]} --out "$out/$w-r$n-l$load-s$seed.json" |
+                "$bin" simulate --policy "${POLICIES:-all,prefix+kv-events,dynamo_kv+kv-events}" \
+                    --replicas "$n" --load "$load" --seed "$seed" ${workload[$w]} ${SIM_FLAGS:-} --out "$out/$w-r$n-l$load-s$seed.json" |
                     grep -v '^results written'
             done
         done
     done
 done
-python3 deploy/bench/peers_report.py "$out" ${PEERS_REPORT_OUT:+"$PEERS_REPORT_OUT"}
+[ "${REPORT:-1}" = 0 ] || python3 deploy/bench/peers_report.py "$out" ${PEERS_REPORT_OUT:+"$PEERS_REPORT_OUT"}
