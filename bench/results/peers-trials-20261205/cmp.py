@@ -18,6 +18,8 @@ def hit(r): return r['prefix_cache_hit_rate']['measured']
 wins={'p':[0,0],'h':[0,0]}
 for mode in ['','+kv-events']:
   pol='prefix'+mode
+  if any(pol not in n for v in rows.values() for n,o in v['runs']):
+    continue  # not run in OUT_DIR
   print('==',pol)
   for k,v in rows.items():
     runs=v['runs']
