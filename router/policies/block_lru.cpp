@@ -1,6 +1,7 @@
 #include "router/policies/block_lru.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace lanes::router {
 
@@ -89,11 +90,10 @@ void block_lru::touch_in_order(std::span<const common::block_hash> blocks) {
 }
 
 bool block_lru::erase(common::block_hash h) {
-    const std::uint32_t* found = table_.find(h);
+    const std::optional<std::uint32_t> found = table_.extract(h);
     if (!found)
         return false;
     const std::uint32_t e = *found;
-    table_.erase(h);
     unlink_run(e, e);
     // The last entry moves into the hole, so entries stay dense.
     const auto last = static_cast<std::uint32_t>(entries_.size() - 1);

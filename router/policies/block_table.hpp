@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -45,12 +46,16 @@ public:
         return {&s.value, true};
     }
     // Removes `h` if present; true when it was.
-    bool erase(common::block_hash h) {
+    bool erase(common::block_hash h) { return extract(h).has_value(); }
+    // Removes `h` and gives back its value, if present (one probe where find() then erase() take
+    // two).
+    std::optional<V> extract(common::block_hash h) {
         slot* s = slot_of(h);
         if (!s)
-            return false;
+            return std::nullopt;
+        std::optional<V> value(std::move(s->value));
         erase_at(static_cast<std::size_t>(s - slots_.data()));
-        return true;
+        return value;
     }
     // Removes every entry for which pred(hash, value) holds; returns how many.
     template <typename Pred>

@@ -27,6 +27,10 @@ TEST_CASE("block_table finds, adds and removes values by hash", "[policy][block_
     CHECK(t.size() == 2);
     CHECK(t.erase(7));
     CHECK_FALSE(t.contains(7));
+    CHECK(t.try_emplace(9, 90).second);
+    CHECK(t.extract(9) == 90); // removed, its value given back
+    CHECK_FALSE(t.extract(9).has_value());
+    CHECK_FALSE(t.contains(9));
     CHECK(t.contains(0));
     t.clear();
     CHECK(t.empty());
