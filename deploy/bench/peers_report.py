@@ -367,8 +367,8 @@ emit("")
 emit("![TTFT p99](img/peers-p99.png)")
 emit("")
 if trade:
-    emit("Where Dynamo's cost has the lower p99 (16 replicas, half load), it has it at a lower hit "
-         "rate: each point is one policy, its mean over the seeds.")
+    emit("Hit rate against TTFT p99 on the 16-replica half-load rows: each point is one policy, "
+         "its mean over the seeds; lower and further right is better on both.")
     emit("")
     emit("![hit rate against TTFT p99](img/peers-trade.png)")
     emit("")
