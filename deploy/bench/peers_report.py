@@ -2,7 +2,8 @@
 """Writes docs/results-peers.md and its charts (docs/img/peers-*.png, gnuplot) from the
 lanes-bench simulate results of deploy/bench/peers.sh. Every figure is modelled (the simulator's
 virtual clock and the sim cost model), never measured on hardware.
-   deploy/bench/peers_report.py RESULTS_DIR [OUT.md]"""
+   deploy/bench/peers_report.py [--no-charts] RESULTS_DIR [OUT.md]
+--no-charts writes the page alone (its chart links unchanged), without gnuplot."""
 import glob
 import json
 import os
@@ -11,8 +12,12 @@ import statistics
 import subprocess
 import sys
 
-root = sys.argv[1]
-out_md = sys.argv[2] if len(sys.argv) > 2 else "docs/results-peers.md"
+args = [a for a in sys.argv[1:] if a != "--no-charts"]
+charts = len(args) == len(sys.argv) - 1
+if not args:
+    sys.exit(__doc__)
+root = args[0]
+out_md = args[1] if len(args) > 1 else "docs/results-peers.md"
 img = "docs/img"
 os.makedirs(img, exist_ok=True)
 LANES = "prefix"  # lanes-router's default policy
@@ -28,6 +33,8 @@ IMBALANCE_CAP = 1.25
 
 
 def gnuplot(script):
+    if not charts:
+        return
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
 
@@ -245,7 +252,69 @@ def verdict(lanes, peers, heading, setting):
          f"lower in {c['clear_hit_lanes']}. Why each peer wins where it does: "
          f"[results.md](results.md#against-the-peers-algorithms-modelled).")
     emit("")
+    leads(lanes, peers)
     return c
+
+
+def leads(lanes, peers):
+    """Every row where a peer leads `lanes` beyond the seeds' spread on TTFT p99 or (balanced) on
+    hit rate, with what it gives up on the other measure: a trade when it trails there beyond the
+    spread too, a lead on both otherwise."""
+    found = []
+    for w in WORKLOADS:
+        for n in (4, 8, 16):
+            for load in (0.5, 0.9):
+                key = (w, n, load)
+                if key not in runs:
+                    continue
+                res = {r["policy"]: r for r in runs[key]["results"]}
+                for p in (p for p in peers if p in res):
+                    pg, pse = paired_gap(key, lanes, p, lambda a, b: p99(a) / p99(b) - 1)
+                    hg, hse = paired_gap(key, lanes, p, lambda a, b: hit(a) - hit(b))
+                    p_clear, h_clear = clear(pg, pse, 0.001), clear(hg, hse, 0.001)
+                    p_lead = p_clear and pg < 0
+                    h_lead = h_clear and hg > 0 and res[p]["imbalance"] <= IMBALANCE_CAP
+                    if not (p_lead or h_lead):
+                        continue
+                    trade = (h_clear and hg < 0) if p_lead else (p_clear and pg > 0)
+                    found.append((w, n, load, p, pg, pse, hg, hse, res[p]["imbalance"],
+                                  trade and not (p_lead and h_lead)))
+    emit(f"### Where a peer leads `{lanes}` beyond the seeds' spread")
+    emit("")
+    if not found:
+        emit(f"No peer leads `{lanes}` beyond the seeds' spread on TTFT p99 or on the balanced "
+             f"hit rate in any row.")
+        emit("")
+        return
+    emit(f"Each peer that leads `{lanes}` beyond {CLEAR_SE} standard errors on TTFT p99, or on "
+         f"the hit rate with imbalance ≤ {IMBALANCE_CAP}, paired seed by seed as above, with the "
+         f"other measure's paired gap: *trade* where it trails `{lanes}` there beyond the spread, "
+         f"*ahead* where it does not.")
+    emit("")
+    emit(f"| workload | replicas | load | peer | its p99 against {lanes} | its hit rate against "
+         f"{lanes} | its imbalance | |")
+    emit("|---|---|---|---|---|---|---|---|")
+    for w, n, load, p, pg, pse, hg, hse, im, trade in found:
+        emit(f"| {w} | {n} | {load:g} | {p} | {pg * 100:+.1f} % ± {pse * 100:.1f} | "
+             f"{hg:+.3f} ± {hse:.3f} | {im:.2f} | {'trade' if trade else '**ahead**'} |")
+    emit("")
+    rows = len({f[:3] for f in found})
+    ahead = [f for f in found if not f[9]]
+    p99_rows = {f[:3] for f in found if f[4] < 0}
+    price = [f[6] for f in found if f[4] < 0 and f[9]]
+    text = (f"A peer leads `{lanes}` beyond the spread in {rows} of "
+            f"{sum(1 for w in WORKLOADS for k in runs if k[0] == w)} rows. ")
+    if not ahead:
+        text += (f"In every one it trails `{lanes}` on the other measure beyond the spread: no "
+                 f"peer is ahead on both, or ahead on one and level on the other, in any row.")
+    else:
+        text += (f"{len(ahead)} of those leads come without a loss beyond the spread on the "
+                 f"other measure (*ahead* above).")
+    if price:
+        text += (f" Where a peer's p99 is lower ({len(p99_rows)} rows), it pays "
+                 f"{-max(price):.3f}–{-min(price):.3f} of hit rate for it.")
+    emit(text)
+    emit("")
 
 
 setups = [(LANES, PEERS, "Who wins each row",
