@@ -181,6 +181,12 @@ emit(f"Results: `{root}`" + (f" ({'-'.join(stamp.groups())})" if stamp else "") 
 emit("")
 
 
+def matrix_rows():
+    """The rows present, in the tables' order: (workload, replicas, load)."""
+    return [(w, n, load) for w in WORKLOADS for n in (4, 8, 16) for load in (0.5, 0.9)
+            if (w, n, load) in runs]
+
+
 def verdict(lanes, peers, heading, setting):
     """The verdict table of `lanes` against `peers`; returns its counts for the summary."""
     emit(f"## {heading}")
@@ -202,45 +208,40 @@ def verdict(lanes, peers, heading, setting):
     emit("|---|---|---|---|---|---|---|---|")
     c = dict(wins_p99=0, wins_hit=0, total=0, clear_peer=0, clear_lanes=0, clear_hit_peer=0,
              clear_hit_lanes=0, losses=[])
-    for w in WORKLOADS:
-        for n in (4, 8, 16):
-            for load in (0.5, 0.9):
-                doc = runs.get((w, n, load))
-                if not doc:
-                    continue
-                key = (w, n, load)
-                res, bp, bh = winners(doc, lanes, peers)
-                c["total"] += 1
-                lp = res[lanes]
-                p99_ok = bp == lanes or p99(lp) <= p99(res[bp])
-                # Hit rates equal at the tables' three decimals are a tie.
-                hit_ok = bh == lanes or (bh and lp["imbalance"] <= IMBALANCE_CAP and
-                                         round(hit(lp), 3) >= round(hit(res[bh]), 3))
-                c["wins_p99"] += 1 if p99_ok else 0
-                c["wins_hit"] += 1 if hit_ok else 0
-                if not (p99_ok and hit_ok):
-                    c["losses"].append((w, n, load, bp, bh, res))
-                mark_p = f"**{lanes}**" if bp == lanes else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
-                peer, gap, se = best_peer_gap(key, lanes, peers)
-                p_clear = clear(gap, se, 0.001)  # printed to 0.1 %
-                c["clear_peer"] += 1 if p_clear and gap < 0 else 0
-                c["clear_lanes"] += 1 if p_clear and gap > 0 else 0
-                mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + (
-                    "" if p_clear else " (within)")
-                hg = best_peer_hit_gap(key, lanes, peers)
-                mark_hg = "no balanced peer"
-                if hg:
-                    h_peer, h_gap, h_se = hg
-                    h_clear = clear(h_gap, h_se, 0.001)  # printed to 0.001
-                    c["clear_hit_peer"] += 1 if h_clear and h_gap > 0 else 0
-                    c["clear_hit_lanes"] += 1 if h_clear and h_gap < 0 else 0
-                    mark_hg = f"{h_peer} {h_gap:+.3f} ± {h_se:.3f}" + (
-                        "" if h_clear else " (within)")
-                mark_h = (f"**{lanes}**" if bh == lanes else
-                          f"**{lanes}**, tied with {bh}" if hit_ok else
-                          f"{bh} ({hit(res[bh]):.3f})")
-                emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_g} | {mark_h} | {mark_hg} | "
-                     f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
+    for key in matrix_rows():
+        w, n, load = key
+        res, bp, bh = winners(runs[key], lanes, peers)
+        c["total"] += 1
+        lp = res[lanes]
+        p99_ok = bp == lanes or p99(lp) <= p99(res[bp])
+        # Hit rates equal at the tables' three decimals are a tie.
+        hit_ok = bh == lanes or (bh and lp["imbalance"] <= IMBALANCE_CAP and
+                                 round(hit(lp), 3) >= round(hit(res[bh]), 3))
+        c["wins_p99"] += 1 if p99_ok else 0
+        c["wins_hit"] += 1 if hit_ok else 0
+        if not (p99_ok and hit_ok):
+            c["losses"].append((w, n, load, bp, bh, res))
+        mark_p = f"**{lanes}**" if bp == lanes else f"{bp} ({p99(res[bp]) * 1000:.0f} ms)"
+        peer, gap, se = best_peer_gap(key, lanes, peers)
+        p_clear = clear(gap, se, 0.001)  # printed to 0.1 %
+        c["clear_peer"] += 1 if p_clear and gap < 0 else 0
+        c["clear_lanes"] += 1 if p_clear and gap > 0 else 0
+        mark_g = f"{peer} {gap * 100:+.1f} % ± {se * 100:.1f}" + (
+            "" if p_clear else " (within)")
+        hg = best_peer_hit_gap(key, lanes, peers)
+        mark_hg = "no balanced peer"
+        if hg:
+            h_peer, h_gap, h_se = hg
+            h_clear = clear(h_gap, h_se, 0.001)  # printed to 0.001
+            c["clear_hit_peer"] += 1 if h_clear and h_gap > 0 else 0
+            c["clear_hit_lanes"] += 1 if h_clear and h_gap < 0 else 0
+            mark_hg = f"{h_peer} {h_gap:+.3f} ± {h_se:.3f}" + (
+                "" if h_clear else " (within)")
+        mark_h = (f"**{lanes}**" if bh == lanes else
+                  f"**{lanes}**, tied with {bh}" if hit_ok else
+                  f"{bh} ({hit(res[bh]):.3f})")
+        emit(f"| {w} | {n} | {load:g} | {mark_p} | {mark_g} | {mark_h} | {mark_hg} | "
+             f"{hit(lp):.3f} / {p99(lp) * 1000:.0f} ms |")
     emit("")
     t = c["total"]
     emit(f"`{lanes}` has the best TTFT p99 in {c['wins_p99']} of {t} rows and the best balanced "
@@ -252,33 +253,28 @@ def verdict(lanes, peers, heading, setting):
          f"lower in {c['clear_hit_lanes']}. Why each peer wins where it does: "
          f"[results.md](results.md#against-the-peers-algorithms-modelled).")
     emit("")
-    leads(lanes, peers)
+    leads(lanes, peers, t)
     return c
 
 
-def leads(lanes, peers):
+def leads(lanes, peers, total):
     """Every row where a peer leads `lanes` beyond the seeds' spread on TTFT p99 or (balanced) on
-    hit rate, with what it gives up on the other measure: a trade when it trails there beyond the
-    spread too, a lead on both otherwise."""
+    hit rate, with its paired gap on the other measure: a trade when it trails there beyond the
+    spread, ahead otherwise."""
     found = []
-    for w in WORKLOADS:
-        for n in (4, 8, 16):
-            for load in (0.5, 0.9):
-                key = (w, n, load)
-                if key not in runs:
-                    continue
-                res = {r["policy"]: r for r in runs[key]["results"]}
-                for p in (p for p in peers if p in res):
-                    pg, pse = paired_gap(key, lanes, p, lambda a, b: p99(a) / p99(b) - 1)
-                    hg, hse = paired_gap(key, lanes, p, lambda a, b: hit(a) - hit(b))
-                    p_clear, h_clear = clear(pg, pse, 0.001), clear(hg, hse, 0.001)
-                    p_lead = p_clear and pg < 0
-                    h_lead = h_clear and hg > 0 and res[p]["imbalance"] <= IMBALANCE_CAP
-                    if not (p_lead or h_lead):
-                        continue
-                    trade = (h_clear and hg < 0) if p_lead else (p_clear and pg > 0)
-                    found.append((w, n, load, p, pg, pse, hg, hse, res[p]["imbalance"],
-                                  trade and not (p_lead and h_lead)))
+    for key in matrix_rows():
+        res = {r["policy"]: r for r in runs[key]["results"]}
+        for p in (p for p in peers if p in res):
+            pg, pse = paired_gap(key, lanes, p, lambda a, b: p99(a) / p99(b) - 1)
+            hg, hse = paired_gap(key, lanes, p, lambda a, b: hit(a) - hit(b))
+            p_clear, h_clear = clear(pg, pse, 0.001), clear(hg, hse, 0.001)
+            p_lead = p_clear and pg < 0
+            h_lead = h_clear and hg > 0 and res[p]["imbalance"] <= IMBALANCE_CAP
+            if p_lead or h_lead:
+                # A lead on both is no trade: hg > 0 fails the first test, pg < 0 the second.
+                trade = (h_clear and hg < 0) if p_lead else (p_clear and pg > 0)
+                found.append(dict(row=key, peer=p, p99=pg, p99_se=pse, hit=hg, hit_se=hse,
+                                  imbalance=res[p]["imbalance"], trade=trade))
     emit(f"### Where a peer leads `{lanes}` beyond the seeds' spread")
     emit("")
     if not found:
@@ -294,25 +290,26 @@ def leads(lanes, peers):
     emit(f"| workload | replicas | load | peer | its p99 against {lanes} | its hit rate against "
          f"{lanes} | its imbalance | |")
     emit("|---|---|---|---|---|---|---|---|")
-    for w, n, load, p, pg, pse, hg, hse, im, trade in found:
-        emit(f"| {w} | {n} | {load:g} | {p} | {pg * 100:+.1f} % ± {pse * 100:.1f} | "
-             f"{hg:+.3f} ± {hse:.3f} | {im:.2f} | {'trade' if trade else '**ahead**'} |")
+    for f in found:
+        w, n, load = f["row"]
+        emit(f"| {w} | {n} | {load:g} | {f['peer']} | {f['p99'] * 100:+.1f} % ± "
+             f"{f['p99_se'] * 100:.1f} | {f['hit']:+.3f} ± {f['hit_se']:.3f} | "
+             f"{f['imbalance']:.2f} | {'trade' if f['trade'] else '**ahead**'} |")
     emit("")
-    rows = len({f[:3] for f in found})
-    ahead = [f for f in found if not f[9]]
-    p99_rows = {f[:3] for f in found if f[4] < 0}
-    price = [f[6] for f in found if f[4] < 0 and f[9]]
-    text = (f"A peer leads `{lanes}` beyond the spread in {rows} of "
-            f"{sum(1 for w in WORKLOADS for k in runs if k[0] == w)} rows. ")
+    ahead = [f for f in found if not f["trade"]]
+    text = (f"A peer leads `{lanes}` beyond the spread in {len({f['row'] for f in found})} of "
+            f"{total} rows. ")
     if not ahead:
         text += (f"In every one it trails `{lanes}` on the other measure beyond the spread: no "
                  f"peer is ahead on both, or ahead on one and level on the other, in any row.")
     else:
         text += (f"{len(ahead)} of those leads come without a loss beyond the spread on the "
                  f"other measure (*ahead* above).")
-    if price:
-        text += (f" Where a peer's p99 is lower ({len(p99_rows)} rows), it pays "
-                 f"{-max(price):.3f}–{-min(price):.3f} of hit rate for it.")
+    faster = [f for f in found if f["p99"] < 0 and f["trade"]]
+    if faster:
+        price = [-f["hit"] for f in faster]
+        text += (f" Where a peer's p99 is lower ({len({f['row'] for f in faster})} rows), it pays "
+                 f"{min(price):.3f}–{max(price):.3f} of hit rate for it.")
     emit(text)
     emit("")
 
