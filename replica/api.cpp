@@ -51,8 +51,7 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
                                                std::int64_t prompt_tokens, std::int64_t max_len,
                                                std::int64_t& max_tokens) {
     if (g.model && *g.model != cfg.model_name)
-        return openai::api_error{404, "The model `" + *g.model + "` does not exist.",
-                                 "NotFoundError", "model"};
+        return openai::api_error::model_not_found(*g.model);
     if (g.n != 1)
         return openai::api_error::bad_request("only n=1 is supported", "n");
     if (g.unsupported)
@@ -274,9 +273,7 @@ http::response api::tokenize_answer(const http::request& req) const {
         return openai::error_response(req, *parsed.error);
     const openai::generation_request& g = *parsed.request;
     if (g.model && *g.model != cfg_.model_name)
-        return openai::error_response(
-            req, openai::api_error{404, "The model `" + *g.model + "` does not exist.",
-                                   "NotFoundError", "model"});
+        return openai::error_response(req, openai::api_error::model_not_found(*g.model));
     std::vector<common::token_id> tokens;
     if (!g.prompt_token_ids.empty()) {
         tokens.assign(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
@@ -377,7 +374,7 @@ asio::awaitable<void> api::answer_whole(http::request& req, http::response_write
     const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
     co_await out.send(http::make_response(
         req, status::ok,
-        openai::completion_json(g.kind, meta, text, ev.finish_reason, u, ev.stop_reason)));
+        openai::completion_json(g.kind, meta, text, to_string(ev.finish), u, ev.stop_reason)));
 }
 
 asio::awaitable<void> api::answer_stream(http::response_writer& out, request_stream& stream,
@@ -408,7 +405,7 @@ asio::awaitable<void> api::answer_stream(http::response_writer& out, request_str
     } else {
         tail += role; // no output before the last event
         tail += http::sse_event(
-            openai::delta_chunk(g.kind, meta, ev.text, ev.finish_reason, ev.stop_reason));
+            openai::delta_chunk(g.kind, meta, ev.text, to_string(ev.finish), ev.stop_reason));
         if (g.include_usage) {
             const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
             tail += http::sse_event(openai::usage_chunk(g.kind, meta, u));

@@ -21,14 +21,6 @@ namespace openai = common::openai;
 namespace bhttp = boost::beast::http;
 using clock_type = std::chrono::steady_clock;
 
-namespace {
-
-double seconds_since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
-} // namespace
-
 struct proxy::pick_result {
     decision d;
     std::shared_ptr<replica> chosen;
@@ -73,25 +65,15 @@ proxy::pick_result proxy::pick(dispatch_plan& plan, const tried_set& tried,
     plan.rr.serves = serving == snapshot_cache::model_serving::some ? std::span<const char>(serves_)
                                                                     : std::span<const char>();
     // A replica at its cap takes no new request (admission holds them back meanwhile).
-    const tried_set* avoid = &tried;
-    tried_set full;
-    if (cfg_.replica_max_inflight > 0 || cfg_.replica_queue_threshold > 0) {
-        for (std::size_t i = 0; i < snap.replicas.size(); ++i)
-            if (at_cap(i))
-                full.push_back(snap.replicas[i].id);
-        if (!full.empty()) {
-            full.insert(full.end(), tried.begin(), tried.end());
-            avoid = &full;
-        }
-    }
+    const tried_set full = full_replicas();
     if (plan.pinned) {
         for (std::size_t i = 0; i < snap.replicas.size(); ++i)
-            if (snap.replicas[i].id == *plan.pinned && eligible(snap, i, plan.rr, *avoid))
+            if (snap.replicas[i].id == *plan.pinned && eligible(snap, i, plan.rr, tried, full))
                 out.d = {i, route_reason::response_affinity, 0};
     }
     policy& chooser = plan.by_policy ? *policy_ : *forward_policy_;
     if (!out.d.replica)
-        out.d = chooser.pick(plan.rr, snap, *avoid);
+        out.d = chooser.pick(plan.rr, snap, tried, full);
     if (!out.d.replica) {
         // Nothing routable: how long until a replica of the model that is backing off takes
         // requests again (the client's Retry-After then).
@@ -239,9 +221,7 @@ asio::awaitable<void> proxy::reject_unknown_model(http::request& req, http::resp
                                                   const dispatch_plan& plan) {
     metrics_.requests.with({"none", "404", "unknown_model", "unknown"}).inc();
     count_for_key(plan.who, 404);
-    const openai::api_error e{404, "The model `" + plan.model + "` does not exist.",
-                              "NotFoundError", "model"};
-    co_await out.send(openai::error_response(req, e));
+    co_await out.send(openai::error_response(req, openai::api_error::model_not_found(plan.model)));
 }
 
 asio::awaitable<void> proxy::answer_unrouted(http::request& req, http::response_writer& out,
@@ -352,9 +332,7 @@ http::response proxy::failure_response(const http::request& req, const attempt_r
             req, openai::api_error::of(503, backing_off
                                                 ? "every replica is busy; retry later"
                                                 : "no healthy replica is available; retry later"));
-        const auto wait = backing_off ? backoff_left : cfg_.retry_after;
-        const auto seconds = std::max<std::int64_t>(1, (wait.count() + 999) / 1000);
-        res.set(bhttp::field::retry_after, std::to_string(seconds));
+        http::set_retry_after(res, backing_off ? backoff_left : cfg_.retry_after);
         return res;
     }
     if (last.failed == failure_class::timeout) {

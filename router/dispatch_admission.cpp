@@ -30,6 +30,17 @@ bool proxy::at_cap(std::size_t i) const {
     return cfg_.replica_queue_threshold > 0 && waiting && *waiting >= cfg_.replica_queue_threshold;
 }
 
+tried_set proxy::full_replicas() const {
+    tried_set full;
+    if (cfg_.replica_max_inflight <= 0 && cfg_.replica_queue_threshold <= 0)
+        return full;
+    const pool_snapshot& snap = snapshot_.view();
+    for (std::size_t i = 0; i < snap.replicas.size(); ++i)
+        if (at_cap(i))
+            full.push_back(snap.replicas[i].id);
+    return full;
+}
+
 std::size_t proxy::free_slots(const std::string& model, const std::string& replica) {
     std::lock_guard lock(policy_mutex_);
     const auto now = clock_type::now();
@@ -67,11 +78,7 @@ std::string proxy::preferred_replica(const dispatch_plan& plan, bool with_room) 
     std::lock_guard lock(policy_mutex_);
     refresh_snapshot(clock_type::now());
     const pool_snapshot& snap = snapshot_.view();
-    tried_set full; // with_room: the replicas at their cap are left out
-    if (with_room)
-        for (std::size_t i = 0; i < snap.replicas.size(); ++i)
-            if (at_cap(i))
-                full.push_back(snap.replicas[i].id);
+    const tried_set full = with_room ? full_replicas() : tried_set(); // with_room: at cap left out
     if (snapshot_.serving(plan.model, serves_) == snapshot_cache::model_serving::none)
         return {};
     route_request rr = plan.rr;
@@ -79,7 +86,7 @@ std::string proxy::preferred_replica(const dispatch_plan& plan, bool with_room) 
                     ? std::span<const char>(serves_)
                     : std::span<const char>();
     policy& chooser = plan.by_policy ? *policy_ : *forward_policy_;
-    const decision d = chooser.pick(rr, snap, full);
+    const decision d = chooser.pick(rr, snap, {}, full); // a peek: the policy is unchanged
     // Worth waiting for only where something is cached for the request: a matched prefix, its
     // session, or its response's state. A pick by load alone takes any replica with room.
     const bool affinity = d.matched_blocks > 0 || d.reason == route_reason::session_sticky ||
@@ -129,8 +136,7 @@ asio::awaitable<bool> proxy::admit(http::request& req, http::response_writer& ou
         req, openai::api_error::of(503, full ? "the router's queue is full; retry later"
                                              : "no replica had room within --queue-timeout; "
                                                "retry later"));
-    const auto seconds = std::max<std::int64_t>(1, (cfg_.retry_after.count() + 999) / 1000);
-    res.set(bhttp::field::retry_after, std::to_string(seconds));
+    http::set_retry_after(res, cfg_.retry_after);
     co_await out.send(std::move(res));
     co_return false;
 }

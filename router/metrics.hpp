@@ -3,6 +3,7 @@
 
 #include "common/metrics/registry.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -12,6 +13,11 @@
 namespace lanes::router {
 
 class replica_pool;
+
+// Seconds from `t` to now, as duration histograms take them.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 class router_metrics {
     common::metrics::registry registry_; // first: the references below point into it

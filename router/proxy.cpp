@@ -277,8 +277,7 @@ http::response proxy::rate_limited(const http::request& req, const client& who,
         k);
     e.code = "rate_limit_exceeded";
     auto res = openai::error_response(req, e);
-    const auto seconds = std::max<std::int64_t>(1, (v.retry_after.count() + 999) / 1000);
-    res.set(bhttp::field::retry_after, std::to_string(seconds));
+    http::set_retry_after(res, v.retry_after);
     res.set("x-ratelimit-limit-" + k, std::to_string(static_cast<long long>(v.state.limit)));
     res.set("x-ratelimit-remaining-" + k,
             std::to_string(static_cast<long long>(v.state.remaining)));

@@ -149,14 +149,15 @@ private:
     // How many more requests the routable replicas serving `model` can take before each is at
     // its cap (admission's room); SIZE_MAX when no cap applies or none is routable.
     std::size_t free_slots(const std::string& model, const std::string& replica);
-    // The replica the request's policy would pick if no replica were full (what admission waits
-    // for a while); "" when there is none.
     // The replica the policy picks for `plan` when that pick has affinity (a matched prefix, a
-    // session, a response's state), else ""; with_room: among the replicas below their cap.
+    // session, a response's state), else ""; with_room: among the replicas below their cap. A
+    // peek: the policy is left as it was.
     std::string preferred_replica(const dispatch_plan& plan, bool with_room);
     // Whether snapshot replica `i` is at its cap (--replica-max-inflight,
     // --replica-queue-threshold). Under policy_mutex_.
     bool at_cap(std::size_t i) const;
+    // The snapshot replicas at their cap, by id (none when no cap is set). Under policy_mutex_.
+    tried_set full_replicas() const;
     // Waits in the admission queue when the model or its replicas are full; false when the
     // request was answered (refused) or its client left there.
     boost::asio::awaitable<bool> admit(common::http::request& req,

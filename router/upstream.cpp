@@ -24,14 +24,6 @@ namespace openai = common::openai;
 namespace bhttp = boost::beast::http;
 using boost::system::error_code;
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-} // namespace
-
 // The attempt's upstream connection, shared with the client-closed hook: if the client goes away
 // while we wait, closing it makes the replica abort the request. Once the connection is pooled
 // (or the attempt is over) the hook no longer sees it.

@@ -13,14 +13,27 @@ router::route_request lanes_policy::request_of(const sim_request& req) {
     return rr;
 }
 
-std::size_t lanes_policy::pick(const sim_request& req, const router::pool_snapshot& pool, double) {
-    if (ids_.size() != pool.replicas.size()) {
+bool lanes_policy::pool_changed(const router::pool_snapshot& pool) {
+    // What the router's snapshot reports as a change: membership, a cache epoch, a capacity.
+    bool changed = ids_.size() != pool.replicas.size();
+    for (std::size_t i = 0; !changed && i < pool.replicas.size(); ++i)
+        changed = ids_[i] != pool.replicas[i].id || shape_[i].first != pool.replicas[i].epoch ||
+                  shape_[i].second != pool.replicas[i].num_blocks;
+    if (changed) {
         ids_.clear();
-        for (const auto& r : pool.replicas)
+        shape_.clear();
+        for (const auto& r : pool.replicas) {
             ids_.push_back(r.id);
-        policy_->on_replicas_changed(pool);
+            shape_.emplace_back(r.epoch, r.num_blocks);
+        }
     }
-    const router::decision d = policy_->pick(request_of(req), pool, {});
+    return changed;
+}
+
+std::size_t lanes_policy::pick(const sim_request& req, const router::pool_snapshot& pool, double) {
+    if (pool_changed(pool))
+        policy_->on_replicas_changed(pool);
+    const router::decision d = policy_->pick(request_of(req), pool);
     last_ = d.reason;
     return d.replica.value_or(0);
 }

@@ -6,6 +6,7 @@
 #include "bench/sim/sim_policy.hpp"
 
 #include <unordered_map>
+#include <utility>
 
 namespace lanes::bench::sim {
 
@@ -23,9 +24,11 @@ public:
 
 private:
     static router::route_request request_of(const sim_request& req);
+    bool pool_changed(const router::pool_snapshot& pool);
 
     std::unique_ptr<router::policy> policy_;
     std::vector<std::string> ids_;
+    std::vector<std::pair<std::uint64_t, std::optional<std::int64_t>>> shape_; // epoch, blocks
     std::unordered_map<std::uint64_t, std::size_t> recorded_; // on_routed's note per request
     router::route_reason last_ = router::route_reason::round_robin;
 };

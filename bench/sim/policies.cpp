@@ -8,37 +8,73 @@
 #include "bench/sim/peers/sglang_prefix_hash.hpp"
 #include "router/policies/factory.hpp"
 
+#include <algorithm>
+#include <array>
+
 namespace lanes::bench::sim {
 
+namespace {
+
+// The peers' algorithms, each named once.
+struct peer {
+    std::string_view name;
+    std::unique_ptr<sim_policy> (*make)(const sim_policy_options&);
+    bool reads_kv_events;
+};
+
+template <class P>
+std::unique_ptr<sim_policy> plain(const sim_policy_options&) {
+    return std::make_unique<P>();
+}
+
+template <class P>
+std::unique_ptr<sim_policy> seeded(const sim_policy_options& o) {
+    return std::make_unique<P>(o.seed);
+}
+
+std::unique_ptr<sim_policy> make_dynamo(const sim_policy_options& o) {
+    dynamo_kv_knobs k;
+    k.events = o.kv_events;
+    return std::make_unique<dynamo_kv>(o.seed, o.block_size, std::move(k));
+}
+
+constexpr std::array<peer, 7> peers{{
+    {"sglang_cache_aware", plain<sglang_cache_aware>, false},
+    {"sglang_prefix_hash", plain<sglang_prefix_hash>, false},
+    {"kubeai_chwbl", plain<kubeai_chwbl>, false},
+    {"llmd_scorer", seeded<llmd_scorer>, false},
+    {"dynamo_kv", make_dynamo, true},
+    {"prodstack_prefixaware", seeded<prodstack_prefixaware>, false},
+    {"power_of_two", seeded<power_of_two>, false},
+}};
+
+const peer* find_peer(std::string_view name) {
+    const auto it =
+        std::find_if(peers.begin(), peers.end(), [&](const peer& p) { return p.name == name; });
+    return it == peers.end() ? nullptr : &*it;
+}
+
+} // namespace
+
 const std::vector<std::string>& peer_names() {
-    static const std::vector<std::string> names{
-        "sglang_cache_aware", "sglang_prefix_hash",    "kubeai_chwbl", "llmd_scorer",
-        "dynamo_kv",          "prodstack_prefixaware", "power_of_two"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const auto& p : peers)
+            out.emplace_back(p.name);
+        return out;
+    }();
     return names;
 }
 
 bool reads_kv_events(std::string_view name) {
-    return name == "prefix" || name == "kv_aware" || name == "dynamo_kv";
+    if (const peer* p = find_peer(name))
+        return p->reads_kv_events;
+    return router::policy_reads_kv_events(name);
 }
 
 std::unique_ptr<sim_policy> make_sim_policy(std::string_view name, const sim_policy_options& o) {
-    if (name == "sglang_cache_aware")
-        return std::make_unique<sglang_cache_aware>();
-    if (name == "sglang_prefix_hash")
-        return std::make_unique<sglang_prefix_hash>();
-    if (name == "kubeai_chwbl")
-        return std::make_unique<kubeai_chwbl>();
-    if (name == "llmd_scorer")
-        return std::make_unique<llmd_scorer>(o.seed);
-    if (name == "dynamo_kv") {
-        dynamo_kv_knobs k;
-        k.events = o.kv_events;
-        return std::make_unique<dynamo_kv>(o.seed, o.block_size, std::move(k));
-    }
-    if (name == "prodstack_prefixaware")
-        return std::make_unique<prodstack_prefixaware>(o.seed);
-    if (name == "power_of_two")
-        return std::make_unique<power_of_two>(o.seed);
+    if (const peer* p = find_peer(name))
+        return p->make(o);
     router::policy_options lanes = o.lanes;
     lanes.precise = o.kv_events;
     auto p = router::make_policy(name, lanes);

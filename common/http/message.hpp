@@ -6,6 +6,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,12 @@ using duration = std::chrono::milliseconds;
 
 // The Server field of every answer.
 inline constexpr std::string_view server_header = "lanes";
+
+// Sets Retry-After for a wait: whole seconds (RFC 9110 has no fractions), rounded up, at least 1.
+inline void set_retry_after(response& res, duration wait) {
+    const std::int64_t seconds = std::max<std::int64_t>(1, (wait.count() + 999) / 1000);
+    res.set(beast_http::field::retry_after, std::to_string(seconds));
+}
 
 // "HTTP/1.1" or "HTTP/1.0" for a Beast version number.
 std::string_view version_text(unsigned version);

@@ -16,6 +16,11 @@ api_error api_error::not_found(std::string message) {
     return api_error{404, std::move(message), "NotFoundError", std::nullopt};
 }
 
+api_error api_error::model_not_found(std::string_view model) {
+    return api_error{404, "The model `" + std::string(model) + "` does not exist.", "NotFoundError",
+                     "model"};
+}
+
 api_error api_error::of(int status, std::string message, std::string type) {
     return api_error{status, std::move(message), std::move(type), std::nullopt};
 }

@@ -20,6 +20,8 @@ struct api_error {
 
     static api_error bad_request(std::string message, std::optional<std::string> param = {});
     static api_error not_found(std::string message);
+    // 404 for a model nobody serves, worded as vLLM words it, with param "model".
+    static api_error model_not_found(std::string_view model);
     // Any other status, its type named after it unless given.
     static api_error of(int status, std::string message, std::string type = {});
 };

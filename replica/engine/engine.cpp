@@ -173,7 +173,7 @@ void engine::run() {
     serve_kv_dumps(); // none waits for a pause that will not come
     admit_incoming();
     for (auto& [id, seq] : live_)
-        finish(*seq, "abort");
+        finish(*seq, finish_reason::abort);
     live_.clear();
     publish_gauges();
 }
@@ -193,7 +193,7 @@ void engine::drop_cancelled() {
     for (auto it = live_.begin(); it != live_.end();) {
         if (it->second->stream->cancelled()) {
             scheduler_.remove(it->second.get());
-            finish(*it->second, "abort");
+            finish(*it->second, finish_reason::abort);
             it = live_.erase(it);
         } else {
             ++it;
@@ -283,10 +283,10 @@ void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_poin
         stop = seq.stops.append(std::string_view(&byte, 1));
     }
     if (stop)
-        return finish(seq, "stop");
+        return finish(seq, finish_reason::stop);
     const auto generated = static_cast<std::int64_t>(seq.num_generated());
     if (generated >= seq.req.sampling.max_tokens || seq.tokens.size() >= max_sequence_tokens())
-        return finish(seq, "length");
+        return finish(seq, finish_reason::length);
     if (std::string text = seq.stops.take_ready(); !text.empty()) {
         stream_event ev;
         ev.text = std::move(text);
@@ -294,21 +294,21 @@ void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_poin
     }
 }
 
-void engine::finish(live& seq, const std::string& reason) {
+void engine::finish(live& seq, finish_reason reason) {
     if (seq.done)
         return;
     seq.done = true;
     stream_event ev;
     ev.text = seq.stops.take_all();
     ev.finished = true;
-    ev.finish_reason = reason;
-    if (reason == "stop")
+    ev.finish = reason;
+    if (reason == finish_reason::stop)
         ev.stop_reason = seq.stops.matched(); // null when EOS ended it
     ev.prompt_tokens = static_cast<std::int64_t>(seq.num_prompt);
     ev.completion_tokens = static_cast<std::int64_t>(seq.num_generated());
     ev.cached_tokens = static_cast<std::int64_t>(seq.cached_tokens);
-    metrics_.success(reason).inc();
-    if (reason != "abort")
+    metrics_.success(std::string(to_string(reason))).inc();
+    if (reason != finish_reason::abort)
         metrics_.e2e.observe(seconds_between(seq.req.arrival, clock_()));
     seq.stream->push(std::move(ev));
 }

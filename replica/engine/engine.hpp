@@ -107,7 +107,7 @@ private:
     void drop_cancelled();
     void step();
     void emit_token(live& seq, common::token_id tok, engine_clock::time_point now);
-    void finish(live& seq, const std::string& reason);
+    void finish(live& seq, finish_reason reason);
     void publish_gauges();
     void serve_kv_dumps();
 

@@ -15,14 +15,34 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace lanes::replica {
+
+// Why a request ended, as OpenAI's finish_reason and vLLM's finished_reason label name it.
+enum class finish_reason { none, stop, length, abort, error };
+
+constexpr std::string_view to_string(finish_reason r) {
+    switch (r) {
+    case finish_reason::stop:
+        return "stop";
+    case finish_reason::length:
+        return "length";
+    case finish_reason::abort:
+        return "abort";
+    case finish_reason::error:
+        return "error";
+    case finish_reason::none:
+        break;
+    }
+    return "";
+}
 
 struct stream_event {
     std::string text; // new output text (may be empty on the final event)
     bool finished = false;
-    std::string finish_reason;              // stop | length | abort | error (final event only)
-    std::optional<std::string> stop_reason; // the stop string that ended it (final event only)
+    finish_reason finish = finish_reason::none; // final event only
+    std::optional<std::string> stop_reason;     // the stop string that ended it (final event only)
     std::int64_t prompt_tokens = 0;
     std::int64_t completion_tokens = 0;
     std::int64_t cached_tokens = 0;

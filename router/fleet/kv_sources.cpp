@@ -61,6 +61,20 @@ std::optional<replayed_batches> request_replay(zmq::socket_t& dealer, std::int64
     return std::nullopt; // cut short: not to be trusted as complete
 }
 
+std::string_view to_string(dump_outcome o) {
+    switch (o) {
+    case dump_outcome::ok:
+        return "ok";
+    case dump_outcome::failed:
+        return "failed";
+    case dump_outcome::refused:
+        return "refused";
+    case dump_outcome::undecodable:
+        return "undecodable";
+    }
+    return "unknown";
+}
+
 block_dump_result read_block_dump(const common::http::url& replica, const block_dump_settings& s) {
     common::http::fetch_options opts;
     opts.total_timeout = s.timeout;
@@ -71,15 +85,15 @@ block_dump_result read_block_dump(const common::http::url& replica, const block_
     const auto res =
         common::http::fetch_blocking(replica, boost::beast::http::verb::get, path, opts);
     block_dump_result out;
-    const auto fail = [&out](const char* outcome, std::string why) {
+    const auto fail = [&out](dump_outcome outcome, std::string why) {
         out.outcome = outcome;
         out.why = std::move(why);
         return out;
     };
     if (res.ec)
-        return fail("failed", res.ec.message());
+        return fail(dump_outcome::failed, res.ec.message());
     if (res.status != 200)
-        return fail("refused", "HTTP " + std::to_string(res.status));
+        return fail(dump_outcome::refused, "HTTP " + std::to_string(res.status));
     std::optional<std::int64_t> next;
     for (const auto& [name, value] : res.headers)
         if (boost::beast::iequals(name, ev::dump_next_seq_header)) {
@@ -90,14 +104,15 @@ block_dump_result read_block_dump(const common::http::url& replica, const block_
                 next = v;
         }
     if (!next)
-        return fail("undecodable", "no " + std::string(ev::dump_next_seq_header) + " header");
+        return fail(dump_outcome::undecodable,
+                    "no " + std::string(ev::dump_next_seq_header) + " header");
     block_dump d;
     d.next_seq = *next;
     std::string error;
     ev::decode_limits lim;
     lim.max_bytes = s.max_bytes;
     if (!ev::decode(res.body, d.blocks, error, lim))
-        return fail("undecodable", error);
+        return fail(dump_outcome::undecodable, error);
     out.dump = std::move(d);
     return out;
 }

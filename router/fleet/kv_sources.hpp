@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,9 +42,18 @@ struct block_dump {
     common::kv_events::batch blocks; // BlockStored events, parents first
     std::int64_t next_seq = 0;       // the stream goes on from this batch
 };
+// How a dump read ended; the label of lanes_router_kv_bootstraps_total.
+enum class dump_outcome {
+    ok,
+    failed,     // transport: no connection, a timeout
+    refused,    // an answer other than 200
+    undecodable // 200, but no next-sequence header or a body that does not decode
+};
+std::string_view to_string(dump_outcome o);
+
 struct block_dump_result {
     std::optional<block_dump> dump;
-    const char* outcome = "ok"; // else failed (transport), refused (not 200), undecodable
+    dump_outcome outcome = dump_outcome::ok;
     std::string why;
 };
 // GET /kv-events/blocks of `replica` (blocking the calling thread, at most `s.timeout`).

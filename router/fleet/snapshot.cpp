@@ -9,8 +9,8 @@ bool snapshot_cache::refresh(std::chrono::steady_clock::time_point now,
     // The version is read before the list: a change in between shows as a newer version next
     // time, and the list is copied again then.
     const std::uint64_t v = pool_.version();
-    const bool changed = v != version_ || replicas_.size() != snap_.replicas.size() ||
-                         stats_.size() != replicas_.size();
+    bool changed = v != version_ || replicas_.size() != snap_.replicas.size() ||
+                   stats_.size() != replicas_.size();
     if (changed) {
         replicas_ = pool_.all();
         snap_.replicas.assign(replicas_.size(), replica_view{});
@@ -27,7 +27,9 @@ bool snapshot_cache::refresh(std::chrono::steady_clock::time_point now,
         replica& r = *replicas_[i];
         replica_view& view = snap_.replicas[i];
         view.inflight = r.inflight.load();
-        view.epoch = r.epoch.load(std::memory_order_relaxed);
+        const std::uint64_t epoch = r.epoch.load(std::memory_order_relaxed);
+        changed = changed || epoch != view.epoch; // its cache is gone: policies forget it
+        view.epoch = epoch;
         const bool admitted = r.health.admits(now, view.inflight);
         view.routable = admitted && !r.draining.load() &&
                         r.backoff_until.load(std::memory_order_relaxed) <= ticks;
@@ -47,6 +49,7 @@ bool snapshot_cache::refresh(std::chrono::steady_clock::time_point now,
             m = r.models();
             models_seen = latest;
         }
+        changed = changed || s.num_blocks != view.num_blocks; // its index's capacity follows
         view.num_blocks = s.num_blocks;
         const bool fresh =
             s.at != std::chrono::steady_clock::time_point{} && now - s.at <= stale_after;

@@ -31,7 +31,8 @@ public:
         , max_ejection_percent_(max_ejection_percent) {}
 
     // Brings the view up to date at `now`; scraped load older than `stale_after` is left out.
-    // True when the membership changed since the last refresh (or this is the first).
+    // True when the membership, a replica's cache epoch or its capacity in blocks changed since
+    // the last refresh (or this is the first): what policies hear through on_replicas_changed.
     bool refresh(std::chrono::steady_clock::time_point now, std::chrono::milliseconds stale_after);
     const pool_snapshot& view() const { return snap_; }
     // The replica behind view().replicas[i], and its model list as last read.

@@ -19,26 +19,38 @@ std::unique_ptr<policy> make(const policy_options& options) {
 struct entry {
     std::string_view name;
     std::unique_ptr<policy> (*make)(const policy_options&);
+    bool reads_kv_events; // routes on policy_options::precise where it is set
 };
 
 constexpr std::array<entry, 6> policies{{
     {"round_robin",
      [](const policy_options&) -> std::unique_ptr<policy> {
          return std::make_unique<round_robin_policy>();
-     }},
-    {"random", make<random_policy>},
-    {"least_loaded", make<least_loaded_policy>},
-    {"session", make<session_policy>},
-    {"prefix", make<prefix_policy>},
-    {"kv_aware", make<kv_aware_policy>},
+     },
+     false},
+    {"random", make<random_policy>, false},
+    {"least_loaded", make<least_loaded_policy>, false},
+    {"session", make<session_policy>, false},
+    {"prefix", make<prefix_policy>, true},
+    {"kv_aware", make<kv_aware_policy>, true},
 }};
+
+const entry* find(std::string_view name) {
+    const auto it = std::find_if(policies.begin(), policies.end(),
+                                 [&](const entry& e) { return e.name == name; });
+    return it == policies.end() ? nullptr : &*it;
+}
 
 } // namespace
 
 std::unique_ptr<policy> make_policy(std::string_view name, const policy_options& options) {
-    const auto it = std::find_if(policies.begin(), policies.end(),
-                                 [&](const entry& e) { return e.name == name; });
-    return it == policies.end() ? nullptr : it->make(options);
+    const entry* e = find(name);
+    return e ? e->make(options) : nullptr;
+}
+
+bool policy_reads_kv_events(std::string_view name) {
+    const entry* e = find(name);
+    return e && e->reads_kv_events;
 }
 
 const std::vector<std::string>& policy_names() {

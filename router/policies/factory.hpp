@@ -33,6 +33,8 @@ struct policy_options {
 
 // nullptr for an unknown name.
 std::unique_ptr<policy> make_policy(std::string_view name, const policy_options& options);
+// Whether the policy `name` routes on the replicas' KV events (policy_options::precise).
+bool policy_reads_kv_events(std::string_view name);
 // Every name make_policy accepts, in the order messages and --help list them.
 const std::vector<std::string>& policy_names();
 

@@ -45,12 +45,11 @@ void kv_aware_policy::on_replicas_changed(const pool_snapshot& pool) {
     index_.update_capacities(pool);
 }
 
-decision kv_aware_policy::pick(const route_request& req, const pool_snapshot& pool,
-                               const tried_set& tried) {
-    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
+decision kv_aware_policy::choose(const route_request& req, const pool_snapshot& pool,
+                                 const exclusion& out) const {
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, out.tried, out.full);
     if (candidates.empty())
         return {std::nullopt, route_reason::kv_cost, 0};
-    index_.update_capacities(pool);
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
     const std::size_t n = req.blocks.size();

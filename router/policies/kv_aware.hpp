@@ -27,8 +27,6 @@ class kv_aware_policy final : public policy {
 public:
     explicit kv_aware_policy(const policy_options& options);
     std::string_view name() const override { return "kv_aware"; }
-    decision pick(const route_request& req, const pool_snapshot& pool,
-                  const tried_set& tried) override;
     std::size_t on_routed(const route_request& req, const std::string& replica_id) override;
     void on_outcome(const route_request& req, const std::string& replica_id, std::size_t recorded,
                     bool ok) override;
@@ -37,6 +35,9 @@ public:
     const prefix_index& index() const { return index_; }
 
 private:
+    decision choose(const route_request& req, const pool_snapshot& pool,
+                    const exclusion& out) const override;
+
     prefix_index index_;
     std::shared_ptr<precise_index> precise_; // the replicas' KV events, where they publish them
     clock_fn clock_;                         // what its pending expectations are timed by

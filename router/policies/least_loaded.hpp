@@ -6,9 +6,8 @@
 // replica. Other policies hold one of these as their fallback.
 #pragma once
 
+#include "router/policies/draws.hpp"
 #include "router/policies/policy.hpp"
-
-#include <random>
 
 namespace lanes::router {
 
@@ -16,11 +15,16 @@ class least_loaded_policy final : public policy {
 public:
     explicit least_loaded_policy(const policy_options& options);
     std::string_view name() const override { return "least_loaded"; }
-    decision pick(const route_request& req, const pool_snapshot& pool,
-                  const tried_set& tried) override;
+    std::size_t on_routed(const route_request&, const std::string&) override {
+        draws_.advance();
+        return 0;
+    }
 
 private:
-    std::mt19937_64 rng_;
+    decision choose(const route_request& req, const pool_snapshot& pool,
+                    const exclusion& out) const override;
+
+    seeded_draws draws_;
     double kv_weight_;
 };
 

@@ -39,18 +39,21 @@ std::string_view to_string(route_reason r) {
 }
 
 bool eligible(const pool_snapshot& pool, std::size_t i, const route_request& req,
-              const tried_set& tried) {
+              const tried_set& tried, const tried_set& full) {
     const replica_view& r = pool.replicas[i];
+    const auto in = [&](const tried_set& set) {
+        return std::find(set.begin(), set.end(), r.id) != set.end();
+    };
     return r.routable && (req.serves.empty() || (i < req.serves.size() && req.serves[i])) &&
-           std::find(tried.begin(), tried.end(), r.id) == tried.end();
+           !in(tried) && !in(full);
 }
 
 std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const route_request& req,
-                                          const tried_set& tried) {
+                                          const tried_set& tried, const tried_set& full) {
     std::vector<std::size_t> out;
     out.reserve(pool.replicas.size());
     for (std::size_t i = 0; i < pool.replicas.size(); ++i)
-        if (eligible(pool, i, req, tried))
+        if (eligible(pool, i, req, tried, full))
             out.push_back(i);
     return out;
 }

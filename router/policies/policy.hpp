@@ -76,8 +76,15 @@ struct pool_snapshot {
     std::vector<replica_view> replicas;
 };
 
-// Replicas already tried for this request (retries go elsewhere).
+// Replicas by id: those already tried for this request (a retry goes elsewhere), or those at
+// their in-flight or queue cap (admission holds requests back for them meanwhile).
 using tried_set = std::vector<std::string>;
+
+// What a choice leaves out, the two kinds kept apart: the retry loop alone adds to `tried`.
+struct exclusion {
+    const tried_set& tried;
+    const tried_set& full;
+};
 
 struct decision {
     std::optional<std::size_t> replica; // index into pool_snapshot::replicas
@@ -85,15 +92,23 @@ struct decision {
     std::size_t matched_blocks = 0; // the policy's predicted cached prefix, in blocks
 };
 
+// A policy's choice is a pure function of its state, the request and the pool: pick() may be
+// called to peek (admission asks where a request would go) and changes nothing. What the router
+// then does with a choice reaches the policy through the hooks, on_routed first; a policy that
+// remembers (a session table, a prefix index, a round-robin position, its random draws) records
+// there. This is Envoy's split of peekAnotherHost from chooseHost.
 class policy {
 public:
     virtual ~policy() = default;
     virtual std::string_view name() const = 0;
-    virtual decision pick(const route_request& req, const pool_snapshot& pool,
-                          const tried_set& tried) = 0;
-    // The request was sent to `replica_id` (after pick, possibly on a retry).
-    // The request goes to `replica_id`. A policy that learns from it (a prefix index) records it
-    // as pending and returns a note on what it recorded, given back to on_outcome.
+    // The replica for `req`, leaving out those in `tried` and those in `full`.
+    decision pick(const route_request& req, const pool_snapshot& pool, const tried_set& tried = {},
+                  const tried_set& full = {}) const {
+        return choose(req, pool, exclusion{tried, full});
+    }
+    // The request goes to `replica_id` (after pick, possibly on a retry). A policy that learns
+    // from it (a prefix index) records it as pending and returns a note on what it recorded,
+    // given back to on_outcome.
     virtual std::size_t on_routed(const route_request&, const std::string& /*replica_id*/) {
         return 0;
     }
@@ -106,15 +121,21 @@ public:
     virtual void on_outcome(const route_request&, const std::string& /*replica_id*/,
                             std::size_t /*recorded*/, bool /*ok*/) {}
     virtual void on_request_done(const std::string& /*replica_id*/) {}
+    // The pool's membership changed, or a replica's capacity (num_blocks) or cache epoch did.
+    // Called before the first pick on a pool, and again before a pick on a changed one.
     virtual void on_replicas_changed(const pool_snapshot&) {}
+
+private:
+    virtual decision choose(const route_request& req, const pool_snapshot& pool,
+                            const exclusion& out) const = 0;
 };
 
-// Candidates a policy may choose: routable, serving the request's model, and not yet tried.
+// Candidates a policy may choose: routable, serving the request's model, neither tried nor full.
 bool eligible(const pool_snapshot& pool, std::size_t i, const route_request& req,
-              const tried_set& tried);
+              const tried_set& tried, const tried_set& full = {});
 // Indices (into pool.replicas) of the eligible replicas, in snapshot order.
 std::vector<std::size_t> eligible_indices(const pool_snapshot& pool, const route_request& req,
-                                          const tried_set& tried);
+                                          const tried_set& tried, const tried_set& full = {});
 
 using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 

@@ -34,6 +34,7 @@ std::size_t prefix_policy::on_routed(const route_request& req, const std::string
     if (precise_)
         precise_->expect(replica_id, req.blocks.first(recorded), clock_());
     prefilling_[replica_id] += static_cast<std::int64_t>(req.blocks.size() - held);
+    fallback_.on_routed(req, replica_id); // its draws move on, whoever chose
     return held;
 }
 
@@ -91,8 +92,8 @@ bool prefix_policy::imbalanced(const pool_snapshot& pool,
 }
 
 decision prefix_policy::delegate(const route_request& req, const pool_snapshot& pool,
-                                 const tried_set& tried, route_reason reason) {
-    decision d = fallback_.pick(req, pool, tried);
+                                 const exclusion& out, route_reason reason) const {
+    decision d = fallback_.pick(req, pool, out.tried, out.full);
     d.reason = reason;
     d.matched_blocks = d.replica ? matched(pool, *d.replica, req.blocks) : 0;
     return d;
@@ -183,26 +184,25 @@ decision prefix_policy::least_cached(const route_request& req, const pool_snapsh
     return {*best, route_reason::prefix_miss, matched(pool, *best, req.blocks)};
 }
 
-decision prefix_policy::pick(const route_request& req, const pool_snapshot& pool,
-                             const tried_set& tried) {
+decision prefix_policy::choose(const route_request& req, const pool_snapshot& pool,
+                               const exclusion& out) const {
     struct release { // the index's lock goes before anything on this thread may write to it
         decision_reading& r;
         ~release() { r.clear(); }
     } scope{reading_};
     reading_.clear();
-    return pick_within(req, pool, tried);
+    return choose_within(req, pool, out);
 }
 
-decision prefix_policy::pick_within(const route_request& req, const pool_snapshot& pool,
-                                    const tried_set& tried) {
-    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
+decision prefix_policy::choose_within(const route_request& req, const pool_snapshot& pool,
+                                      const exclusion& out) const {
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, out.tried, out.full);
     if (candidates.empty())
         return {std::nullopt, route_reason::prefix_miss, 0};
-    index_.update_capacities(pool);
     if (imbalanced(pool, candidates))
-        return delegate(req, pool, tried, route_reason::prefix_imbalance);
+        return delegate(req, pool, out, route_reason::prefix_imbalance);
     if (req.blocks.empty())
-        return delegate(req, pool, tried, route_reason::prefix_miss);
+        return delegate(req, pool, out, route_reason::prefix_miss);
     // Nothing cached anywhere, by the replicas' word or this router's own routing (a fresh
     // router in front of fresh replicas): rendezvous hashing, so that independent routers agree.
     if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
@@ -218,9 +218,9 @@ decision prefix_policy::pick_within(const route_request& req, const pool_snapsho
     const bool any_precise = std::any_of(candidates.begin(), candidates.end(),
                                          [&](std::size_t i) { return precise_at(pool, i); });
     if (any_precise)
-        if (auto d = longest(req, pool, tried, candidates, true))
+        if (auto d = longest(req, pool, out, candidates, true))
             return *d;
-    if (auto d = longest(req, pool, tried, candidates, false))
+    if (auto d = longest(req, pool, out, candidates, false))
         return *d;
     // A new prefix while the replicas' events still report nothing, though this router has
     // routed (clients starting at once, before the first step's events): in rendezvous order, so
@@ -234,9 +234,9 @@ decision prefix_policy::pick_within(const route_request& req, const pool_snapsho
 }
 
 std::optional<decision> prefix_policy::longest(const route_request& req, const pool_snapshot& pool,
-                                               const tried_set& tried,
+                                               const exclusion& out,
                                                const std::vector<std::size_t>& candidates,
-                                               bool precise) {
+                                               bool precise) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
     // Longer match first, then the lower load with pending prefill, then rendezvous order.
@@ -279,7 +279,7 @@ std::optional<decision> prefix_policy::longest(const route_request& req, const p
                         best->matched};
     if (best_within)
         return decision{best_within->index, route_reason::prefix_overload, best_within->matched};
-    return delegate(req, pool, tried, route_reason::prefix_overload);
+    return delegate(req, pool, out, route_reason::prefix_overload);
 }
 
 } // namespace lanes::router

@@ -66,8 +66,6 @@ class prefix_policy final : public policy {
 public:
     explicit prefix_policy(const policy_options& options);
     std::string_view name() const override { return "prefix"; }
-    decision pick(const route_request& req, const pool_snapshot& pool,
-                  const tried_set& tried) override;
     std::size_t on_routed(const route_request& req, const std::string& replica_id) override;
     void on_first_byte(const route_request& req, const std::string& replica_id,
                        std::size_t recorded) override;
@@ -85,8 +83,10 @@ private:
     };
 
     bool imbalanced(const pool_snapshot& pool, const std::vector<std::size_t>& candidates) const;
-    decision delegate(const route_request& req, const pool_snapshot& pool, const tried_set& tried,
-                      route_reason reason);
+    decision choose(const route_request& req, const pool_snapshot& pool,
+                    const exclusion& out) const override;
+    decision delegate(const route_request& req, const pool_snapshot& pool, const exclusion& out,
+                      route_reason reason) const;
     // The load score plus `per_block` times the prefill pending at replica i, in whole requests.
     double busy(const pool_snapshot& pool, std::size_t i, double per_block) const;
     decision least_cached(const route_request& req, const pool_snapshot& pool,
@@ -100,8 +100,8 @@ private:
     // Steps 4 and 5 on one index: the precise one (where replicas publish events) or the
     // approximate one; nullopt for a miss.
     std::optional<decision> longest(const route_request& req, const pool_snapshot& pool,
-                                    const tried_set& tried,
-                                    const std::vector<std::size_t>& candidates, bool precise);
+                                    const exclusion& out,
+                                    const std::vector<std::size_t>& candidates, bool precise) const;
 
     // What replica `i` holds of `blocks`: its KV events' word when it publishes them (and its
     // stream is complete), else the approximate index's guess.
@@ -109,7 +109,7 @@ private:
                         std::span<const common::block_hash> blocks) const;
     // What one decision reads of the precise index: its lock taken once and the clock read
     // once, on first use (a decision asks matched() and precise_at() of every candidate).
-    // pick() lets both go as it ends.
+    // choose() lets both go as it ends.
     struct decision_reading {
         std::optional<precise_index::reading> index;
         std::optional<std::chrono::steady_clock::time_point> now;
@@ -131,14 +131,14 @@ private:
     bool precise_at(const pool_snapshot& pool, std::size_t i) const {
         return precise_ && precise_reading().live(pool.replicas[i].id, pool.replicas[i].epoch);
     }
-    decision pick_within(const route_request& req, const pool_snapshot& pool,
-                         const tried_set& tried);
+    decision choose_within(const route_request& req, const pool_snapshot& pool,
+                           const exclusion& out) const;
 
     least_loaded_policy fallback_;
     prefix_index index_;
     std::shared_ptr<precise_index> precise_;
     clock_fn clock_; // what pending expectations in the precise index are timed by
-    mutable decision_reading reading_; // during pick() only
+    mutable decision_reading reading_; // during choose() only
     double kv_weight_;
     double load_factor_;
     double long_match_load_factor_;

@@ -74,14 +74,18 @@ public:
     // Sets every snapshot replica's capacity (num_blocks when known, else the default), evicting
     // what no longer fits, forgets what it held of a replica whose epoch moved (its cache was
     // lost), and binds the snapshot: match_at and size_at then take indices into
-    // pool.replicas without looking replicas up by id. A policy calls this once per decision;
-    // when the snapshot lists the same replicas as last time it costs a few compares.
+    // pool.replicas without looking replicas up by id. A policy calls this from
+    // on_replicas_changed, when the snapshot's replicas, capacities or epochs change.
     void update_capacities(const pool_snapshot& pool);
+    // (A replica the bound snapshot lacks holds nothing: a policy not yet told of the pool it is
+    // asked about routes as if its index were empty, never out of bounds.)
     std::size_t match_at(std::size_t i, std::span<const common::block_hash> blocks) const {
-        return longest_run(*bound_[i], blocks);
+        return i < bound_.size() ? longest_run(*bound_[i], blocks) : 0;
     }
-    std::size_t size_at(std::size_t i) const { return bound_[i]->size(); }
-    std::size_t capacity_at(std::size_t i) const { return bound_[i]->capacity(); }
+    std::size_t size_at(std::size_t i) const { return i < bound_.size() ? bound_[i]->size() : 0; }
+    std::size_t capacity_at(std::size_t i) const {
+        return i < bound_.size() ? bound_[i]->capacity() : 0;
+    }
     // Forgets the replicas the snapshot lacks.
     void retain(const pool_snapshot& pool);
     void forget(const std::string& replica);

@@ -2,15 +2,17 @@
 
 namespace lanes::router {
 
-decision round_robin_policy::pick(const route_request& req, const pool_snapshot& pool,
-                                  const tried_set& tried) {
+decision round_robin_policy::choose(const route_request& req, const pool_snapshot& pool,
+                                    const exclusion& out) const {
     const std::size_t n = pool.replicas.size();
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        if (pool.replicas[i].id == last_)
+            start = i + 1;
     for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t idx = (next_ + i) % n;
-        if (eligible(pool, idx, req, tried)) {
-            next_ = idx + 1;
+        const std::size_t idx = (start + i) % n;
+        if (eligible(pool, idx, req, out.tried, out.full))
             return {idx, route_reason::round_robin, 0};
-        }
     }
     return {std::nullopt, route_reason::round_robin, 0};
 }

@@ -1,19 +1,28 @@
-// round_robin: the next eligible replica in turn. No knobs. The baseline every LLM router ships
-// (nginx's default, SGLang's `round_robin`, vLLM production-stack's `roundrobin`).
+// round_robin: the next eligible replica in turn: after the one the last request went to, in
+// snapshot order (from the first when that one has left the pool). No knobs. The baseline every
+// LLM router ships (nginx's default, SGLang's `round_robin`, vLLM production-stack's
+// `roundrobin`). The turn moves on in on_routed, so a peek leaves it where it is.
 #pragma once
 
 #include "router/policies/policy.hpp"
+
+#include <string>
 
 namespace lanes::router {
 
 class round_robin_policy final : public policy {
 public:
     std::string_view name() const override { return "round_robin"; }
-    decision pick(const route_request& req, const pool_snapshot& pool,
-                  const tried_set& tried) override;
+    std::size_t on_routed(const route_request&, const std::string& replica_id) override {
+        last_ = replica_id;
+        return 0;
+    }
 
 private:
-    std::size_t next_ = 0;
+    decision choose(const route_request& req, const pool_snapshot& pool,
+                    const exclusion& out) const override;
+
+    std::string last_; // the replica the last request went to
 };
 
 } // namespace lanes::router

@@ -44,35 +44,38 @@ void session_policy::remember(std::uint64_t key, const std::string& replica_id, 
     it->second.lru_pos = lru_.begin();
 }
 
-decision session_policy::pick(const route_request& req, const pool_snapshot& pool,
-                              const tried_set& tried) {
+std::size_t session_policy::on_routed(const route_request& req, const std::string& replica_id) {
     if (!req.session)
-        return fallback_.pick(req, pool, tried);
-    const std::vector<std::size_t> candidates = eligible_indices(pool, req, tried);
+        return fallback_.on_routed(req, replica_id);
+    const time_point now = clock_();
+    expire(now);
+    remember(req.session->key, replica_id, now);
+    return 0;
+}
+
+decision session_policy::choose(const route_request& req, const pool_snapshot& pool,
+                                const exclusion& out) const {
+    if (!req.session)
+        return fallback_.pick(req, pool, out.tried, out.full);
+    const std::vector<std::size_t> candidates = eligible_indices(pool, req, out.tried, out.full);
     if (candidates.empty())
         return {std::nullopt, route_reason::session_new, 0};
-    const std::uint64_t key = req.session->key;
     // Placed by the hash every router computes alike, as 8 bytes.
     const std::uint64_t place = req.session->place;
     const std::string_view place_key(reinterpret_cast<const char*>(&place), sizeof place);
-    const time_point now = clock_();
-    expire(now);
     const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
 
     route_reason reason = route_reason::session_new;
-    if (const auto it = sessions_.find(key); it != sessions_.end()) {
+    const auto it = sessions_.find(req.session->key);
+    if (it != sessions_.end() && clock_() - it->second.last_used <= ttl_) {
         const auto same = std::find_if(candidates.begin(), candidates.end(), [&](std::size_t i) {
             return pool.replicas[i].id == it->second.replica_id;
         });
-        if (same != candidates.end() && within_cap(pool.replicas[*same], cap)) {
-            remember(key, it->second.replica_id, now);
+        if (same != candidates.end() && within_cap(pool.replicas[*same], cap))
             return {*same, route_reason::session_sticky, 0};
-        }
         reason = route_reason::session_spill;
     }
-    const std::size_t chosen = *rendezvous_bounded(place_key, pool, candidates, cap);
-    remember(key, pool.replicas[chosen].id, now);
-    return {chosen, reason, 0};
+    return {*rendezvous_bounded(place_key, pool, candidates, cap), reason, 0};
 }
 
 } // namespace lanes::router

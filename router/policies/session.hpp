@@ -1,11 +1,11 @@
 // session: sticky sessions by route_request::session. A new session is placed by rendezvous
 // hashing of (key, replica id) over the eligible replicas, taking the highest-ranked replica
-// within the bounded-load cap (load.hpp; the top-ranked one when all are over it), and remembered.
-// A known session stays on its replica while that replica is eligible and within the cap;
-// otherwise it is placed again and the new replica remembered (a spill). Requests without a key
-// go to least_loaded. Past the capacity the least recently used session is forgotten first.
-// Knobs: session_knobs below, load_knobs' cap_floor, the seed and the clock. The idea is
-// consistent hashing with bounded loads (Mirrokni et al. 2018), as SGLang's
+// within the bounded-load cap (load.hpp; the top-ranked one when all are over it). A known session
+// stays on its replica while that replica is eligible and within the cap; otherwise it is placed
+// again (a spill). Where a session's request went is remembered in on_routed, not when picked.
+// Requests without a key go to least_loaded. Past the capacity the least recently used session is
+// forgotten first. Knobs: session_knobs below, load_knobs' cap_floor, the seed and the clock. The
+// idea is consistent hashing with bounded loads (Mirrokni et al. 2018), as SGLang's
 // manual/consistent_hashing policies and Dynamo's session affinity (idle TTL) use sticky keys.
 #pragma once
 
@@ -32,10 +32,9 @@ class session_policy final : public policy {
 public:
     explicit session_policy(const policy_options& options);
     std::string_view name() const override { return "session"; }
-    decision pick(const route_request& req, const pool_snapshot& pool,
-                  const tried_set& tried) override;
+    std::size_t on_routed(const route_request& req, const std::string& replica_id) override;
 
-    // Sessions remembered now (expired ones may linger until the next pick).
+    // Sessions remembered now (expired ones may linger until the next request is routed).
     std::size_t size() const { return sessions_.size(); }
 
 private:
@@ -46,6 +45,8 @@ private:
         std::list<std::uint64_t>::iterator lru_pos; // this entry's key in lru_
     };
 
+    decision choose(const route_request& req, const pool_snapshot& pool,
+                    const exclusion& out) const override;
     void expire(time_point now);
     void remember(std::uint64_t key, const std::string& replica_id, time_point now);
 

@@ -3,7 +3,7 @@
 // to its total, and every step's GPU time (events around it) and host time (the forward call,
 // and the engine's time between calls) are summed by kind; the totals are printed to stderr when
 // the backend goes. Graph replays carry no per-operation events, so per-operation figures need
-// --cuda-graphs false (deploy/gpu/profile.sh runs both). Private to cuda_backend.cpp.
+// --cuda-graphs false (bench/scripts/gpu/profile.sh runs both). Private to cuda_backend.cpp.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -121,7 +121,7 @@ TEST_CASE("cpu model: same seed gives the same tokens, another seed other tokens
     for (std::size_t i = 0; i < reqs.size(); ++i) {
         CHECK(ra[i].text.size() == 48);
         CHECK(ra[i].text == ra2[i].text);
-        CHECK(ra[i].last.finish_reason == "length");
+        CHECK(ra[i].last.finish == finish_reason::length);
         CHECK(all_printable(ra[i].text));
         CHECK(all_printable(rb[i].text));
     }
@@ -154,7 +154,7 @@ TEST_CASE("stop strings and max_tokens end requests with the right reason", "[en
     auto req = make_request("abc", 64);
     req.sampling.stop = {stop};
     const auto stopped = generate(eng, {req});
-    CHECK(stopped[0].last.finish_reason == "stop");
+    CHECK(stopped[0].last.finish == finish_reason::stop);
     CHECK(stopped[0].text == free_run[0].text.substr(0, free_run[0].text.find(stop)));
 }
 

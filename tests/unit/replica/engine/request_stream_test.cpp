@@ -19,10 +19,10 @@ stream_event text_event(std::string text) {
     return ev;
 }
 
-stream_event final_event(std::string reason) {
+stream_event final_event(finish_reason reason) {
     stream_event ev;
     ev.finished = true;
-    ev.finish_reason = std::move(reason);
+    ev.finish = reason;
     ev.prompt_tokens = 6;
     ev.completion_tokens = 2;
     return ev;
@@ -62,7 +62,7 @@ TEST_CASE("request_stream: events from another thread arrive in order on the exe
     std::thread engine([stream] {
         for (int i = 0; i < n; ++i)
             stream->push(text_event(std::to_string(i)));
-        stream->push(final_event("length"));
+        stream->push(final_event(finish_reason::length));
     });
     const bool done = run_with_deadline(io, [&]() -> asio::awaitable<void> {
         for (;;) {
@@ -81,7 +81,7 @@ TEST_CASE("request_stream: events from another thread arrive in order on the exe
     REQUIRE(got.size() == static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i)
         REQUIRE(got[static_cast<std::size_t>(i)] == std::to_string(i));
-    CHECK(last.finish_reason == "length");
+    CHECK(last.finish == finish_reason::length);
     CHECK(last.prompt_tokens == 6);
     CHECK(last.completion_tokens == 2);
     CHECK(last.text.empty());
@@ -92,7 +92,7 @@ TEST_CASE("request_stream: events pushed before anyone waits are kept", "[reques
     auto stream = std::make_shared<request_stream>(io.get_executor());
     stream->push(text_event("a"));
     stream->push(text_event("b"));
-    stream->push(final_event("stop"));
+    stream->push(final_event(finish_reason::stop));
     std::string text;
     std::string reason;
     CHECK(run_with_deadline(io, [&]() -> asio::awaitable<void> {
@@ -100,7 +100,7 @@ TEST_CASE("request_stream: events pushed before anyone waits are kept", "[reques
             const stream_event ev = co_await stream->next();
             text += ev.text;
             if (ev.finished) {
-                reason = ev.finish_reason;
+                reason = to_string(ev.finish);
                 co_return;
             }
         }
@@ -113,7 +113,7 @@ TEST_CASE("request_stream: next() after the final event waits for the next push"
           "[request_stream]") {
     asio::io_context io;
     auto stream = std::make_shared<request_stream>(io.get_executor());
-    stream->push(final_event("stop"));
+    stream->push(final_event(finish_reason::stop));
     bool pushed = false;
     stream_event after;
     CHECK(run_with_deadline(io, [&]() -> asio::awaitable<void> {

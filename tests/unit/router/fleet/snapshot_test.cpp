@@ -28,15 +28,15 @@ TEST_CASE("refresh shows every scrape, the stale cutoff and ejection", "[pool]")
     s.num_blocks = 512;
     s.at = now;
     replicas(0)->set_stats(s);
-    CHECK_FALSE(cache.refresh(now + 100ms, 2'000ms));
+    CHECK(cache.refresh(now + 100ms, 2'000ms)); // its capacity is known now: policies hear it
     CHECK(snap.replicas[0].kv_usage == 0.25);
     CHECK(snap.replicas[0].waiting == 3);
     CHECK(snap.replicas[0].num_blocks == 512);
     CHECK_FALSE(snap.replicas[1].kv_usage);
 
-    s.kv_usage = 0.75; // the next scrape
+    s.kv_usage = 0.75; // the next scrape: its load moved, the pool did not
     replicas(0)->set_stats(s);
-    cache.refresh(now + 200ms, 2'000ms);
+    CHECK_FALSE(cache.refresh(now + 200ms, 2'000ms));
     CHECK(snap.replicas[0].kv_usage == 0.75);
 
     // No scrape for longer than the cutoff: the load figures are dropped, the capacity is kept.
@@ -156,4 +156,17 @@ TEST_CASE("failed requests eject at most max_ejection_percent of a model's repli
     cache.replica_at(0)->health.on_failure(t0 + 60ms, router::failure_origin::probe);
     cache.refresh(t0 + 70ms, 2'000ms);
     CHECK_FALSE(v[0].routable);
+}
+
+TEST_CASE("a replica's lost cache (a new epoch) is a change the policies hear of", "[pool]") {
+    router::replica_pool pool(router::health_config{});
+    REQUIRE(pool.add(*common::http::parse_url("http://127.0.0.1:9001")));
+    router::snapshot_cache cache(pool);
+    const auto now = std::chrono::steady_clock::now();
+    CHECK(cache.refresh(now, 2'000ms));
+    CHECK_FALSE(cache.refresh(now + 10ms, 2'000ms));
+    cache.replica_at(0)->epoch.fetch_add(1); // a restart, an ejection
+    CHECK(cache.refresh(now + 20ms, 2'000ms));
+    CHECK(cache.view().replicas[0].epoch == 1);
+    CHECK_FALSE(cache.refresh(now + 30ms, 2'000ms));
 }

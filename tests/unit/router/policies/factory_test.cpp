@@ -17,6 +17,7 @@ TEST_CASE("the factory builds every policy by name", "[policy]") {
         auto p = make_policy(name, {});
         REQUIRE(p);
         CHECK(p->name() == name);
+        p->on_replicas_changed(pool);
         CHECK(p->pick({}, pool, {}).replica);
         CHECK(!p->pick({}, pool, {"r0", "r1"}).replica);
     }

@@ -44,9 +44,18 @@ inline route_request request_for(const std::vector<common::block_hash>& blocks) 
     return r;
 }
 
-// pick + on_routed, as the router does.
-inline decision route(policy& p, const route_request& req, const pool_snapshot& pool) {
-    const decision d = p.pick(req, pool, {});
+// A pick on `pool` after the policy heard of it, as the router's snapshot refresh tells it (the
+// test's pool may have changed since the last call: a capacity, an epoch, a replica).
+inline decision decide(policy& p, const route_request& req, const pool_snapshot& pool,
+                       const tried_set& tried = {}) {
+    p.on_replicas_changed(pool);
+    return p.pick(req, pool, tried);
+}
+
+// decide + on_routed, as the router does.
+inline decision route(policy& p, const route_request& req, const pool_snapshot& pool,
+                      const tried_set& tried = {}) {
+    const decision d = decide(p, req, pool, tried);
     if (d.replica)
         p.on_routed(req, pool.replicas[*d.replica].id);
     return d;
@@ -62,12 +71,12 @@ struct manual_clock {
     void advance(std::chrono::milliseconds d) const { *now += d; }
 };
 
-// Picks `count` times with the same request and snapshot, counting the chosen indices.
+// Routes `count` times with the same request and snapshot, counting the chosen indices.
 inline std::map<std::size_t, int> count_picks(policy& p, const route_request& req,
                                               const pool_snapshot& pool, int count) {
     std::map<std::size_t, int> counts;
     for (int i = 0; i < count; ++i) {
-        const decision d = p.pick(req, pool, {});
+        const decision d = route(p, req, pool);
         if (d.replica)
             ++counts[*d.replica];
     }

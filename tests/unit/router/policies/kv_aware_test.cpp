@@ -32,13 +32,13 @@ TEST_CASE("kv_aware prefers the cached prefix unless its decode load outweighs t
     fixture f(p);
     // r0: 2 uncached + 5 active = 7; r1: 10 uncached + 0 = 10.
     f.pool.replicas[0].kv_usage = 0.05;
-    const decision hit = p.pick(request_for(f.blocks), f.pool, {});
+    const decision hit = decide(p, request_for(f.blocks), f.pool, {});
     CHECK(*hit.replica == 0);
     CHECK(hit.reason == route_reason::kv_cost);
     CHECK(hit.matched_blocks == 8);
     // r0: 2 + 9 = 11 > 10: the 8 saved blocks no longer pay for its decode load.
     f.pool.replicas[0].kv_usage = 0.09;
-    const decision busy = p.pick(request_for(f.blocks), f.pool, {});
+    const decision busy = decide(p, request_for(f.blocks), f.pool, {});
     CHECK(*busy.replica == 1);
     CHECK(busy.reason == route_reason::kv_cost);
     CHECK(busy.matched_blocks == 0);
@@ -50,9 +50,9 @@ TEST_CASE("kv_aware weighs the overlap by overlap_weight", "[policy][kv_aware]")
     kv_aware_policy p(o);
     fixture f(p);
     f.pool.replicas[0].kv_usage = 0.09; // r0: 2 * 2 + 9 = 13; r1: 2 * 10 = 20
-    CHECK(*p.pick(request_for(f.blocks), f.pool, {}).replica == 0);
+    CHECK(*decide(p, request_for(f.blocks), f.pool, {}).replica == 0);
     f.pool.replicas[0].kv_usage = 0.17; // r0: 4 + 17 = 21 > 20
-    CHECK(*p.pick(request_for(f.blocks), f.pool, {}).replica == 1);
+    CHECK(*decide(p, request_for(f.blocks), f.pool, {}).replica == 1);
 }
 
 TEST_CASE("kv_aware estimates decode load from inflight without a scrape", "[policy][kv_aware]") {
@@ -61,9 +61,9 @@ TEST_CASE("kv_aware estimates decode load from inflight without a scrape", "[pol
     for (auto& r : f.pool.replicas)
         r.kv_usage.reset();
     // r0: 2 + 0 * 10 = 2; r1: 10.
-    CHECK(*p.pick(request_for(f.blocks), f.pool, {}).replica == 0);
+    CHECK(*decide(p, request_for(f.blocks), f.pool, {}).replica == 0);
     f.pool.replicas[0].inflight = 1; // r0: 2 + 1 * 10 = 12 > 10
-    CHECK(*p.pick(request_for(f.blocks), f.pool, {}).replica == 1);
+    CHECK(*decide(p, request_for(f.blocks), f.pool, {}).replica == 1);
 }
 
 TEST_CASE("kv_aware breaks cost ties by inflight", "[policy][kv_aware]") {
@@ -76,21 +76,21 @@ TEST_CASE("kv_aware breaks cost ties by inflight", "[policy][kv_aware]") {
     }
     pool.replicas[1].inflight = 2;
     const auto blocks = make_blocks(3, 4);
-    CHECK(*p.pick(request_for(blocks), pool, {}).replica == 1);
+    CHECK(*decide(p, request_for(blocks), pool, {}).replica == 1);
     pool.replicas[2].inflight = 1;
-    CHECK(*p.pick(request_for(blocks), pool, {}).replica == 2);
+    CHECK(*decide(p, request_for(blocks), pool, {}).replica == 2);
 }
 
 TEST_CASE("kv_aware respects tried, learns from on_routed and forgets departed replicas",
           "[policy][kv_aware]") {
     kv_aware_policy p({});
     fixture f(p);
-    const decision retry = p.pick(request_for(f.blocks), f.pool, {"r0"});
+    const decision retry = decide(p, request_for(f.blocks), f.pool, {"r0"});
     CHECK(*retry.replica == 1);
-    CHECK(!p.pick(request_for(f.blocks), f.pool, {"r0", "r1"}).replica);
+    CHECK(!decide(p, request_for(f.blocks), f.pool, {"r0", "r1"}).replica);
 
     p.on_routed(request_for(f.blocks), "r1"); // r1 now holds all 10
-    const decision d = p.pick(request_for(f.blocks), f.pool, {});
+    const decision d = decide(p, request_for(f.blocks), f.pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.matched_blocks == 10);
 

@@ -68,13 +68,13 @@ TEST_CASE("least_loaded compares scores, only inflight when the scrape is stale"
     pool.replicas[1].inflight = 1;
     pool.replicas[1].waiting = 5; // fresh: 1 + 5 = 6 > 2
     for (int i = 0; i < 20; ++i)
-        CHECK(*p.pick({}, pool, {}).replica == 0);
+        CHECK(*route(p, {}, pool, {}).replica == 0);
     pool.replicas[1].waiting.reset(); // stale: 1 < 2
     for (int i = 0; i < 20; ++i)
-        CHECK(*p.pick({}, pool, {}).replica == 1);
+        CHECK(*route(p, {}, pool, {}).replica == 1);
     pool.replicas[1].kv_usage = 0.5; // 1 + 4 * 0.5 = 3 > 2
     for (int i = 0; i < 20; ++i)
-        CHECK(*p.pick({}, pool, {}).replica == 0);
+        CHECK(*route(p, {}, pool, {}).replica == 0);
 }
 
 TEST_CASE("least_loaded takes the only eligible replica and respects tried",
@@ -84,15 +84,15 @@ TEST_CASE("least_loaded takes the only eligible replica and respects tried",
     pool.replicas[0].routable = false;
     pool.replicas[1].inflight = 100;
     for (int i = 0; i < 10; ++i)
-        CHECK(*p.pick({}, pool, {"r2"}).replica == 1);
-    CHECK(!p.pick({}, pool, {"r1", "r2"}).replica);
+        CHECK(*route(p, {}, pool, {"r2"}).replica == 1);
+    CHECK(!route(p, {}, pool, {"r1", "r2"}).replica);
 }
 
 TEST_CASE("least_loaded keeps a growing pool balanced", "[policy][least_loaded]") {
     least_loaded_policy p({});
     auto pool = make_pool(4);
     for (int i = 0; i < 1'000; ++i)
-        ++pool.replicas[*p.pick({}, pool, {}).replica].inflight;
+        ++pool.replicas[*route(p, {}, pool, {}).replica].inflight;
     const auto [lo, hi] = std::minmax_element(
         pool.replicas.begin(), pool.replicas.end(),
         [](const replica_view& a, const replica_view& b) { return a.inflight < b.inflight; });

@@ -96,12 +96,12 @@ TEST_CASE("prefix: with KV events, a decision reads the clock once, not once a r
     p.on_routed(request_for(blocks), pool.replicas[5].id); // expected there until events say
     reads = 0;
     const route_request req = request_for(blocks);
-    const decision d = p.pick(req, pool, {});
+    const decision d = decide(p, req, pool, {});
     REQUIRE(d.replica);
     CHECK(*d.replica == 5);
     CHECK(d.reason == route_reason::prefix_match_precise);
     CHECK(reads == 1);
     // The next decision reads it afresh.
-    p.pick(req, pool, {});
+    decide(p, req, pool, {});
     CHECK(reads == 2);
 }

@@ -19,16 +19,16 @@ TEST_CASE("prefix: the longest cached prefix wins", "[policy][prefix]") {
     p.on_routed(request_for({all.begin(), all.begin() + 3}), "r0");
     p.on_routed(request_for({all.begin(), all.begin() + 5}), "r1");
     p.on_routed(request_for({all.begin(), all.begin() + 1}), "r2");
-    const decision d = p.pick(request_for(blocks), pool, {});
+    const decision d = decide(p, request_for(blocks), pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.reason == route_reason::prefix_match);
     CHECK(d.matched_blocks == 5);
 
     // A retry excludes it: the next longest.
-    const decision retry = p.pick(request_for(blocks), pool, {"r1"});
+    const decision retry = decide(p, request_for(blocks), pool, {"r1"});
     CHECK(*retry.replica == 0);
     CHECK(retry.matched_blocks == 3);
-    CHECK(!p.pick(request_for(blocks), pool, {"r0", "r1", "r2"}).replica);
+    CHECK(!decide(p, request_for(blocks), pool, {"r0", "r1", "r2"}).replica);
 }
 
 TEST_CASE("prefix: equal matches go to the lower load", "[policy][prefix]") {
@@ -39,9 +39,9 @@ TEST_CASE("prefix: equal matches go to the lower load", "[policy][prefix]") {
     p.on_routed(request_for(blocks), "r1");
     pool.replicas[0].waiting = 5;
     pool.replicas[1].waiting = 3;
-    CHECK(*p.pick(request_for(blocks), pool, {}).replica == 1);
+    CHECK(*decide(p, request_for(blocks), pool, {}).replica == 1);
     pool.replicas[1].waiting = 6;
-    CHECK(*p.pick(request_for(blocks), pool, {}).replica == 0);
+    CHECK(*decide(p, request_for(blocks), pool, {}).replica == 0);
 }
 
 TEST_CASE("prefix: requests sharing a prefix go to the same replica", "[policy][prefix]") {
@@ -75,7 +75,7 @@ TEST_CASE("prefix: the imbalance switch needs both thresholds", "[policy][prefix
         INFO("loads " << r0_waiting << " vs " << r1_waiting);
         pool.replicas[0].waiting = r0_waiting;
         pool.replicas[1].waiting = r1_waiting;
-        const decision d = p.pick(request_for(blocks), pool, {});
+        const decision d = decide(p, request_for(blocks), pool, {});
         CHECK(*d.replica == (switched ? 1u : 0u));
         CHECK(d.reason == (switched ? route_reason::prefix_imbalance : route_reason::prefix_match));
         CHECK(d.matched_blocks == (switched ? 0u : 8u));
@@ -120,14 +120,14 @@ TEST_CASE("prefix: over the cap, the longest match within the cap", "[policy][pr
     p.on_routed(request_for(std::vector<block_hash>(blocks.begin(), blocks.begin() + 4)), "r1");
     p.on_routed(request_for(make_blocks(2, 8)), "r2");
     pool.replicas[0].inflight = 10; // cap ceil(1.25 * 11 / 4) = 4
-    const decision d = p.pick(request_for(blocks), pool, {});
+    const decision d = decide(p, request_for(blocks), pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.reason == route_reason::prefix_overload);
     CHECK(d.matched_blocks == 4);
     pool.replicas[0].inflight = 3; // cap ceil(1.25 * 4 / 4) = 2: 3 + 1 is still over
-    CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
+    CHECK(decide(p, request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
     pool.replicas[1].inflight = 3; // cap ceil(1.25 * 7 / 4) = 3: r0's 3 + 1 over, r1 too
-    const decision e = p.pick(request_for(blocks), pool, {});
+    const decision e = decide(p, request_for(blocks), pool, {});
     CHECK(*e.replica != 0);
     CHECK(*e.replica != 1);
     CHECK(e.reason == route_reason::prefix_overload);
@@ -143,9 +143,9 @@ TEST_CASE("prefix: the default cap lets a replica holding the whole prompt take 
     const auto blocks = make_blocks(1, 8);
     p.on_routed(request_for(blocks), "r0");
     pool.replicas[0].inflight = 5; // total 5: cap ceil(3 * 6 / 4) = 5, and 5 + 1 is over
-    CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
+    CHECK(decide(p, request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
     pool.replicas[1].inflight = 2; // total 7: cap ceil(3 * 8 / 4) = 6, and 5 + 1 fits
-    const decision d = p.pick(request_for(blocks), pool, {});
+    const decision d = decide(p, request_for(blocks), pool, {});
     CHECK(*d.replica == 0);
     CHECK(d.reason == route_reason::prefix_match);
 }
@@ -165,7 +165,7 @@ TEST_CASE("prefix: the cap for leaving a replica grows with the share of the pro
         auto pool = make_pool(4);
         pool.replicas[0].inflight = 5;
         pool.replicas[1].inflight = 2; // total 7
-        return p.pick(request_for(req), pool, {});
+        return decide(p, request_for(req), pool, {});
     };
     // The whole prompt at r0: factor 2 + 1, cap ceil(3 * 8 / 4) = 6, and 5 + 1 fits.
     const decision whole = pick_with(1.0, blocks);
@@ -188,11 +188,11 @@ TEST_CASE("prefix: below the cap floor a prefix stays on its replica", "[policy]
     const auto blocks = make_blocks(1, 8);
     p.on_routed(request_for(blocks), "r0");
     pool.replicas[0].inflight = 7; // raw cap ceil(2 * 8 / 4) = 4, floor 8: 7 + 1 fits
-    const decision d = p.pick(request_for(blocks), pool, {});
+    const decision d = decide(p, request_for(blocks), pool, {});
     CHECK(*d.replica == 0);
     CHECK(d.reason == route_reason::prefix_match);
     pool.replicas[0].inflight = 8; // 8 + 1 over both
-    CHECK(p.pick(request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
+    CHECK(decide(p, request_for(blocks), pool, {}).reason == route_reason::prefix_overload);
 }
 
 TEST_CASE("prefix: with an empty index independent routers agree by hashing", "[policy][prefix]") {
@@ -204,8 +204,8 @@ TEST_CASE("prefix: with an empty index independent routers agree by hashing", "[
     std::map<std::size_t, int> counts;
     for (std::uint64_t family = 0; family < 400; ++family) {
         const auto blocks = make_blocks(family, 6);
-        const decision da = a.pick(request_for(blocks), pool, {});
-        const decision db = b.pick(request_for(blocks), pool, {});
+        const decision da = decide(a, request_for(blocks), pool, {});
+        const decision db = decide(b, request_for(blocks), pool, {});
         CHECK(da.reason == route_reason::prefix_hash);
         CHECK(*da.replica == *db.replica);
         ++counts[*da.replica];
@@ -221,12 +221,13 @@ TEST_CASE("prefix: with an empty index independent routers agree by hashing", "[
     const auto head = make_blocks(9, 4);
     const auto x = concat(head, make_blocks(10, 3));
     const auto y = concat(head, make_blocks(11, 5));
-    CHECK(*a.pick(request_for(x), pool, {}).replica == *a.pick(request_for(y), pool, {}).replica);
+    CHECK(*decide(a, request_for(x), pool, {}).replica ==
+          *decide(a, request_for(y), pool, {}).replica);
     // ...and all of them: prefixes that differ only in their fourth block spread.
     std::set<std::size_t> spread;
     for (std::uint64_t k = 0; k < 40; ++k)
         spread.insert(
-            *a.pick(request_for(concat(make_blocks(9, 3), make_blocks(100 + k, 3))), pool, {})
+            *decide(a, request_for(concat(make_blocks(9, 3), make_blocks(100 + k, 3))), pool, {})
                  .replica);
     CHECK(spread.size() >= 3);
 }
@@ -239,7 +240,7 @@ TEST_CASE("prefix: min_match_ratio decides between a match and a miss", "[policy
         p.on_routed(request_for({blocks.begin(), blocks.begin() + static_cast<long>(cached)}),
                     "r0");
         p.on_routed(request_for(make_blocks(2, 1)), "r1"); // r0 is not the least full index
-        return p.pick(request_for(blocks), pool, {});
+        return decide(p, request_for(blocks), pool, {});
     };
     const decision hit = with_cached({}, 2); // 2 / 20 reaches the default 0.1
     CHECK(*hit.replica == 0);
@@ -260,11 +261,11 @@ TEST_CASE("prefix: unknown prefixes and empty requests go to least_loaded", "[po
     auto pool = make_pool(2);
     p.on_routed(request_for(make_blocks(1, 4)), "r0");
     pool.replicas[0].inflight = 2;
-    const decision d = p.pick(request_for(make_blocks(2, 4)), pool, {});
+    const decision d = decide(p, request_for(make_blocks(2, 4)), pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.reason == route_reason::prefix_miss);
     CHECK(d.matched_blocks == 0);
-    const decision e = p.pick({}, pool, {});
+    const decision e = decide(p, {}, pool, {});
     CHECK(*e.replica == 1);
     CHECK(e.reason == route_reason::prefix_miss);
 }
@@ -304,7 +305,7 @@ TEST_CASE("prefix: a replica that left is forgotten", "[policy][prefix]") {
     CHECK(p.index().size("r1") == 8);
     // r0 comes back empty: its old prefix is no longer a match there.
     p.on_replicas_changed(pool);
-    const decision d = p.pick(request_for(blocks), pool, {});
+    const decision d = decide(p, request_for(blocks), pool, {});
     CHECK(d.reason == route_reason::prefix_miss);
     CHECK(d.matched_blocks == 0);
 }
@@ -314,15 +315,15 @@ TEST_CASE("prefix: a request its replica refused teaches the index nothing", "[p
     const auto pool = make_pool(3);
     const auto blocks = make_blocks(4, 8);
     const route_request req = request_for(blocks);
-    const decision first = p.pick(req, pool, {});
+    const decision first = decide(p, req, pool, {});
     REQUIRE(first.replica);
     const std::string& id = pool.replicas[*first.replica].id;
     const std::size_t noted = p.on_routed(req, id);
-    const decision burst = p.pick(req, pool, {}); // while pending, the prefix is its replica's
+    const decision burst = decide(p, req, pool, {}); // while pending, the prefix is its replica's
     CHECK(burst.reason == route_reason::prefix_match);
     CHECK(*burst.replica == *first.replica);
     p.on_outcome(req, id, noted, false); // the replica answered 400 (too long, say)
-    const decision after = p.pick(req, pool, {});
+    const decision after = decide(p, req, pool, {});
     CHECK(after.reason != route_reason::prefix_match);
     CHECK(after.matched_blocks == 0);
 }
@@ -337,12 +338,12 @@ TEST_CASE("prefix: a miss goes to the least full index within the load cap", "[p
     p.on_routed(request_for(make_blocks(3, 4)), "r2");
     // r1 holds the fewest blocks: a new prefix goes there even with more in flight.
     pool.replicas[1].inflight = 3;
-    decision d = p.pick(request_for(make_blocks(4, 6)), pool, {});
+    decision d = decide(p, request_for(make_blocks(4, 6)), pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.reason == route_reason::prefix_miss);
     // Over the cap (ceil(2 * 5 / 3) = 4, floor 4: 4 + 1 is over), the next least full.
     pool.replicas[1].inflight = 4;
-    d = p.pick(request_for(make_blocks(4, 6)), pool, {});
+    d = decide(p, request_for(make_blocks(4, 6)), pool, {});
     CHECK(*d.replica == 2);
     // Fill is relative to each replica's capacity: r0's 8 of 64 blocks is less full than
     // r1's 2 of 8 and r2's 4 of 16.
@@ -350,7 +351,7 @@ TEST_CASE("prefix: a miss goes to the least full index within the load cap", "[p
     pool.replicas[0].num_blocks = 64;
     pool.replicas[1].num_blocks = 8;
     pool.replicas[2].num_blocks = 16;
-    CHECK(*p.pick(request_for(make_blocks(4, 6)), pool, {}).replica == 0);
+    CHECK(*decide(p, request_for(make_blocks(4, 6)), pool, {}).replica == 0);
     // New prefixes spread evenly: each goes to the least full index in turn.
     prefix_policy q({});
     const auto even = make_pool(4);
@@ -376,12 +377,12 @@ TEST_CASE("prefix: between equally full indexes, a miss goes where less prefill 
     pool.replicas[1].inflight = 1;
     // A new 10-block prompt: r0 is prefilling 40 blocks (16 x 40 / 10 = 64 more), r1 4 (6.4).
     const auto fresh = make_blocks(3, 10);
-    decision d = p.pick(request_for(fresh), pool, {});
+    decision d = decide(p, request_for(fresh), pool, {});
     CHECK(d.reason == route_reason::prefix_miss);
     CHECK(*d.replica == 1);
     // r0's answer began: its prefill is over, and r1's 4 pending blocks make r0 the cheaper one.
     p.on_first_byte(request_for(long_prompt), "r0", held0);
-    d = p.pick(request_for(fresh), pool, {});
+    d = decide(p, request_for(fresh), pool, {});
     CHECK(*d.replica == 0);
     // With the weight 0, pending prefill does not count: equal load, then rendezvous order,
     // whichever that is, the same as with nothing pending.
@@ -391,9 +392,9 @@ TEST_CASE("prefix: between equally full indexes, a miss goes where less prefill 
     q.on_routed(request_for(long_prompt), "r0");
     q.on_routed(request_for(short_prompt), "r1");
     q.on_routed(request_for(make_blocks(5, 36)), "r1");
-    const std::size_t by_order = *q.pick(request_for(fresh), pool, {}).replica;
+    const std::size_t by_order = *decide(q, request_for(fresh), pool, {}).replica;
     p.on_first_byte(request_for(short_prompt), "r1", held1);
-    CHECK(*p.pick(request_for(fresh), pool, {}).replica == by_order);
+    CHECK(*decide(p, request_for(fresh), pool, {}).replica == by_order);
 }
 
 TEST_CASE("prefix: between equal matches, pending prefill counts as load", "[policy][prefix]") {
@@ -408,13 +409,13 @@ TEST_CASE("prefix: between equal matches, pending prefill counts as load", "[pol
     pool.replicas[0].inflight = 1;
     pool.replicas[1].inflight = 2;
     // r0: 1 + floor(296 / 128) = 3 against r1's 2.
-    const decision d = p.pick(request_for(concat(shared, make_blocks(3, 1))), pool, {});
+    const decision d = decide(p, request_for(concat(shared, make_blocks(3, 1))), pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.reason == route_reason::prefix_match);
     CHECK(d.matched_blocks == 4);
     // Once it answers, r0 is the less loaded again.
     p.on_first_byte(request_for(long_prompt), "r0", held);
-    CHECK(*p.pick(request_for(concat(shared, make_blocks(3, 1))), pool, {}).replica == 0);
+    CHECK(*decide(p, request_for(concat(shared, make_blocks(3, 1))), pool, {}).replica == 0);
     // With match_prefill_blocks 0, only the load score counts.
     policy_options o;
     o.prefix.match_prefill_blocks = 0;
@@ -422,5 +423,5 @@ TEST_CASE("prefix: between equal matches, pending prefill counts as load", "[pol
     q.on_routed(request_for(shared), "r0");
     q.on_routed(request_for(shared), "r1");
     q.on_routed(request_for(long_prompt), "r0");
-    CHECK(*q.pick(request_for(concat(shared, make_blocks(3, 1))), pool, {}).replica == 0);
+    CHECK(*decide(q, request_for(concat(shared, make_blocks(3, 1))), pool, {}).replica == 0);
 }

@@ -14,7 +14,7 @@ TEST_CASE("round_robin cycles over routable replicas and skips tried ones", "[po
     auto pool = make_pool(3);
     std::map<std::size_t, int> counts;
     for (int i = 0; i < 300; ++i) {
-        const auto d = rr.pick({}, pool, {});
+        const auto d = route(rr, {}, pool, {});
         REQUIRE(d.replica);
         ++counts[*d.replica];
         CHECK(d.reason == route_reason::round_robin);
@@ -23,8 +23,8 @@ TEST_CASE("round_robin cycles over routable replicas and skips tried ones", "[po
 
     pool.replicas[1].routable = false;
     for (int i = 0; i < 10; ++i)
-        CHECK(*rr.pick({}, pool, {}).replica != 1);
-    CHECK(*rr.pick({}, pool, {"r0"}).replica == 2);
-    CHECK(!rr.pick({}, pool, {"r0", "r2"}).replica);
-    CHECK(!rr.pick({}, make_pool(0), {}).replica);
+        CHECK(*route(rr, {}, pool, {}).replica != 1);
+    CHECK(*route(rr, {}, pool, {"r0"}).replica == 2);
+    CHECK(!route(rr, {}, pool, {"r0", "r2"}).replica);
+    CHECK(!route(rr, {}, make_pool(0), {}).replica);
 }

@@ -44,7 +44,7 @@ TEST_CASE("session without a key falls back to least_loaded", "[policy][session]
     session_policy p({});
     auto pool = make_pool(2);
     pool.replicas[0].inflight = 3;
-    const decision d = p.pick({}, pool, {});
+    const decision d = route(p, {}, pool, {});
     CHECK(*d.replica == 1);
     CHECK(d.reason == route_reason::least_loaded);
     CHECK(p.size() == 0);
@@ -59,32 +59,32 @@ TEST_CASE("a session sticks to its replica even when hashing would now choose an
     std::string key;
     for (int i = 0; rendezvous_top(key = "user-" + std::to_string(i), four) == 0; ++i) {
     }
-    const decision first = p.pick(with_key(key), make_pool(1), {});
+    const decision first = route(p, with_key(key), make_pool(1), {});
     CHECK(*first.replica == 0);
     CHECK(first.reason == route_reason::session_new);
     for (int i = 0; i < 10; ++i) {
-        const decision d = p.pick(with_key(key), four, {});
+        const decision d = route(p, with_key(key), four, {});
         CHECK(*d.replica == 0);
         CHECK(d.reason == route_reason::session_sticky);
     }
     session_policy fresh(f.options);
-    CHECK(*fresh.pick(with_key(key), four, {}).replica == rendezvous_top(key, four));
+    CHECK(*route(fresh, with_key(key), four, {}).replica == rendezvous_top(key, four));
 }
 
 TEST_CASE("sessions expire after session_ttl of idleness", "[policy][session]") {
     fixture f;
     session_policy p(f.options);
     const auto pool = make_pool(3);
-    CHECK(p.pick(with_key("a"), pool, {}).reason == route_reason::session_new);
+    CHECK(route(p, with_key("a"), pool, {}).reason == route_reason::session_new);
     f.clock.advance(600ms);
-    CHECK(p.pick(with_key("a"), pool, {}).reason == route_reason::session_sticky);
+    CHECK(route(p, with_key("a"), pool, {}).reason == route_reason::session_sticky);
     f.clock.advance(1'000ms); // exactly the TTL since the last use: still alive
-    CHECK(p.pick(with_key("a"), pool, {}).reason == route_reason::session_sticky);
+    CHECK(route(p, with_key("a"), pool, {}).reason == route_reason::session_sticky);
     f.clock.advance(1'001ms);
-    CHECK(p.pick(with_key("a"), pool, {}).reason == route_reason::session_new);
+    CHECK(route(p, with_key("a"), pool, {}).reason == route_reason::session_new);
     CHECK(p.size() == 1);
     f.clock.advance(1'001ms);
-    p.pick(with_key("b"), pool, {}); // expires "a" on the way
+    route(p, with_key("b"), pool, {}); // expires "a" on the way
     CHECK(p.size() == 1);
 }
 
@@ -95,18 +95,18 @@ TEST_CASE("sessions stay within session_capacity, least recently used forgotten 
     session_policy p(f.options);
     const auto pool = make_pool(3);
     for (const char* k : {"s0", "s1", "s2"}) {
-        p.pick(with_key(k), pool, {});
+        route(p, with_key(k), pool, {});
         f.clock.advance(1ms);
     }
-    p.pick(with_key("s0"), pool, {}); // s1 is now the least recently used
-    p.pick(with_key("s3"), pool, {});
+    route(p, with_key("s0"), pool, {}); // s1 is now the least recently used
+    route(p, with_key("s3"), pool, {});
     CHECK(p.size() == 3);
-    CHECK(p.pick(with_key("s0"), pool, {}).reason == route_reason::session_sticky);
-    CHECK(p.pick(with_key("s3"), pool, {}).reason == route_reason::session_sticky);
-    CHECK(p.pick(with_key("s1"), pool, {}).reason == route_reason::session_new);
+    CHECK(route(p, with_key("s0"), pool, {}).reason == route_reason::session_sticky);
+    CHECK(route(p, with_key("s3"), pool, {}).reason == route_reason::session_sticky);
+    CHECK(route(p, with_key("s1"), pool, {}).reason == route_reason::session_new);
     CHECK(p.size() == 3);
     for (int i = 0; i < 100; ++i)
-        p.pick(with_key("k" + std::to_string(i)), pool, {});
+        route(p, with_key("k" + std::to_string(i)), pool, {});
     CHECK(p.size() == 3);
 }
 
@@ -115,22 +115,22 @@ TEST_CASE("a session spills when its replica is dead or tried, and remembers the
     fixture f;
     session_policy p(f.options);
     auto pool = make_pool(4);
-    const std::size_t home = *p.pick(with_key("chat"), pool, {}).replica;
+    const std::size_t home = *route(p, with_key("chat"), pool, {}).replica;
 
     pool.replicas[home].routable = false;
-    const decision dead = p.pick(with_key("chat"), pool, {});
+    const decision dead = route(p, with_key("chat"), pool, {});
     CHECK(dead.reason == route_reason::session_spill);
     REQUIRE(dead.replica);
     CHECK(*dead.replica != home);
     pool.replicas[home].routable = true;
-    const decision back = p.pick(with_key("chat"), pool, {});
+    const decision back = route(p, with_key("chat"), pool, {});
     CHECK(back.reason == route_reason::session_sticky);
     CHECK(*back.replica == *dead.replica); // the new home is remembered
 
-    const decision retry = p.pick(with_key("chat"), pool, {pool.replicas[*dead.replica].id});
+    const decision retry = route(p, with_key("chat"), pool, {pool.replicas[*dead.replica].id});
     CHECK(retry.reason == route_reason::session_spill);
     CHECK(*retry.replica != *dead.replica);
-    CHECK(!p.pick(with_key("chat"), pool, {"r0", "r1", "r2", "r3"}).replica);
+    CHECK(!route(p, with_key("chat"), pool, {"r0", "r1", "r2", "r3"}).replica);
 }
 
 TEST_CASE("a session spills exactly when its replica is over the bounded-load cap",
@@ -138,13 +138,13 @@ TEST_CASE("a session spills exactly when its replica is over the bounded-load ca
     fixture f;
     session_policy p(f.options);
     auto pool = make_pool(4);
-    const std::size_t home = *p.pick(with_key("chat"), pool, {}).replica;
+    const std::size_t home = *route(p, with_key("chat"), pool, {}).replica;
     for (auto& r : pool.replicas)
         r.inflight = 8;                // the raw cap above load_cap_floor (8)
     pool.replicas[home].inflight = 11; // cap ceil(1.25 * 36 / 4) = 12: 11 + 1 fits
-    CHECK(p.pick(with_key("chat"), pool, {}).reason == route_reason::session_sticky);
+    CHECK(route(p, with_key("chat"), pool, {}).reason == route_reason::session_sticky);
     pool.replicas[home].inflight = 12; // cap ceil(1.25 * 37 / 4) = 12: 12 + 1 does not
-    const decision d = p.pick(with_key("chat"), pool, {});
+    const decision d = route(p, with_key("chat"), pool, {});
     CHECK(d.reason == route_reason::session_spill);
     CHECK(*d.replica != home);
 }
@@ -159,7 +159,7 @@ TEST_CASE("when every replica is over the cap a new session takes the rendezvous
         r.inflight = 1; // cap ceil(0.5 * 5 / 4) = 1: nobody fits
     for (int i = 0; i < 20; ++i) {
         const std::string key = "k" + std::to_string(i);
-        const decision d = p.pick(with_key(key), pool, {});
+        const decision d = route(p, with_key(key), pool, {});
         CHECK(*d.replica == rendezvous_top(key, pool));
         CHECK(d.reason == route_reason::session_new);
     }
@@ -171,7 +171,7 @@ TEST_CASE("new sessions spread over the replicas and the load cap holds", "[poli
     const auto pool = make_pool(4);
     std::map<std::size_t, int> counts;
     for (int i = 0; i < 4'000; ++i)
-        ++counts[*p.pick(with_key("user-" + std::to_string(i)), pool, {}).replica];
+        ++counts[*route(p, with_key("user-" + std::to_string(i)), pool, {}).replica];
     // Pure hashing with idle replicas: each within 15% of 1000.
     REQUIRE(counts.size() == 4);
     for (const auto& [replica, n] : counts) {
@@ -184,7 +184,7 @@ TEST_CASE("new sessions spread over the replicas and the load cap holds", "[poli
     session_policy q(f.options);
     auto loaded = make_pool(4);
     for (int i = 0; i < 1'000; ++i)
-        ++loaded.replicas[*q.pick(with_key("user-" + std::to_string(i)), loaded, {}).replica]
+        ++loaded.replicas[*route(q, with_key("user-" + std::to_string(i)), loaded, {}).replica]
               .inflight;
     for (const auto& r : loaded.replicas)
         CHECK(r.inflight <= 313);

@@ -358,7 +358,7 @@ TEST_CASE("engine on cuda: same text, KV and prefix-cache accounting and metrics
         CHECK(gpu.results[i].text == cpu.results[i].text);
         CHECK(gpu.results[i].last.cached_tokens == cpu.results[i].last.cached_tokens);
         CHECK(gpu.results[i].last.completion_tokens == cpu.results[i].last.completion_tokens);
-        CHECK(gpu.results[i].last.finish_reason == cpu.results[i].last.finish_reason);
+        CHECK(gpu.results[i].last.finish == cpu.results[i].last.finish);
     }
     CHECK(gpu.counters == cpu.counters);
     CHECK(gpu.load.prefix_cache_hits == cpu.load.prefix_cache_hits);
