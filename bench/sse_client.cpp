@@ -1,4 +1,4 @@
-// lanes-sse-client: the streaming benchmark's client (deploy/bench/streaming.py). Opens --streams
+// lanes-sse-client: the streaming benchmark's client (bench/scripts/streaming.py). Opens --streams
 // concurrent streaming requests (--ramp new ones a millisecond at most), each on its own
 // connection, reads each text/event-stream to its end, and for every event with a "t" field (the
 // source's monotonic clock when it wrote it) records now - t: the event's latency from source to

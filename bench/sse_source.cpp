@@ -1,4 +1,4 @@
-// lanes-sse-source: a cheap SSE event source for the streaming benchmark (deploy/bench/
+// lanes-sse-source: a cheap SSE event source for the streaming benchmark (bench/scripts/
 // streaming.sh). It answers like an OpenAI-compatible engine just enough for a router to take it
 // as a replica (/health, /v1/models, /metrics) and answers every POST with a chunked
 // text/event-stream of --events completion chunks, one every --interval (0: back to back),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/results-peers.md is what deploy/bench/peers_report.py writes from the results it names
+# docs/results-peers.md is what bench/scripts/peers_report.py writes from the results it names
 # (its "Results:" line): the page was not edited by hand, and the report still reads the results
 # it was written from. The charts are left out (--no-charts): they need gnuplot.
 set -euo pipefail
@@ -12,9 +12,9 @@ if [ -z "$results" ] || [ ! -d "$results" ]; then
 fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-python3 deploy/bench/peers_report.py --no-charts "$results" "$out" >/dev/null
+python3 bench/scripts/peers_report.py --no-charts "$results" "$out" >/dev/null
 if ! diff -u "$page" "$out"; then
-    echo "check-peers-page: $page differs from what deploy/bench/peers_report.py $results writes" >&2
+    echo "check-peers-page: $page differs from what bench/scripts/peers_report.py $results writes" >&2
     exit 1
 fi
 echo "check-peers-page: $page is the report of $results"

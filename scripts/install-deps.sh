@@ -2,7 +2,7 @@
 # Installs, from Debian 12's packages, whatever lanes needs to build and test that is missing.
 # Idempotent: installs nothing (and touches no package list) when everything is present.
 #   scripts/install-deps.sh           build and test
-#   scripts/install-deps.sh --bench   and what deploy/bench/ runs: gnuplot for the charts, the
+#   scripts/install-deps.sh --bench   and what bench/scripts/ runs: gnuplot for the charts, the
 #                                     proxies it compares with (nginx, HAProxy), perf (system
 #                                     calls per relayed event)
 set -euo pipefail

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# lanes' policies against the peers' algorithms (bench/sim/peers), all in lanes-bench simulate
+# (modelled: the replicas' scheduler and prefix cache are real, their step times the sim cost
+# model's, the clock virtual). Every workload at half and 90 % of the fleet's capacity (its
+# closed-loop throughput under lanes' default policy), on 4, 8 and 16 replicas; then
+# bench/scripts/peers_report.py writes docs/results-peers.md and its charts. lanes' default policy
+# and Dynamo's KV router run twice: on their own memory of where prefixes went, and with the
+# replicas publishing KV events (NAME+kv-events).
+#   bench/scripts/peers.sh [OUT_DIR]      (default bench/results/peers-YYYYMMDD)
+# Every row runs once per seed (its arrivals, and the multi-turn workload's text, differ) and
+# the report gives each figure's mean over the seeds: one run's p99 over a few hundred requests
+# rests on its few slowest.
+# Environment: LANES_BUILD_DIR (build), REPLICAS ("4 8 16"), LOADS ("0.5 0.9"), SEEDS ("1 2 3 4 5"),
+# WORKLOADS ("c64 multi-turn mooncake-conversation mooncake-synthetic"), PEERS_REPORT_OUT (the
+# page to write; default docs/results-peers.md), POLICIES (default every policy, lanes' and the
+# peers', with the two +kv-events runs), SIM_FLAGS (more lanes-bench simulate flags, for trials
+# of a policy's knobs), REPORT (0: leave the report out, as for a trial of lanes' policies alone).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/install-deps.sh --bench # gnuplot for the charts
+bin="${LANES_BUILD_DIR:-build}/bench/lanes-bench"
+[ -x "$bin" ] || scripts/build.sh
+out="${1:-bench/results/peers-$(date +%Y%m%d)}"
+mkdir -p "$out"
+traces=../shared/data/mooncake
+declare -A workload=(
+    [c64]="--workload shared-prefix --groups 64 --prompts-per-group 16 --system-len 2048 --question-len 128 --output-len 256"
+    [multi-turn]="--workload multi-turn --sessions 128 --turns 4 --turn-len 256 --output-len 128"
+    [mooncake-conversation]="--workload trace --trace $traces/conversation_trace.jsonl --length-scale 0.0625"
+    [mooncake-synthetic]="--workload trace --trace $traces/synthetic_trace.jsonl --length-scale 0.0625"
+)
+for w in ${WORKLOADS:-c64 multi-turn mooncake-conversation mooncake-synthetic}; do
+    for n in ${REPLICAS:-4 8 16}; do
+        for load in ${LOADS:-0.5 0.9}; do
+            for seed in ${SEEDS:-1 2 3 4 5}; do
+                echo "== $w, $n replicas, load $load, seed $seed"
+                # shellcheck disable=SC2086
+                "$bin" simulate --policy "${POLICIES:-all,prefix+kv-events,dynamo_kv+kv-events}" \
+                    --replicas "$n" --load "$load" --seed "$seed" ${workload[$w]} ${SIM_FLAGS:-} --out "$out/$w-r$n-l$load-s$seed.json" |
+                    grep -v '^results written'
+            done
+        done
+    done
+done
+[ "${REPORT:-1}" = 0 ] || python3 bench/scripts/peers_report.py "$out" ${PEERS_REPORT_OUT:+"$PEERS_REPORT_OUT"}
