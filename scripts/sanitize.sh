@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One sanitizer tier of CI: builds lanes with clang into its own folder and runs the unit and
-# integration tests there (and, for address, every fuzz target for LANES_FUZZ_SECONDS).
+# integration tests there (and, for address, the fuzz targets: LANES_FUZZ_SECONDS, 140, shared
+# among them).
 #   scripts/sanitize.sh address   AddressSanitizer + UndefinedBehaviorSanitizer, build-asan/
 #   scripts/sanitize.sh thread    ThreadSanitizer (routers with 4 I/O threads), build-tsan/
 # Time limits in the tests are scaled (tests/time_scale.hpp); the CUDA backend is left out.
@@ -17,8 +18,10 @@ werror=OFF
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DLANES_SANITIZE="$tier" -DLANES_FUZZ="$fuzz" \
     -DLANES_CUDA=OFF -DLANES_WERROR="$werror" \
-    -DLANES_FUZZ_SECONDS="${LANES_FUZZ_SECONDS:-60}" >/dev/null
+    -DLANES_FUZZ_SECONDS="${LANES_FUZZ_SECONDS:-140}" >/dev/null
+start=$SECONDS
 cmake --build "$dir"
+echo "== $tier: built in $((SECONDS - start)) s"
 root=$PWD
 cd "$dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+start=$SECONDS
 scripts/build.sh
+echo "== built in $((SECONDS - start)) s"
 cd "${LANES_BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 600 "$@"
