@@ -74,14 +74,14 @@ nlohmann::json replica_state(replica& r) {
     return {{"url", r.id()},
             {"healthy", r.healthy()},
             {"draining", r.draining.load()},
-            {"inflight", r.inflight.load()},
+            {"inflight", r.traffic.inflight.load()},
             {"kv_usage", opt(s.kv_usage)},
             {"waiting", opt(s.waiting)},
             {"running", opt(s.running)},
             {"prefix_cache_hits", opt(s.prefix_cache_hits)},
             {"prefix_cache_queries", opt(s.prefix_cache_queries)},
             {"num_gpu_blocks", opt(s.num_blocks)},
-            {"requests_total", r.requests_total.load()},
+            {"requests_total", r.traffic.requests_total.load()},
             {"source", r.source}};
 }
 

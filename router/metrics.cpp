@@ -1,7 +1,5 @@
 #include "router/metrics.hpp"
 
-#include "router/fleet/replica_pool.hpp"
-
 #include <algorithm>
 #include <vector>
 
@@ -154,13 +152,12 @@ router_metrics::router_metrics()
                                           tokenize_buckets)
                            .with({})) {}
 
-std::string router_metrics::expose(const replica_pool& pool) {
+std::string router_metrics::expose(const std::vector<replica_reading>& replicas) {
     std::lock_guard lock(expose_mutex_);
-    const auto replicas = pool.all();
     // The per-replica gauges of replicas no longer in the pool go.
     const auto present = [&replicas](const common::metrics::label_values& v) {
         return std::any_of(replicas.begin(), replicas.end(),
-                           [&v](const auto& r) { return r->id() == v.front(); });
+                           [&v](const replica_reading& r) { return r.id == v.front(); });
     };
     for (auto* g : {&replica_up, &replica_draining, &replica_inflight, &replica_kv_usage,
                     &replica_waiting, &replica_running, &kv_event_live})
@@ -174,18 +171,17 @@ std::string router_metrics::expose(const replica_pool& pool) {
          {&requests, &ejections, &backpressure, &replica_prefix_hits, &replica_prefix_queries,
           &kv_event_batches, &kv_event_gaps, &kv_event_errors, &kv_bootstraps})
         c->retire(present_or_none);
-    for (const auto& r : replicas) {
-        const std::vector<std::string> label{r->id()};
-        replica_up.with(label).set(r->healthy() ? 1.0 : 0.0);
-        replica_draining.with(label).set(r->draining.load() ? 1.0 : 0.0);
-        replica_inflight.with(label).set(static_cast<double>(r->inflight.load()));
-        const scraped_stats s = r->stats();
-        if (s.kv_usage)
-            replica_kv_usage.with(label).set(*s.kv_usage);
-        if (s.waiting)
-            replica_waiting.with(label).set(static_cast<double>(*s.waiting));
-        if (s.running)
-            replica_running.with(label).set(static_cast<double>(*s.running));
+    for (const replica_reading& r : replicas) {
+        const std::vector<std::string> label{r.id};
+        replica_up.with(label).set(r.up ? 1.0 : 0.0);
+        replica_draining.with(label).set(r.draining ? 1.0 : 0.0);
+        replica_inflight.with(label).set(static_cast<double>(r.inflight));
+        if (r.kv_usage)
+            replica_kv_usage.with(label).set(*r.kv_usage);
+        if (r.waiting)
+            replica_waiting.with(label).set(static_cast<double>(*r.waiting));
+        if (r.running)
+            replica_running.with(label).set(static_cast<double>(*r.running));
     }
     if (read_queue_depth_)
         queue_depth.set(static_cast<double>(read_queue_depth_()));

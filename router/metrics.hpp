@@ -8,11 +8,22 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace lanes::router {
 
-class replica_pool;
+// One replica as the per-replica gauges show it (status_pages reads them from the pool).
+struct replica_reading {
+    std::string id;
+    bool up = false;
+    bool draining = false;
+    std::int64_t inflight = 0;
+    std::optional<double> kv_usage;
+    std::optional<std::int64_t> waiting;
+    std::optional<std::int64_t> running;
+};
 
 // Seconds from `t` to now, as duration histograms take them.
 inline double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -25,10 +36,11 @@ class router_metrics {
 public:
     router_metrics();
 
-    // Refreshes the per-replica gauges from the pool, then writes the exposition. Only expose()
-    // touches the per-replica gauge families (replica_up ... replica_running): it drops the
-    // children of removed replicas, so nothing else may hold references to them.
-    std::string expose(const replica_pool& pool);
+    // Refreshes the per-replica gauges from `replicas` (the pool's now), then writes the
+    // exposition. Only expose() touches the per-replica gauge families (replica_up ...
+    // replica_running): it drops the children of replicas no longer there, so nothing else may
+    // hold references to them.
+    std::string expose(const std::vector<replica_reading>& replicas);
 
     common::metrics::family<common::metrics::counter>& requests; // replica, code, reason, model
     common::metrics::family<common::metrics::counter>& errors;   // kind

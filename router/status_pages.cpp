@@ -31,7 +31,7 @@ bool status_pages::ready() const {
     if (shutting_down_.load() || (warm_ && !warm_()))
         return false;
     for (const auto& r : pool_.all())
-        if (r->probe_ok.load(std::memory_order_relaxed) && !r->draining.load())
+        if (r->monitor.probe_ok.load(std::memory_order_relaxed) && !r->draining.load())
             return true;
     return false;
 }
@@ -46,9 +46,20 @@ asio::awaitable<void> status_pages::readiness(http::request& req, http::response
                                             : "no replica answers its health probes"))));
 }
 
+std::vector<replica_reading> readings_of(const replica_pool& pool) {
+    std::vector<replica_reading> out;
+    for (const auto& r : pool.all()) {
+        const scraped_stats s = r->stats();
+        out.push_back({r->id(), r->healthy(), r->draining.load(), r->traffic.inflight.load(),
+                       s.kv_usage, s.waiting, s.running});
+    }
+    return out;
+}
+
 asio::awaitable<void> status_pages::metrics(http::request& req, http::response_writer& out) {
-    return answered(out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(pool_),
-                                                 common::metrics::registry::content_type)));
+    return answered(
+        out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(readings_of(pool_)),
+                                     common::metrics::registry::content_type)));
 }
 
 // The union of the models the healthy replicas serve, from their last /v1/models read.

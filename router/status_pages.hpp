@@ -12,8 +12,12 @@
 
 #include <atomic>
 #include <functional>
+#include <vector>
 
 namespace lanes::router {
+
+// The pool's replicas as the per-replica gauges show them (router_metrics::expose's argument).
+std::vector<replica_reading> readings_of(const replica_pool& pool);
 
 class status_pages {
 public:

@@ -1,6 +1,6 @@
-// A lanes routing policy in the simulator, called as router/dispatch.cpp calls it: pick, then
-// on_routed; at the request's end on_outcome (taken) and on_request_done. Its clock is the
-// simulator's virtual one.
+// A lanes routing policy in the simulator, called as the proxy calls it (router/proxy/chooser.cpp,
+// dispatcher.cpp): pick, then on_routed; at the request's end on_outcome (taken) and
+// on_request_done. Its clock is the simulator's virtual one.
 #pragma once
 
 #include "bench/sim/sim_policy.hpp"

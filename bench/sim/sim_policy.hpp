@@ -1,6 +1,6 @@
 // How the offline simulator asks a router where a request goes. lanes' own policies are driven
 // through the live router's interface (router/policies/policy.hpp) by an adapter, exactly as
-// router/dispatch.cpp drives them; the peers' algorithms (bench/sim/peers/) implement this
+// router/proxy/dispatcher.cpp drives them; the peers' algorithms (bench/sim/peers/) implement this
 // interface directly, because some of them read what the live interface does not carry (the
 // prompt's text, the moment a request's prefill ends). Peers are baselines for the simulator
 // only: the live router keeps its own policies.

@@ -4,8 +4,8 @@
 #include "bench/stats.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
-#include "router/policies/block_lru.hpp"
-#include "router/policies/ideal_cache.hpp"
+#include "router/index/block_lru.hpp"
+#include "router/index/ideal_cache.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -7,7 +7,7 @@ namespace lanes::router {
 void report_health(replica& r, bool ok, router_metrics& metrics, failure_origin origin,
                    std::chrono::steady_clock::time_point now) {
     if (origin != failure_origin::request)
-        r.probe_ok.store(ok, std::memory_order_relaxed);
+        r.monitor.probe_ok.store(ok, std::memory_order_relaxed);
     if (ok) {
         if (r.health.on_success(now, origin))
             LANES_LOG(info, "health", r.id() << " re-admitted");

@@ -77,12 +77,13 @@ bool kv_subscriber::warmed() const {
     }
     bool any = false;
     for (const auto& r : pool_.all()) {
-        if (!r->probe_answered.load()) // every replica's first probe back: none still unknown
+        if (!r->monitor.probe_answered
+                 .load()) // every replica's first probe back: none still unknown
             return false;
-        if (!r->probe_ok.load(std::memory_order_relaxed))
+        if (!r->monitor.probe_ok.load(std::memory_order_relaxed))
             continue;
         any = true;
-        if (!r->models()->known || !r->scrape_answered.load())
+        if (!r->models()->known || !r->monitor.scrape_answered.load())
             return false;
         const bool has_events = r->stats().kv_events_port.has_value() || cfg_.port != 0;
         if (has_events && !r->kv_joined.load())

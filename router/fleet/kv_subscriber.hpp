@@ -12,8 +12,8 @@
 #pragma once
 
 #include "common/prompt/block_hash.hpp"
-#include "router/fleet/precise_index.hpp"
 #include "router/fleet/replica_pool.hpp"
+#include "router/index/precise_index.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -34,16 +34,16 @@ replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, route
 // connection a scrape gives back is taken by the next scrape, or a request on this io_context,
 // without a rebind (a strand per task made every reuse one: three system calls).
 void replica_monitor::start() {
-    asio::co_spawn(
-        io_.get_executor(),
-        per_replica_loop(cfg_.scrape_interval, &replica::scrape_busy, &replica_monitor::scrape),
-        asio::detached);
-    asio::co_spawn(
-        io_.get_executor(),
-        per_replica_loop(cfg_.health_interval, &replica::probe_busy, &replica_monitor::probe),
-        asio::detached);
     asio::co_spawn(io_.get_executor(),
-                   per_replica_loop(cfg_.models_interval, &replica::models_busy,
+                   per_replica_loop(cfg_.scrape_interval, &replica::monitor_state::scrape_busy,
+                                    &replica_monitor::scrape),
+                   asio::detached);
+    asio::co_spawn(io_.get_executor(),
+                   per_replica_loop(cfg_.health_interval, &replica::monitor_state::probe_busy,
+                                    &replica_monitor::probe),
+                   asio::detached);
+    asio::co_spawn(io_.get_executor(),
+                   per_replica_loop(cfg_.models_interval, &replica::monitor_state::models_busy,
                                     &replica_monitor::read_models),
                    asio::detached);
     if (!cfg_.dns_names.empty())
@@ -85,14 +85,15 @@ void task_done(std::exception_ptr e) {
 } // namespace
 
 // Every `interval`, starts `task` for each replica that is not still busy with the last one.
-asio::awaitable<void> replica_monitor::per_replica_loop(common::http::duration interval,
-                                                        std::atomic<bool> replica::*busy,
-                                                        replica_task task) {
+asio::awaitable<void>
+replica_monitor::per_replica_loop(common::http::duration interval,
+                                  std::atomic<bool> replica::monitor_state::*busy,
+                                  replica_task task) {
     auto stopping = stopping_;
     asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!stopping->load()) {
         for (const auto& r : pool_.all())
-            if (!((*r).*busy).exchange(true))
+            if (!((*r).monitor.*busy).exchange(true))
                 asio::co_spawn(io_.get_executor(), (this->*task)(r), task_done);
         timer.expires_after(interval);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -117,8 +118,8 @@ asio::awaitable<http::fetch_result> replica_monitor::get(replica& r, std::string
 }
 
 asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
-    const busy_release release{r->scrape_busy};
-    if (clock_type::now().time_since_epoch().count() < r->scrape_not_before.load())
+    const busy_release release{r->monitor.scrape_busy};
+    if (clock_type::now().time_since_epoch().count() < r->monitor.scrape_not_before.load())
         co_return;
     const auto res = co_await get(*r, "/metrics", cfg_.scrape_timeout);
     if (stopping_->load() || !still_in_pool(*r))
@@ -127,9 +128,9 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     // which the probes judge: its load goes stale (--stale-after), that is all.
     if (res.ec)
         co_return;
-    r->scrape_answered.store(true);
+    r->monitor.scrape_answered.store(true);
     if (res.status == 404 || res.status == 405 || res.status == 501) {
-        if (r->scrape_not_before.exchange(
+        if (r->monitor.scrape_not_before.exchange(
                 (clock_type::now() + cfg_.metrics_missing_interval).time_since_epoch().count()) ==
             0)
             LANES_LOG(info, "monitor",
@@ -155,7 +156,8 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
 void replica_monitor::mirror_counters(replica& r, const scraped_stats& s) {
     if (!s.prefix_cache_hits || !s.prefix_cache_queries)
         return;
-    replica::mirrored_counters& last = r.mirrored; // (one scrape of a replica at a time)
+    replica::monitor_state::mirrored_counters& last =
+        r.monitor.mirrored; // (one scrape of a replica at a time)
     auto delta = [](double now, double before) { return now >= before ? now - before : now; };
     if (last.seen && *s.prefix_cache_queries < last.queries)
         r.epoch.fetch_add(1, std::memory_order_relaxed); // it restarted: its cache is empty
@@ -166,13 +168,13 @@ void replica_monitor::mirror_counters(replica& r, const scraped_stats& s) {
 }
 
 asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
-    const busy_release release{r->probe_busy};
+    const busy_release release{r->monitor.probe_busy};
     const auto res = co_await get(*r, "/health", cfg_.health_timeout);
     // A probe this process could not make (out of descriptors) says nothing of the replica.
     if (stopping_->load() || !still_in_pool(*r) || common::http::local_resource_error(res.ec))
         co_return;
     const bool ok = !res.ec && res.status == 200;
-    r->probe_answered.store(true);
+    r->monitor.probe_answered.store(true);
     if (!ok) {
         const std::string why = res.ec ? res.ec.message() : "status " + std::to_string(res.status);
         LANES_LOG_THROTTLED(info, "health", r->id() << " /health probe failed: " << why);
@@ -185,7 +187,7 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
 
 // What a replica serves, from its /v1/models. A read that fails keeps what was known.
 asio::awaitable<void> replica_monitor::read_models(std::shared_ptr<replica> r) {
-    const busy_release release{r->models_busy};
+    const busy_release release{r->monitor.models_busy};
     const auto res = co_await get(*r, "/v1/models", cfg_.models_timeout);
     if (stopping_->load() || !still_in_pool(*r) || res.ec || res.status != 200)
         co_return;
@@ -224,7 +226,7 @@ asio::awaitable<void> replica_monitor::refresh_models() {
         !last_models_refresh_.compare_exchange_strong(last, now.count()))
         co_return; // one refresh at a time, and not more often than that
     for (const auto& r : pool_.all())
-        if (!r->models_busy.exchange(true))
+        if (!r->monitor.models_busy.exchange(true))
             co_await read_models(r);
 }
 

@@ -12,20 +12,47 @@
 
 #include "common/http/client.hpp"
 #include "common/http/fetch.hpp"
-#include "router/config.hpp"
 #include "router/fleet/replica_pool.hpp"
+#include "router/fleet/upstream_config.hpp"
 #include "router/metrics.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace lanes::router {
+
+// The monitor's intervals and timeouts (router_config::monitor).
+struct monitor_config {
+    common::http::duration scrape_interval{100};
+    common::http::duration scrape_timeout{1'000};
+    // A replica whose /metrics answered 404, 405 or 501 has no metrics (SGLang without
+    // --enable-metrics, llama.cpp without --metrics): asked again only after this long.
+    common::http::duration metrics_missing_interval{30'000};
+    common::http::duration health_interval{1'000};
+    common::http::duration health_timeout{1'000};
+    common::http::duration dns_interval{5'000};
+    std::vector<std::string> dns_names; // host:port names re-resolved every dns_interval
+    // How often each replica's /v1/models is read (which models it serves, whether it is a
+    // lanes replica), and the most time one read may take.
+    common::http::duration models_interval{5'000};
+    common::http::duration models_timeout{2'000};
+    // A request for a model no replica is known to serve reads every replica's list again before
+    // its 404, but not more often than this (so bogus names cannot make the router hammer them).
+    common::http::duration models_refresh_gap{1'000};
+    // Sent as "Authorization: Bearer" on scrapes, probes and models reads (a vLLM --api-key).
+    std::string replica_api_key;
+    // The fleet's hashing units (replica_pool::update_fleet): the block size of a replica that
+    // reports none, and the bytes a text token takes on average for engines that are not lanes'.
+    std::size_t default_block_size = 16;
+    std::size_t bytes_per_token = 4;
+};
 
 // The addresses a --replica-dns name gives, one per host: a dual-stack name lists each pod
 // twice, once per family, and two replicas for one pod would split its routing state (prefix
@@ -49,7 +76,7 @@ private:
     using replica_task =
         boost::asio::awaitable<void> (replica_monitor::*)(std::shared_ptr<replica>);
     boost::asio::awaitable<void> per_replica_loop(common::http::duration interval,
-                                                  std::atomic<bool> replica::*busy,
+                                                  std::atomic<bool> replica::monitor_state::*busy,
                                                   replica_task task);
     boost::asio::awaitable<void> dns_loop();
     // GET `path` from a replica within `timeout`, on one of its idle keep-alive connections

@@ -5,7 +5,6 @@
 
 #include "common/http/client.hpp"
 #include "router/fleet/health.hpp"
-#include "router/policies/policy.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -65,34 +64,45 @@ public:
     const common::http::url& address() const { return url_; }
     const std::string& authority() const { return authority_; } // host:port, for Host
 
-    std::atomic<std::int64_t> inflight{0};
-    std::atomic<std::int64_t> requests_total{0};
-    std::atomic<bool> draining{false};
-    health_tracker health;                    // circuit breaker: active checks, scrapes, passive
-    std::atomic<bool> scrape_busy{false};     // a scrape of this replica is in flight
-    std::atomic<bool> probe_busy{false};      // a /health probe of this replica is in flight
-    std::atomic<bool> models_busy{false};     // a /v1/models read of this replica is in flight
-    std::atomic<bool> probe_ok{false};        // its last /health probe answered 200
-    std::atomic<bool> probe_answered{false};  // a /health probe has come back (either way)
-    std::atomic<bool> scrape_answered{false}; // a /metrics scrape got an HTTP answer (any status)
-    std::atomic<bool> kv_joined{false}; // the KV-event subscriber has made its first try at it
-    // No new request before this steady-clock time (ticks): it answered 429 or 503 (backpressure,
-    // for its Retry-After or the default backoff).
-    std::atomic<std::int64_t> backoff_until{0};
-    // Moves on when the replica's cache is known to be lost: its counters went back (a restart)
-    // or the breaker ejected it. What the router remembers of its cache from before is dropped.
-    std::atomic<std::uint64_t> epoch{0};
-    // No scrape before this steady-clock time (ticks): set when /metrics answered that it has
-    // none, so a replica without metrics is not asked ten times a second.
-    std::atomic<std::int64_t> scrape_not_before{0};
-    std::string source; // "flag", "admin", or the --replica-dns name
-    // The prefix counters of its last scrape, which the monitor mirrors as increases (only the
-    // monitor's scrape of this replica touches them, one at a time). They go with the replica.
-    struct mirrored_counters {
-        bool seen = false;
-        double hits = 0, queries = 0;
+    // Written by the proxy: its requests in flight there (counted under the policies' lock at
+    // the choice), its answers, and its backoff after a 429 or 503.
+    struct traffic_state {
+        std::atomic<std::int64_t> inflight{0};
+        std::atomic<std::int64_t> requests_total{0};
+        // No new request before this steady-clock time (ticks): it answered 429 or 503
+        // (backpressure, for its Retry-After or the default backoff).
+        std::atomic<std::int64_t> backoff_until{0};
     };
-    mirrored_counters mirrored;
+    // Written by the monitor (replica_monitor), one scrape, probe and models read at a time.
+    struct monitor_state {
+        std::atomic<bool> scrape_busy{false};     // a scrape of this replica is in flight
+        std::atomic<bool> probe_busy{false};      // a /health probe of this replica is in flight
+        std::atomic<bool> models_busy{false};     // a /v1/models read of it is in flight
+        std::atomic<bool> probe_ok{false};        // its last /health probe answered 200
+        std::atomic<bool> probe_answered{false};  // a /health probe has come back (either way)
+        std::atomic<bool> scrape_answered{false}; // a /metrics scrape got an HTTP answer
+        // No scrape before this steady-clock time (ticks): set when /metrics answered that it
+        // has none, so a replica without metrics is not asked ten times a second.
+        std::atomic<std::int64_t> scrape_not_before{0};
+        // The prefix counters of its last scrape, which the monitor mirrors as increases (only
+        // the monitor's scrape of this replica touches them). They go with the replica.
+        struct mirrored_counters {
+            bool seen = false;
+            double hits = 0, queries = 0;
+        };
+        mirrored_counters mirrored;
+    };
+
+    traffic_state traffic;
+    monitor_state monitor;
+    health_tracker health;              // circuit breaker: active checks, scrapes, passive
+    std::atomic<bool> draining{false};  // written by the admin API
+    std::atomic<bool> kv_joined{false}; // the KV-event subscriber has made its first try at it
+    // Moves on when the replica's cache is known to be lost: its counters went back (a restart,
+    // the monitor), its event stream started again (the subscriber) or the breaker ejected it.
+    // What the router remembers of its cache from before is dropped.
+    std::atomic<std::uint64_t> epoch{0};
+    std::string source; // "flag", "admin", or the --replica-dns name
 
     bool healthy() { return health.routable(std::chrono::steady_clock::now()); }
 
@@ -152,7 +162,7 @@ public:
     // Ends the count now (the replica is done before the client is); once.
     void release() {
         if (r_)
-            std::exchange(r_, nullptr)->inflight.fetch_sub(1);
+            std::exchange(r_, nullptr)->traffic.inflight.fetch_sub(1);
     }
 
 private:

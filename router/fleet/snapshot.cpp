@@ -26,13 +26,13 @@ bool snapshot_cache::refresh(std::chrono::steady_clock::time_point now,
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
         replica& r = *replicas_[i];
         replica_view& view = snap_.replicas[i];
-        view.inflight = r.inflight.load();
+        view.inflight = r.traffic.inflight.load();
         const std::uint64_t epoch = r.epoch.load(std::memory_order_relaxed);
         changed = changed || epoch != view.epoch; // its cache is gone: policies forget it
         view.epoch = epoch;
         const bool admitted = r.health.admits(now, view.inflight);
         view.routable = admitted && !r.draining.load() &&
-                        r.backoff_until.load(std::memory_order_relaxed) <= ticks;
+                        r.traffic.backoff_until.load(std::memory_order_relaxed) <= ticks;
         if (!admitted) {
             if (!any_ejected)
                 ejections.assign(replicas_.size(), ejection{});
@@ -88,7 +88,8 @@ void snapshot_cache::cap_ejections(const std::vector<ejection>& ejections, std::
             return ejections[a].last_failure < ejections[b].last_failure;
         });
         for (std::size_t k = 0; k < passive.size() - allowed; ++k)
-            if (replicas_[passive[k]]->backoff_until.load(std::memory_order_relaxed) <= ticks)
+            if (replicas_[passive[k]]->traffic.backoff_until.load(std::memory_order_relaxed) <=
+                ticks)
                 snap_.replicas[passive[k]].routable = true;
     }
 }
@@ -115,7 +116,7 @@ snapshot_cache::longest_backoff(std::span<const char> serves,
     const auto ticks = now.time_since_epoch().count();
     std::chrono::steady_clock::duration longest{0};
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
-        const auto until = replicas_[i]->backoff_until.load(std::memory_order_relaxed);
+        const auto until = replicas_[i]->traffic.backoff_until.load(std::memory_order_relaxed);
         if (until > ticks && (serves.empty() || serves[i]))
             longest = std::max(longest, std::chrono::steady_clock::duration(until - ticks));
     }

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "router/fleet/replica_pool.hpp"
-#include "router/policies/policy.hpp"
+#include "router/routing.hpp"
 
 #include <chrono>
 #include <cstdint>

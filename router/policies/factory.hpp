@@ -2,12 +2,12 @@
 // too, so an unknown name fails before anything listens.
 #pragma once
 
-#include "router/fleet/precise_index.hpp"
+#include "router/index/precise_index.hpp"
 
+#include "router/index/prefix_index.hpp"
 #include "router/policies/kv_aware.hpp"
 #include "router/policies/load.hpp"
 #include "router/policies/prefix.hpp"
-#include "router/policies/prefix_index.hpp"
 #include "router/policies/session.hpp"
 
 #include <chrono>

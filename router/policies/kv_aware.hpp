@@ -9,9 +9,9 @@
 // on_routed records the request's blocks under the replica it went to.
 #pragma once
 
-#include "router/fleet/precise_index.hpp"
+#include "router/index/precise_index.hpp"
+#include "router/index/prefix_index.hpp"
 #include "router/policies/policy.hpp"
-#include "router/policies/prefix_index.hpp"
 
 #include <string>
 

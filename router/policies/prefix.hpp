@@ -23,10 +23,10 @@
 // defaults are prefix_knobs below, index_knobs (prefix_index.hpp) and load_knobs (load.hpp).
 #pragma once
 
-#include "router/fleet/precise_index.hpp"
+#include "router/index/precise_index.hpp"
+#include "router/index/prefix_index.hpp"
 #include "router/policies/least_loaded.hpp"
 #include "router/policies/policy.hpp"
-#include "router/policies/prefix_index.hpp"
 
 #include <optional>
 #include <string>

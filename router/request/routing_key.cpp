@@ -14,6 +14,14 @@ common::block_hash affinity_root(std::string_view model, std::uint64_t context_h
     return XXH3_64bits_withSeed(model.data(), model.size(), common::root_block_hash ^ context_hash);
 }
 
+common::block_hash kv_event_root(const replica& r, const std::string& lora,
+                                 std::uint64_t salt_hash) {
+    const auto models = r.models();
+    const std::string model =
+        !lora.empty() ? lora : (models->ids.size() == 1 ? models->ids.front() : "");
+    return affinity_root(model, salt_hash);
+}
+
 routing_key make_routing_key(request_view& view, std::string_view model, const hash_units& units,
                              std::size_t bytes_per_token) {
     routing_key key;

@@ -25,6 +25,13 @@ struct routing_key {
 // nothing): the root of the router's own block hashes, for requests and for engines' events.
 common::block_hash affinity_root(std::string_view model, std::uint64_t context_hash);
 
+// The root, in the router's hashes, of a run of `r`'s KV events with no parent: its LoRA
+// adapter's name when the run names one, else the replica's model (when it serves exactly one),
+// with the run's cache_salt_hash folded in as a request's salt is (0: none). What the KV-event
+// subscriber hands the precise index, so that events and requests hash alike.
+common::block_hash kv_event_root(const replica& r, const std::string& lora,
+                                 std::uint64_t salt_hash);
+
 routing_key make_routing_key(request_view& view, std::string_view model, const hash_units& units,
                              std::size_t bytes_per_token);
 

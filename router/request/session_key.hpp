@@ -5,7 +5,7 @@
 #pragma once
 
 #include "common/http/message.hpp"
-#include "router/policies/policy.hpp"
+#include "router/routing.hpp"
 
 #include <optional>
 #include <string>

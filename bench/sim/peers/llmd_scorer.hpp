@@ -15,7 +15,7 @@
 #pragma once
 
 #include "bench/sim/sim_policy.hpp"
-#include "router/policies/block_lru.hpp"
+#include "router/index/block_lru.hpp"
 
 #include <random>
 #include <unordered_map>

@@ -1,6 +1,8 @@
-// The router's metrics: expose(pool) sets the per-replica gauges from the pool as it is now and
-// drops those of replicas that left; the counters keep their children and are exposed typed.
+// The router's metrics: expose(readings_of(pool)) sets the per-replica gauges from the pool as it
+// is now and drops those of replicas that left; the counters keep their children and are exposed
+// typed.
 #include "router/metrics.hpp"
+#include "router/status_pages.hpp"
 
 #include "common/metrics/prom_parser.hpp"
 #include "router/fleet/replica_pool.hpp"
@@ -42,7 +44,7 @@ TEST_CASE("expose sets each present replica's gauges from the pool", "[metrics]"
     REQUIRE(pool.add(http::url{"10.0.0.1", 8001, ""}));
     REQUIRE(pool.add(http::url{"10.0.0.2", 8001, ""}));
     const auto a = pool.find(a_id), b = pool.find(b_id);
-    a->inflight = 5;
+    a->traffic.inflight = 5;
     b->draining = true;
     b->health.on_failure(std::chrono::steady_clock::now()); // ejected for a minute
     router::scraped_stats s;
@@ -51,7 +53,7 @@ TEST_CASE("expose sets each present replica's gauges from the pool", "[metrics]"
     s.running = 7;
     a->set_stats(s);
 
-    const std::string text = metrics.expose(pool);
+    const std::string text = metrics.expose(router::readings_of(pool));
     CHECK(sample(text, "lanes_router_replica_up", a_id) == 1.0);
     CHECK(sample(text, "lanes_router_replica_up", b_id) == 0.0);
     CHECK(sample(text, "lanes_router_replica_draining", a_id) == 0.0);
@@ -67,9 +69,9 @@ TEST_CASE("expose sets each present replica's gauges from the pool", "[metrics]"
     CHECK_FALSE(sample(text, "lanes_router_replica_running_requests", b_id));
 
     // The gauges follow the pool at each expose.
-    a->inflight = 1;
+    a->traffic.inflight = 1;
     b->draining = false;
-    const std::string next = metrics.expose(pool);
+    const std::string next = metrics.expose(router::readings_of(pool));
     CHECK(sample(next, "lanes_router_replica_inflight", a_id) == 1.0);
     CHECK(sample(next, "lanes_router_replica_draining", b_id) == 0.0);
 }
@@ -87,12 +89,12 @@ TEST_CASE("expose drops the gauges and counters of removed replicas, keeping the
     metrics.replica_prefix_hits.with({a_id}).inc(40);
     metrics.requests.with({a_id, "200", "prefix_match", "m"}).inc(3);
     metrics.requests.with({"none", "404", "none", "m"}).inc();
-    const std::string before = metrics.expose(pool);
+    const std::string before = metrics.expose(router::readings_of(pool));
     REQUIRE(sample(before, "lanes_router_replica_up", a_id));
     REQUIRE(sample(before, "lanes_router_replica_kv_usage_ratio", a_id));
 
     REQUIRE(pool.remove(a_id));
-    const std::string after = metrics.expose(pool);
+    const std::string after = metrics.expose(router::readings_of(pool));
     for (const auto* name :
          {"lanes_router_replica_up", "lanes_router_replica_draining",
           "lanes_router_replica_inflight", "lanes_router_replica_kv_usage_ratio"}) {
@@ -110,7 +112,7 @@ TEST_CASE("expose drops the gauges and counters of removed replicas, keeping the
 
     // Back in the pool: its gauges come back, from the fresh replica.
     REQUIRE(pool.add(http::url{"10.0.0.1", 8001, ""}));
-    const std::string back = metrics.expose(pool);
+    const std::string back = metrics.expose(router::readings_of(pool));
     CHECK(sample(back, "lanes_router_replica_up", a_id) == 1.0);
     CHECK_FALSE(sample(back, "lanes_router_replica_kv_usage_ratio", a_id)); // not scraped yet
 }
@@ -122,7 +124,7 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
     metrics.errors.with({"upstream_timeout"}).inc();
     metrics.duration.observe(0.02);
     metrics.read_connections_from([] { return router::router_metrics::connection_counts{3, 7}; });
-    const std::string text = metrics.expose(empty);
+    const std::string text = metrics.expose(router::readings_of(empty));
     const auto parsed = common::prom::parse(text);
     REQUIRE(parsed.ok());
     CHECK(text.find("\nlanes_router_client_connections 3") != std::string::npos);

@@ -51,13 +51,13 @@ TEST_CASE("status pages: liveness is the process, readiness a probed replica", "
     p.pool.add(http::url{"127.0.0.1", 9002, ""});
     CHECK_FALSE(p.status.ready()); // added, never probed
     auto replicas = p.pool.all();
-    replicas[1]->probe_ok.store(true);
+    replicas[1]->monitor.probe_ok.store(true);
     CHECK(p.status.ready());
     replicas[1]->draining.store(true);
     CHECK_FALSE(p.status.ready()); // the only probed one takes no new work
     replicas[1]->draining.store(false);
     // Backpressure is not unreadiness.
-    replicas[1]->backoff_until.store(std::numeric_limits<std::int64_t>::max());
+    replicas[1]->traffic.backoff_until.store(std::numeric_limits<std::int64_t>::max());
     const auto ready = p.call(&router::status_pages::readiness, "/readiness");
     CHECK(ready.status == 200);
     p.status.set_shutting_down();

@@ -3,6 +3,7 @@
 #include "router/fleet/health_report.hpp"
 
 #include "common/log.hpp"
+#include "router/status_pages.hpp"
 #include "tests/unit/common/capture_stderr.hpp"
 
 #include <catch2/catch.hpp>
@@ -53,8 +54,8 @@ TEST_CASE("report_health ejects after failure_threshold failures and counts it o
     // The exposition names the replica.
     router::replica_pool pool;
     REQUIRE(pool.add(http::url{"127.0.0.1", 8001, ""}));
-    CHECK(metrics.expose(pool).find(
-              "lanes_router_ejections_total{replica=\"http://127.0.0.1:8001\"} 1.0\n") !=
+    CHECK(metrics.expose(router::readings_of(pool))
+              .find("lanes_router_ejections_total{replica=\"http://127.0.0.1:8001\"} 1.0\n") !=
           std::string::npos);
 }
 

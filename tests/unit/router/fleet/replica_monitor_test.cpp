@@ -253,7 +253,7 @@ TEST_CASE("monitor: a probe that connects but times out ejects under the cap, a 
     CHECK(slow->health.ejection_state(now).open);
     CHECK_FALSE(slow->health.ejection_state(now).by_probe); // capped, as a failed request is
     CHECK(dead->health.ejection_state(now).by_probe);       // refused: out whatever the cap
-    CHECK_FALSE(slow->probe_ok.load());
+    CHECK_FALSE(slow->monitor.probe_ok.load());
 }
 
 TEST_CASE("monitor: a failing /health ejects, a healthy one re-admits after open_time",
@@ -281,8 +281,8 @@ TEST_CASE("monitor: a replica without /metrics is not scraped again at once", "[
     monitor_run m;
     const auto r = m.add(fake.url());
     m.mon.start();
-    REQUIRE(m.run_until([&] { return r->scrape_not_before.load() != 0; }));
-    CHECK(r->scrape_not_before.load() > clock_type::now().time_since_epoch().count());
+    REQUIRE(m.run_until([&] { return r->monitor.scrape_not_before.load() != 0; }));
+    CHECK(r->monitor.scrape_not_before.load() > clock_type::now().time_since_epoch().count());
     const int probes = fake.probes;
     REQUIRE(m.run_until([&] { return fake.probes >= probes + 5; })); // five more ticks
     CHECK(fake.scrapes == 1);

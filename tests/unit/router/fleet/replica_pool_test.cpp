@@ -112,12 +112,12 @@ TEST_CASE("pool: add, find, all and remove by URL, the version moving with each 
     CHECK(ids(pool) == std::vector<std::string>{"http://10.0.0.2:8001/v1", "http://[fd00::1]:80",
                                                 "http://10.0.0.1:8001/other"});
     // A holder keeps a removed replica alive; added again, the URL is a fresh replica.
-    ra->inflight = 3;
+    ra->traffic.inflight = 3;
     CHECK(pool.add(a));
     const auto again = pool.find("http://10.0.0.1:8001");
     CHECK(again != ra);
-    CHECK(again->inflight == 0);
-    CHECK(ra->inflight == 3);
+    CHECK(again->traffic.inflight == 0);
+    CHECK(ra->traffic.inflight == 3);
 }
 
 TEST_CASE("pool: replicas get the pool's breaker settings", "[pool]") {

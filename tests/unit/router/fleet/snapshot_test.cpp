@@ -56,15 +56,15 @@ TEST_CASE("refresh shows every scrape, the stale cutoff and ejection", "[pool]")
     // Half-open by then: routable while no request is out on it, one trial at a time.
     cache.refresh(now + 9s, 2'000ms);
     CHECK(snap.replicas[1].routable);
-    replicas(1)->inflight.fetch_add(1);
+    replicas(1)->traffic.inflight.fetch_add(1);
     cache.refresh(now + 9s, 2'000ms);
     CHECK_FALSE(snap.replicas[1].routable);
-    replicas(1)->inflight.fetch_sub(1);
+    replicas(1)->traffic.inflight.fetch_sub(1);
     CHECK(replicas(1)->health.on_success(now + 9s)); // the trial's success re-admits
-    replicas(1)->inflight.fetch_add(3);
+    replicas(1)->traffic.inflight.fetch_add(3);
     cache.refresh(now + 9s, 2'000ms);
     CHECK(snap.replicas[1].routable);
-    replicas(1)->inflight.fetch_sub(3);
+    replicas(1)->traffic.inflight.fetch_sub(3);
 
     // A replica added later appears, with no stats of its own.
     REQUIRE(pool.add(*common::http::parse_url("http://127.0.0.1:9003")));
@@ -96,7 +96,7 @@ TEST_CASE("a replica backing off after a 429 or 503 is not routable until its ti
     router::snapshot_cache cache(pool);
     const auto now = std::chrono::steady_clock::now();
     cache.refresh(now, 2'000ms);
-    cache.replica_at(0)->backoff_until.store((now + 1500ms).time_since_epoch().count());
+    cache.replica_at(0)->traffic.backoff_until.store((now + 1500ms).time_since_epoch().count());
     cache.refresh(now, 2'000ms);
     CHECK_FALSE(cache.view().replicas[0].routable);
     CHECK(cache.view().replicas[1].routable);

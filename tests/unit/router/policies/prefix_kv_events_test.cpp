@@ -2,7 +2,7 @@
 // routed request, and where it places new prefixes before the first events arrive.
 #include "router/policies/prefix.hpp"
 
-#include "router/fleet/precise_index.hpp"
+#include "router/index/precise_index.hpp"
 #include "router/policies/rendezvous.hpp"
 #include "tests/unit/router/policies/fake_pool.hpp"
 
