@@ -8,7 +8,7 @@
 #include "common/openai/request.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
-#include "router/fleet/precise_index.hpp"
+#include "router/index/precise_index.hpp"
 #include "router/policies/factory.hpp"
 #include "router/request/request_view.hpp"
 #include "router/request/routing_key.hpp"
