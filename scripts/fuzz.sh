@@ -4,7 +4,9 @@
 # executions per second and result as a table row for docs/reliability.md. Builds build-asan
 # (clang, AddressSanitizer + UndefinedBehaviorSanitizer, the fuzz targets) when needed.
 #   FUZZ_SECONDS (600), FUZZ_RSS_MB (1024), FUZZ_TARGETS (all: request_head response
-#   body_readers prom sse url)
+#   body_readers prom sse url kv_events)
+# MINIMIZE=1 instead cuts each committed corpus to its named seeds plus the fewest inputs that
+# keep its coverage (libFuzzer's -set_cover_merge=1), fuzzing nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
@@ -14,6 +16,21 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DLANES_SANITIZE=address -DLANES_FUZZ=ON \
     -DLANES_CUDA=OFF >/dev/null
 cmake --build build-asan --target $(printf "fuzz_%s " $targets) >&2
+if [ "${MINIMIZE:-0}" = 1 ]; then
+    for t in $targets; do
+        kept=$(mktemp -d)
+        # Named seeds (and found-* regressions) stay; libFuzzer's outputs are named by hash.
+        find "tests/fuzz/corpus/$t" -type f -regextype posix-extended \
+            ! -regex '.*/[0-9a-f]{40}' -exec cp {} "$kept" \;
+        ASAN_OPTIONS=detect_leaks=0 "build-asan/tests/fuzz/fuzz_$t" -set_cover_merge=1 \
+            -rss_limit_mb="$rss" "$kept" "tests/fuzz/corpus/$t" 2>/dev/null
+        echo "$t: $(ls "tests/fuzz/corpus/$t" | wc -l) -> $(ls "$kept" | wc -l) inputs"
+        rm -rf "tests/fuzz/corpus/$t"
+        mv "$kept" "tests/fuzz/corpus/$t"
+        chmod 755 "tests/fuzz/corpus/$t"
+    done
+    exit 0
+fi
 echo "| target | seconds | executions | exec/s | corpus | peak RSS MB | result |"
 echo "|---|---|---|---|---|---|---|"
 failed=0
