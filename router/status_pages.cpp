@@ -14,17 +14,8 @@ namespace http = common::http;
 namespace openai = common::openai;
 namespace bhttp = boost::beast::http;
 
-namespace {
-
-// An answer whose delivery nobody waits on (the session sees a broken connection itself).
-asio::awaitable<void> answered(asio::awaitable<bool> send) {
-    co_await std::move(send);
-}
-
-} // namespace
-
 asio::awaitable<void> status_pages::health(http::request& req, http::response_writer& out) {
-    return answered(out.send(http::make_response(req, bhttp::status::ok, "", "text/plain")));
+    return out.answer(http::make_response(req, bhttp::status::ok, "", "text/plain"));
 }
 
 bool status_pages::ready() const {
@@ -38,12 +29,12 @@ bool status_pages::ready() const {
 
 asio::awaitable<void> status_pages::readiness(http::request& req, http::response_writer& out) {
     if (ready())
-        return answered(out.send(http::make_response(req, bhttp::status::ok, "", "text/plain")));
-    return answered(out.send(openai::error_response(
+        return out.answer(http::make_response(req, bhttp::status::ok, "", "text/plain"));
+    return out.answer(openai::error_response(
         req, openai::api_error::of(503, shutting_down_.load() ? "the router is shutting down"
                                         : warm_ && !warm_()
                                             ? "the router is reading the replicas' KV caches"
-                                            : "no replica answers its health probes"))));
+                                            : "no replica answers its health probes")));
 }
 
 std::vector<replica_reading> readings_of(const replica_pool& pool) {
@@ -57,9 +48,9 @@ std::vector<replica_reading> readings_of(const replica_pool& pool) {
 }
 
 asio::awaitable<void> status_pages::metrics(http::request& req, http::response_writer& out) {
-    return answered(
-        out.send(http::make_response(req, bhttp::status::ok, metrics_.expose(readings_of(pool_)),
-                                     common::metrics::registry::content_type)));
+    return out.answer(http::make_response(req, bhttp::status::ok,
+                                          metrics_.expose(readings_of(pool_)),
+                                          common::metrics::registry::content_type));
 }
 
 // The union of the models the healthy replicas serve, from their last /v1/models read.
@@ -77,8 +68,8 @@ asio::awaitable<void> status_pages::models(http::request& req, http::response_wr
             data += (data.empty() ? "" : ",") + m->objects[i];
         }
     }
-    return answered(out.send(
-        http::make_response(req, bhttp::status::ok, R"({"object":"list","data":[)" + data + "]}")));
+    return out.answer(
+        http::make_response(req, bhttp::status::ok, R"({"object":"list","data":[)" + data + "]}"));
 }
 
 } // namespace lanes::router

@@ -21,6 +21,11 @@ boost::asio::awaitable<bool> response_writer::send(response res) {
     co_return co_await send(res.result(), content_type, headers, res.body());
 }
 
+boost::asio::awaitable<void> response_writer::answer(response res) {
+    const bool sent = co_await send(std::move(res));
+    (void)sent; // a client that left is the session's to notice
+}
+
 std::optional<std::size_t> response_writer::write_framed_now(std::string_view /*chunks*/) {
     return 0;
 }

@@ -34,6 +34,9 @@ public:
     // The same from a Beast response: its fields other than Server, Content-Type, Content-Length,
     // Transfer-Encoding and Connection are the headers.
     boost::asio::awaitable<bool> send(response res);
+    // The same for a handler that does not wait on the delivery (the session sees a broken
+    // connection itself): what a route returns for an answer it words itself.
+    boost::asio::awaitable<void> answer(response res);
     virtual boost::asio::awaitable<bool> begin_stream(beast_http::status status,
                                                       std::string_view content_type,
                                                       std::span<const header_view> headers) = 0;

@@ -26,11 +26,6 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-// An answer whose delivery nobody waits on (the session sees a broken connection itself).
-asio::awaitable<void> answered(asio::awaitable<bool> send) {
-    co_await std::move(send);
-}
-
 // The paths passed on to the least-loaded replica serving their model, bodies untouched.
 constexpr std::array<std::string_view, 11> forwarded_paths{
     "/v1/embeddings", "/v1/rerank", "/rerank",   "/v2/rerank",  "/v1/score",   "/score",
@@ -94,7 +89,7 @@ asio::awaitable<void> front::handle(http::request& req, http::response_writer& o
         who.key = keys_.table()->find(common::access::bearer_token(req["authorization"]));
         if (!who.key) {
             metrics_.access_refusals.with({"invalid_api_key"}).inc();
-            return answered(out.send(invalid_key(req)));
+            return out.answer(invalid_key(req));
         }
         req.remove("authorization"); // a client's key is the router's business, not the engine's
         if (open.route)
@@ -107,7 +102,7 @@ asio::awaitable<void> front::handle(http::request& req, http::response_writer& o
             proxies_.client_address(out.remote().address(), req.joined("x-forwarded-for"));
     }
     if (auto refused = limits_.take_request(req, who))
-        return answered(out.send(std::move(*refused)));
+        return out.answer(std::move(*refused));
     return serve_client(req, out, path, std::move(who));
 }
 
@@ -164,10 +159,10 @@ http::response front::invalid_key(const http::request& req) {
 asio::awaitable<void> front::unrouted(const http::request& req, http::response_writer& out,
                                       unsigned path_methods, std::string_view not_found) {
     if (path_methods)
-        return answered(out.send(openai::method_not_allowed(req, path_methods)));
-    return answered(out.send(openai::error_response(
+        return out.answer(openai::method_not_allowed(req, path_methods));
+    return out.answer(openai::error_response(
         req, openai::api_error::not_found(std::string(not_found) +
-                                          std::string(http::path_of(req.target()))))));
+                                          std::string(http::path_of(req.target())))));
 }
 
 asio::awaitable<void> front::completions(http::request& req, http::response_writer& out,
@@ -227,15 +222,15 @@ asio::awaitable<void> front::ui_page(http::request& req, http::response_writer& 
             "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
             "connect-src 'self'; img-src 'self'; frame-ancestors 'none'");
     res.set("x-content-type-options", "nosniff");
-    return answered(out.send(std::move(res)));
+    return out.answer(std::move(res));
 }
 
 asio::awaitable<void> front::ui_state(http::request& req, http::response_writer& out) {
-    return answered(out.send(no_store(req, counts_.live_json(false))));
+    return out.answer(no_store(req, counts_.live_json(false)));
 }
 
 asio::awaitable<void> front::ui_state_admin(http::request& req, http::response_writer& out) {
-    return answered(out.send(no_store(req, counts_.live_json(true))));
+    return out.answer(no_store(req, counts_.live_json(true)));
 }
 
 } // namespace lanes::router

@@ -24,15 +24,6 @@ namespace asio = boost::asio;
 namespace http = common::http;
 namespace openai = common::openai;
 
-namespace {
-
-// An answer whose delivery nobody waits on (the session sees a broken connection itself).
-asio::awaitable<void> answered(asio::awaitable<bool> send) {
-    co_await std::move(send);
-}
-
-} // namespace
-
 planner::planner(const proxy_config& cfg, const replica_pool& pool, router_metrics& metrics,
                  client_limits& limits, accounting& counts, response_affinity& responses,
                  dispatcher& dispatch)
@@ -107,7 +98,7 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
     if (read.error) {
         metrics_.requests.with({"none", std::to_string(read.error->status), "invalid", ""}).inc();
         counts_.count_for_key(plan.who, read.error->status);
-        return answered(out.send(openai::error_response(req, *read.error)));
+        return out.answer(openai::error_response(req, *read.error));
     }
     request_view& view = *read.view;
     if (engine_ids && view.prompt_token_ids.empty())
@@ -116,10 +107,10 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
     if (cfg_.isolate_cache_by_key && plan.who.key) {
         if (has_field(req.body(), "cache_salt")) {
             counts_.count_for_key(plan.who, 400);
-            return answered(out.send(openai::error_response(
+            return out.answer(openai::error_response(
                 req,
                 openai::api_error::bad_request(
-                    "cache_salt is set by the router (--isolate-cache-by-key)", "cache_salt"))));
+                    "cache_salt is set by the router (--isolate-cache-by-key)", "cache_salt")));
         }
         salt = cache_salt_for(plan.who.key->name);
         view.context_hash ^= common::salted_root(salt); // the router's blocks split by key too
@@ -136,7 +127,7 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
     plan.rr.prompt_tokens = key.prompt_tokens;
     plan.rr.session = request_session(req, view.user, cfg_.session_key_limit);
     if (auto refused = limits_.take_tokens(req, plan.who, plan.rr.prompt_tokens))
-        return answered(out.send(std::move(*refused)));
+        return out.answer(std::move(*refused));
     // Last: the view read above points into the body this replaces.
     if (!salt.empty())
         req.body() = with_cache_salt(req.body(), salt);
@@ -153,7 +144,7 @@ asio::awaitable<void> planner::forwarded(http::request& req, http::response_writ
         read_result read = read_request(body_kind::other, req.body(), {cfg_.json_max_depth});
         if (read.error) {
             counts_.count_for_key(plan.who, read.error->status);
-            return answered(out.send(openai::error_response(req, *read.error)));
+            return out.answer(openai::error_response(req, *read.error));
         }
         plan.model = resolve_model(read.view->model);
     } else {
@@ -162,7 +153,7 @@ asio::awaitable<void> planner::forwarded(http::request& req, http::response_writ
     plan.model_label = model_label(plan.model);
     const std::size_t bpt = std::max<std::size_t>(1, cfg_.monitor.bytes_per_token);
     if (auto refused = limits_.take_tokens(req, plan.who, req.body().size() / bpt))
-        return answered(out.send(std::move(*refused)));
+        return out.answer(std::move(*refused));
     return dispatch_.dispatch(req, out, std::move(plan));
 }
 
