@@ -75,7 +75,15 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
         if (attempt > 0)
             metrics_.retries.inc();
         counts_.note_routed(plan.rr, p.d, plan.block_tokens);
-        last = co_await run_attempt(req, out, plan, p, request_id, ticket, held);
+        {
+            attempt_notice done(choose_, p, plan.rr);
+            upstream_call call(cfg_.upstream, metrics_, p.chosen, p.d, request_id, plan.start,
+                               plan.capture_response_id);
+            wire(call, done, p, held, ticket);
+            last = co_await call.run(req, out);
+            // The replica took it when it answered below 400 (a stream it began counts).
+            done.taken(last.status > 0 && last.status < 400);
+        }
         if (last.client_gone || last.answered || last.sent_any) {
             // Done here: answered, or a client that left (no retry: closing the upstream
             // request was the point), or a stream that broke after its first byte.
@@ -84,12 +92,7 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
         }
         if (last.backpressure)
             largest_retry_after = std::max(largest_retry_after, hold_off(*p.chosen, last));
-        const bool again = cfg_.retry.allows(last.failed);
-        p.chosen->note_error("a request failed: " + last.failure);
-        LANES_LOG(warn, "proxy",
-                  request_id << " attempt " << attempt + 1 << " on " << p.chosen->id()
-                             << " failed: " << last.failure
-                             << (again ? "" : " (not retried: --retry-on)"));
+        const bool again = note_failure(*p.chosen, last, request_id, attempt);
         tried.push_back(p.chosen->id()); // a retry goes elsewhere
         if (!again)
             break; // it may have run (or still run) there: not run again elsewhere
@@ -100,13 +103,8 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
                              largest_retry_after, request_id);
 }
 
-asio::awaitable<attempt_result>
-dispatcher::run_attempt(http::request& req, http::response_writer& out, const dispatch_plan& plan,
-                        const pick_result& p, const std::string& request_id,
-                        admission::ticket& ticket, inflight_guard& held) {
-    attempt_notice done(choose_, p, plan.rr);
-    upstream_call call(cfg_.upstream, metrics_, p.chosen, p.d, request_id, plan.start,
-                       plan.capture_response_id);
+void dispatcher::wire(upstream_call& call, attempt_notice& done, const pick_result& p,
+                      inflight_guard& held, admission::ticket& ticket) {
     call.on_first_byte([&done] { done.first_byte(); });
     call.on_response_id(
         [this, &p](std::string_view id) { responses_.remember(id, p.chosen->id()); });
@@ -118,10 +116,16 @@ dispatcher::run_attempt(http::request& req, http::response_writer& out, const di
         held.release();
         ticket = admission::ticket{}; // the next waiter may have this room
     });
-    attempt_result last = co_await call.run(req, out);
-    // The replica took it when it answered below 400 (a stream it began counts).
-    done.taken(last.status > 0 && last.status < 400);
-    co_return last;
+}
+
+bool dispatcher::note_failure(replica& r, const attempt_result& last, const std::string& request_id,
+                              std::int64_t attempt) {
+    const bool again = cfg_.retry.allows(last.failed);
+    r.note_error("a request failed: " + last.failure);
+    LANES_LOG(warn, "proxy",
+              request_id << " attempt " << attempt + 1 << " on " << r.id() << " failed: "
+                         << last.failure << (again ? "" : " (not retried: --retry-on)"));
+    return again;
 }
 
 asio::awaitable<void> dispatcher::reject_unknown_model(http::request& req,

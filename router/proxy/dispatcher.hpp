@@ -14,6 +14,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -21,6 +22,7 @@ namespace lanes::router {
 
 class accounting;
 class admission_gate;
+class attempt_notice;
 class chooser;
 class inflight_guard;
 class replica;
@@ -43,13 +45,15 @@ public:
                                           common::http::response_writer& out, dispatch_plan plan);
 
 private:
-    // One attempt of `plan` on p.chosen: the policy hears how it went, and the replica's place
-    // (`held`) and admission's room (`ticket`) are let go as soon as the replica's answer is
-    // read, while the client may still be taking it.
-    boost::asio::awaitable<attempt_result>
-    run_attempt(common::http::request& req, common::http::response_writer& out,
-                const dispatch_plan& plan, const pick_result& p, const std::string& request_id,
-                admission::ticket& ticket, inflight_guard& held);
+    // Sets one attempt's hooks (not a coroutine: dispatch's frame holds the attempt): the
+    // policy hears when the answer began, a response's id is remembered, and the replica's
+    // place (`held`) and admission's room (`ticket`) are let go as soon as the replica's answer
+    // is read, while the client may still be taking it.
+    void wire(upstream_call& call, attempt_notice& done, const pick_result& p, inflight_guard& held,
+              admission::ticket& ticket);
+    // Logs a failed attempt and notes it on the replica; whether --retry-on retries it.
+    bool note_failure(replica& r, const attempt_result& last, const std::string& request_id,
+                      std::int64_t attempt);
     // dispatch's two answers of its own, each a coroutine apart: GCC keeps every local of a
     // coroutine in its heap frame for the coroutine's whole life, and dispatch's frame lives as
     // long as the request does (a stream's, minutes). The 404 of a model no replica serves:
