@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
     f.add("url", cfg.url, "router or replica base URL (loopback only for load tests)");
     bench::add_workload_flags(f, w);
     f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
-    f.add("rate", cfg.rate, "open loop: Poisson arrivals per second (0: closed loop)");
+    f.add("rate", cfg.rate,
+          "open loop: Poisson arrivals per second (0: closed loop): of streams, or for agents, "
+          "hot-tenant and bursty of requests (a session's next turn, else a new session)");
     f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
     f.add("block-size", block_size, "block size for the ideal hit rate");
     f.add("model", cfg.model, "model name to send (default: none)");
@@ -109,6 +111,8 @@ int main(int argc, char** argv) {
         cfg.trace_times || ((w.kind == "trace" || w.kind == "azure") && cfg.rate == 0);
     cfg.progress = ::isatty(STDERR_FILENO) != 0;
     cfg.seed = w.seed; // arrivals follow the same seed as the workload
+    cfg.session_arrivals = bench::is_skewed_workload(w.kind);
+    cfg.continue_share = w.continue_share;
 
     const auto health = get(*target, "/health");
     if (health.ec || health.status != 200) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <queue>
 #include <random>
 
 namespace lanes::bench {
@@ -101,6 +102,13 @@ struct run_state {
     std::size_t done = 0;
     std::size_t failed = 0;
     std::size_t next_stream = 0;
+    // session_arrivals: each session's next turn and connection, and the sessions between turns
+    // by when their think time ends.
+    std::vector<std::size_t> next_turn;
+    std::vector<std::unique_ptr<http::client_connection>> session_conn;
+    using ready_at = std::pair<clock_type::time_point, std::size_t>;
+    std::priority_queue<ready_at, std::vector<ready_at>, std::greater<>> ready;
+    std::size_t sent = 0;
 };
 
 asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
@@ -189,8 +197,15 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
 // open from an earlier stream.
 asio::awaitable<void> run_stream(run_state& st, std::size_t s, http::client_connection& conn) {
     const auto& turns = st.workload[s];
+    const bool open_loop = st.cfg.rate > 0 || st.cfg.trace_times;
     for (std::size_t t = 0; t < turns.size(); ++t) {
         request_record& rec = st.records[st.first_index[s] + t];
+        if (t > 0 && open_loop && turns[t].think_s > 0) { // a closed loop measures capacity
+            asio::steady_timer think(co_await asio::this_coro::executor);
+            think.expires_after(std::chrono::duration_cast<clock_type::duration>(
+                std::chrono::duration<double>(turns[t].think_s)));
+            co_await think.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
         co_await one_request(conn, st, turns[t], rec);
         if (++st.done == st.records.size()) {
             st.finish = clock_type::now(); // the run's end, whatever timers are still set
@@ -236,6 +251,69 @@ asio::awaitable<void> open_loop(run_state& st) {
     }
 }
 
+// One turn of session `s` on its own connection; the session is ready for its next turn once
+// that turn's think time has passed.
+asio::awaitable<void> session_turn(run_state& st, std::size_t s, double due_s) {
+    const std::size_t t = st.next_turn[s]++;
+    const auto& turns = st.workload[s];
+    request_record& rec = st.records[st.first_index[s] + t];
+    rec.scheduled_s = due_s;
+    if (!st.session_conn[s])
+        st.session_conn[s] =
+            std::make_unique<http::client_connection>(co_await asio::this_coro::executor);
+    co_await one_request(*st.session_conn[s], st, turns[t], rec);
+    if (++st.done == st.records.size()) {
+        st.finish = clock_type::now();
+        if (st.progress_timer != nullptr)
+            st.progress_timer->cancel();
+    }
+    if (!rec.error.empty()) {
+        ++st.failed;
+        st.session_conn[s]->close();
+    }
+    if (t + 1 < turns.size())
+        st.ready.emplace(clock_type::now() +
+                             std::chrono::duration_cast<clock_type::duration>(
+                                 std::chrono::duration<double>(turns[t + 1].think_s)),
+                         s);
+    else
+        st.session_conn[s].reset();
+}
+
+// Poisson arrivals of requests: each takes the session whose think time ended longest ago, or
+// else starts the next session; an arrival that finds every session busy or thinking is lost.
+asio::awaitable<void> session_loop(run_state& st) {
+    auto ex = co_await asio::this_coro::executor;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(st.cfg.seed));
+    std::exponential_distribution<double> gap(st.cfg.rate);
+    st.next_turn.assign(st.workload.size(), 0);
+    st.session_conn.resize(st.workload.size());
+    asio::steady_timer timer(ex);
+    double at = 0;
+    while (st.sent < st.records.size()) {
+        at += gap(rng);
+        const auto due = st.start + std::chrono::duration_cast<clock_type::duration>(
+                                        std::chrono::duration<double>(at));
+        timer.expires_at(due);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        std::size_t s = st.workload.size();
+        // A ready session's next turn with probability continue_share (always once every
+        // session has started), else a new session.
+        const bool ready = !st.ready.empty() && st.ready.top().first <= clock_type::now();
+        const bool fresh = st.next_stream < st.workload.size();
+        if (ready && (!fresh || std::bernoulli_distribution(st.cfg.continue_share)(rng))) {
+            s = st.ready.top().second;
+            st.ready.pop();
+        } else if (fresh) {
+            s = st.next_stream++;
+        }
+        if (s == st.workload.size())
+            continue;
+        ++st.sent;
+        asio::co_spawn(ex, session_turn(st, s, at), asio::detached);
+    }
+}
+
 asio::awaitable<void> progress(run_state& st, std::size_t total) {
     asio::steady_timer timer(co_await asio::this_coro::executor);
     st.progress_timer = &timer;
@@ -262,7 +340,9 @@ std::vector<request_record> run(const bench_config& cfg, const http::url& target
         records.resize(records.size() + s.size());
     }
     st.start = clock_type::now();
-    if (cfg.rate > 0 || cfg.trace_times) {
+    if (cfg.rate > 0 && cfg.session_arrivals) {
+        asio::co_spawn(io, session_loop(st), asio::detached);
+    } else if (cfg.rate > 0 || cfg.trace_times) {
         asio::co_spawn(io, open_loop(st), asio::detached);
     } else {
         const auto workers =

@@ -17,6 +17,10 @@ struct bench_config {
     std::int64_t concurrency = 8; // closed loop: streams in flight
     double rate = 0.0;            // > 0: Poisson arrivals of streams per second (open loop)
     bool trace_times = false;     // open loop at the workload's own timestamps
+    // With rate: each arrival is one request, the next turn of the session whose think time
+    // ended longest ago, or else a new session (the skewed workloads).
+    bool session_arrivals = false;
+    double continue_share = 0.85; // of arrivals that find a session ready
     std::int64_t seed = 1;
     std::string model; // empty: let the server choose
     std::string out = "result.json";

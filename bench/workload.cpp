@@ -1,5 +1,7 @@
 #include "bench/workload.hpp"
 
+#include "bench/workload_text.hpp"
+
 #include "common/config_util.hpp"
 #include "common/openai/chat_template.hpp"
 #include "common/prompt/block_hash.hpp"
@@ -18,10 +20,6 @@
 
 namespace lanes::bench {
 
-namespace {
-
-constexpr std::size_t mooncake_block_tokens = 512;
-
 std::string random_text(std::mt19937_64& rng, std::size_t n) {
     static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyz      ABCDEFGHIJ.,";
     std::string s(n, ' ');
@@ -29,6 +27,10 @@ std::string random_text(std::mt19937_64& rng, std::size_t n) {
         c = alphabet[rng() % (sizeof alphabet - 1)];
     return s;
 }
+
+namespace {
+
+constexpr std::size_t mooncake_block_tokens = 512;
 
 std::vector<stream> shared_prefix(const workload_config& cfg) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(cfg.seed));
@@ -93,8 +95,6 @@ std::vector<stream> trace(const workload_config& cfg, std::string& error) {
         error = "cannot read trace file '" + cfg.trace_file + "'";
         return {};
     }
-    const auto block = static_cast<std::size_t>(
-        std::max(1.0, std::round(static_cast<double>(mooncake_block_tokens) * cfg.length_scale)));
     std::vector<stream> out;
     std::size_t line_no = 0;
     for (std::string line; std::getline(in, line);) {
@@ -118,6 +118,13 @@ std::vector<stream> trace(const workload_config& cfg, std::string& error) {
                     "non-empty array of integer hash_ids";
             return {};
         }
+        // Mooncake's blocks are 512 tokens; a trace lanes-bench wrote says its own.
+        const bool sized = j.contains("block_tokens") && j["block_tokens"].is_number_integer() &&
+                           j["block_tokens"].get<std::int64_t>() > 0;
+        const double block_tokens = sized ? j["block_tokens"].get<double>()
+                                          : static_cast<double>(mooncake_block_tokens);
+        const auto block =
+            static_cast<std::size_t>(std::max(1.0, std::round(block_tokens * cfg.length_scale)));
         const auto input = static_cast<std::size_t>(
             std::max(1.0, std::round(j["input_length"].get<double>() * cfg.length_scale)));
         std::string prompt;
@@ -132,6 +139,8 @@ std::vector<stream> trace(const workload_config& cfg, std::string& error) {
         r.max_tokens = std::max<std::int64_t>(
             1, std::llround(j["output_length"].get<double>() * cfg.length_scale));
         r.arrival_s = j["timestamp"].get<double>() / 1000.0 * cfg.time_scale;
+        if (j.contains("session_id") && j["session_id"].is_string())
+            r.session = j["session_id"].get<std::string>();
         out.push_back({std::move(r)});
         if (cfg.trace_limit > 0 && static_cast<std::int64_t>(out.size()) >= cfg.trace_limit)
             break;
@@ -218,7 +227,8 @@ std::vector<stream> azure_trace(const workload_config& cfg, std::string& error) 
 } // namespace
 
 void add_workload_flags(common::flag_set& f, workload_config& w) {
-    f.add("workload", w.kind, "shared-prefix, multi-turn, trace, azure or random");
+    f.add("workload", w.kind,
+          "shared-prefix, multi-turn, agents, hot-tenant, bursty, trace, azure or random");
     f.add("seed", w.seed, "seed for the workload and arrivals");
     f.add("groups", w.groups, "shared-prefix: groups (system prompts)");
     f.add("prompts-per-group", w.prompts_per_group, "shared-prefix: questions per group");
@@ -235,6 +245,25 @@ void add_workload_flags(common::flag_set& f, workload_config& w) {
     f.add("time-scale", w.time_scale, "trace: multiply timestamps by this");
     f.add("length-scale", w.length_scale, "trace: multiply lengths (and its 512-token blocks)");
     f.add("trace-limit", w.trace_limit, "trace: use the first N requests (0: all)");
+    f.add("skew-requests", w.skew_requests, "agents, hot-tenant, bursty: requests in all");
+    f.add("tenants", w.tenants, "agents, hot-tenant, bursty: tenants (system prompts)");
+    f.add("zipf", w.zipf, "agents, bursty: Zipf exponent of tenant popularity");
+    f.add("system-blocks-min", w.system_blocks_min, "skewed: fewest system prompt blocks (16 tokens)");
+    f.add("system-blocks-max", w.system_blocks_max, "skewed: most system prompt blocks");
+    f.add("turns-min", w.turns_min, "skewed: fewest turns in a session");
+    f.add("turns-max", w.turns_max, "skewed: most turns in a session");
+    f.add("growth-min", w.growth_min, "skewed: fewest blocks a turn adds");
+    f.add("growth-max", w.growth_max, "skewed: most blocks a turn adds");
+    f.add("max-prompt", w.max_prompt, "skewed: a session ends before its prompt passes this (tokens)");
+    f.add("think-time", w.think_time, "skewed: mean think time between turns (open loop only)");
+    f.add("continue-share", w.continue_share,
+          "skewed, open loop: share of arrivals that continue a ready session (else a new one)");
+    f.add("hot-share", w.hot_share, "hot-tenant: share of sessions on the hot tenant");
+    f.add("burst-on", w.burst_on, "bursty: mean on period of a tenant, in sessions started");
+    f.add("burst-off", w.burst_off, "bursty: mean off period of a tenant, in sessions started");
+    f.add("write-trace", w.write_trace,
+          "skewed: also write the workload as a replayable trace (JSONL, with session_id)");
+    f.add("trace-rate", w.trace_rate, "with --write-trace: sessions started per second");
 }
 
 std::vector<stream> make_workload(const workload_config& cfg, std::string& error) {
@@ -248,6 +277,15 @@ std::vector<stream> make_workload(const workload_config& cfg, std::string& error
         return trace(cfg, error);
     if (cfg.kind == "azure")
         return azure_trace(cfg, error);
+    if (is_skewed_workload(cfg.kind)) {
+        auto out = skewed_workload(cfg, error);
+        if (!error.empty())
+            return {};
+        if (!cfg.write_trace.empty() &&
+            !write_trace(out, cfg.write_trace, cfg.trace_rate, cfg.seed, error))
+            return {};
+        return out;
+    }
     error = "unknown workload '" + cfg.kind + "'";
     return {};
 }

@@ -127,6 +127,16 @@ bool flag_set::has(std::string_view name) const {
     return false;
 }
 
+void flag_set::retire(std::string name, std::string why) {
+    flag f;
+    f.name = name;
+    f.retired = true;
+    f.set = [message = "--" + name + " was retired: " + why](std::string_view) {
+        return message;
+    };
+    add_flag(std::move(f));
+}
+
 std::string flag_set::apply(std::string_view name, std::string_view value) {
     for (const auto& f : flags_)
         if (f.name == name)
@@ -162,6 +172,13 @@ std::vector<std::string> flag_set::parse(int argc, const char* const* argv) {
             errors.push_back("unknown option --" + std::string(name));
             continue;
         }
+        if (found->retired) {
+            // Its value, if it was given one, goes with it.
+            if (!has_value && i + 1 < argc && !std::string_view(argv[i + 1]).starts_with("--"))
+                ++i;
+            errors.push_back(found->set(value));
+            continue;
+        }
         if (!has_value) {
             const bool next_is_bool_literal =
                 i + 1 < argc && (std::string_view(argv[i + 1]) == "true" ||
@@ -185,6 +202,8 @@ std::string flag_set::usage() const {
     std::ostringstream out;
     out << "usage: " << program_ << " [options]\n" << summary_ << "\n\noptions:\n";
     for (const auto& f : flags_) {
+        if (f.retired)
+            continue;
         out << "  --" << f.name;
         if (!f.is_bool)
             out << " VALUE";

@@ -28,6 +28,10 @@ public:
     // Repeatable: each occurrence appends.
     void add(std::string name, std::vector<std::string>& target, std::string help);
 
+    // A flag that no longer exists: given (with or without a value), it is refused with
+    // "--name was retired: " + why, which names what replaces it. Not listed in usage().
+    void retire(std::string name, std::string why);
+
     // Returns every problem found (empty when all is well). "--help" / "-h" set help_requested().
     std::vector<std::string> parse(int argc, const char* const* argv);
     // Applies one flag by name (also used for values read from a config file).
@@ -43,6 +47,7 @@ private:
         std::string shown_default;
         bool is_bool = false;
         std::function<std::string(std::string_view)> set; // returns an error message or ""
+        bool retired = false;
     };
     void add_flag(flag f);
 

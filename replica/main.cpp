@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
             replica::resolve_kv_blocks(cfg, *replica::preset(cfg.preset), kind));
         replica::replica_metrics metrics(cfg.model_name, static_cast<long>(cfg.block_size),
                                          static_cast<long>(cfg.kv_blocks));
+        metrics.announce_scheduler(static_cast<long>(cfg.max_num_seqs),
+                                   static_cast<long>(cfg.max_num_batched_tokens));
         replica::engine eng(cfg, metrics, replica::build_backend(cfg, kind));
         std::unique_ptr<replica::kv_event_publisher> events;
         if (!cfg.kv_events.endpoint.empty()) {

@@ -82,7 +82,12 @@ replica_metrics::replica_metrics(const std::string& model, long block_size, long
                      .add_histogram("vllm:request_queue_time_seconds",
                                     "Histogram of time spent in WAITING phase for request.",
                                     request_latency_buckets, engine_labels)
-                     .with({"0", model})) {
+                     .with({"0", model}))
+    , prefill_time(registry_
+                       .add_histogram("vllm:request_prefill_time_seconds",
+                                      "Histogram of time spent in PREFILL phase for request.",
+                                      request_latency_buckets, engine_labels)
+                       .with({"0", model})) {
     registry_
         .add_gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
                    {"block_size", "enable_prefix_caching", "engine", "num_gpu_blocks"})
@@ -91,6 +96,15 @@ replica_metrics::replica_metrics(const std::string& model, long block_size, long
     // Every finished_reason series exists from start-up, as in vLLM.
     for (const char* reason : {"stop", "length", "abort", "error"})
         success(reason);
+}
+
+void replica_metrics::announce_scheduler(long max_num_seqs, long max_num_batched_tokens) {
+    registry_
+        .add_gauge("lanes_replica_scheduler_info",
+                   "The replica scheduler's limits: requests and tokens per step.",
+                   {"max_num_batched_tokens", "max_num_seqs"})
+        .with({std::to_string(max_num_batched_tokens), std::to_string(max_num_seqs)})
+        .set(1);
 }
 
 common::metrics::counter& replica_metrics::announce_kv_events(const std::string& endpoint,

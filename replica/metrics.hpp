@@ -24,6 +24,10 @@ public:
     common::metrics::counter& announce_kv_events(const std::string& endpoint,
                                                  const std::string& replay_endpoint);
 
+    // lanes_replica_scheduler_info{max_num_seqs, max_num_batched_tokens} 1: the scheduler's
+    // limits, which a router reads to know when a request would wait for a slot.
+    void announce_scheduler(long max_num_seqs, long max_num_batched_tokens);
+
     common::metrics::gauge& running;
     common::metrics::gauge& waiting;
     common::metrics::gauge& kv_usage;
@@ -41,6 +45,9 @@ public:
     common::metrics::histogram& itl;
     common::metrics::histogram& e2e;
     common::metrics::histogram& queue_time;
+    // From a request's first scheduling to its first token (vLLM's PREFILL phase): with
+    // prompt_tokens and prefix_hits, what a router fits its prefill cost model on.
+    common::metrics::histogram& prefill_time;
 
     // vllm:request_success_total{finished_reason}: "stop", "length", "abort" or "error".
     common::metrics::counter& success(const std::string& finished_reason) {

@@ -22,8 +22,6 @@ std::string_view to_string(route_reason r) {
         return "prefix_match";
     case route_reason::prefix_match_precise:
         return "prefix_match_precise";
-    case route_reason::prefix_imbalance:
-        return "prefix_imbalance";
     case route_reason::prefix_overload:
         return "prefix_overload";
     case route_reason::prefix_miss:

@@ -26,9 +26,8 @@ enum class route_reason {
     session_spill,        // the session's replica is dead, draining or over the load cap
     prefix_match,         // longest cached prefix won
     prefix_match_precise, // the same, read from the replica's KV events
-    prefix_imbalance,     // load gap too large: least-loaded instead
-    prefix_overload,      // best match over the bounded-load cap
-    prefix_miss,          // no useful match: least-loaded
+    prefix_overload,      // a replica holding less of the prompt won (its queue or the cap)
+    prefix_miss,          // nothing of the prompt cached anywhere
     prefix_hash,          // empty index: rendezvous hash of the first blocks
     kv_cost,              // lowest uncached-prefill + load cost
     response_affinity,    // continues a /v1/responses answer on the replica that holds its state
@@ -57,6 +56,15 @@ struct route_request {
 };
 
 // What a policy knows of one replica at decision time.
+// A replica's costs, fitted online from its metrics (fleet/prefill_fit.hpp): a prefill takes
+// about per_request_s + per_token_s x its uncached prompt tokens there, once scheduled; it
+// finishes finish_rate requests a second, which is how soon a slot frees there.
+struct prefill_cost {
+    double per_request_s = 0;
+    double per_token_s = 0;
+    double finish_rate = 0; // requests a second
+};
+
 struct replica_view {
     std::string id;            // stable identity (the URL); indices change as replicas come and go
     bool routable = true;      // healthy and not draining
@@ -65,6 +73,8 @@ struct replica_view {
     std::optional<std::int64_t> waiting; // from the last fresh scrape
     std::optional<std::int64_t> running;
     std::optional<std::int64_t> num_blocks; // KV capacity in blocks, when known
+    std::optional<prefill_cost> prefill;    // from the last fresh scrapes, once fitted
+    std::optional<std::int64_t> max_num_seqs; // most requests it runs at once, when known
     // Moves on whenever the replica's cache is known to be lost (a restart, an ejection): what a
     // policy remembers of it from before is stale.
     std::uint64_t epoch = 0;

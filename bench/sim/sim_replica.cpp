@@ -17,8 +17,9 @@ std::size_t sim_replica::max_sequence_tokens() const {
 }
 
 void sim_replica::submit(std::uint64_t request, std::vector<common::token_id> prompt,
-                         std::size_t max_tokens) {
+                         std::size_t max_tokens, double now) {
     auto s = std::make_unique<seq>();
+    s->arrived = now;
     s->request = request;
     s->max_tokens = std::max<std::size_t>(max_tokens, 1);
     s->tokens = std::move(prompt);
@@ -43,6 +44,10 @@ std::optional<double> sim_replica::start_step(double now) {
     for (const auto& a : plan_.admitted) {
         if (!a.first)
             continue;
+        auto& admitted = *static_cast<seq*>(a.seq);
+        admitted.scheduled = now;
+        queue_seconds_ += now - admitted.arrived;
+        queued_ += 1;
         queries_ += static_cast<double>(a.query_tokens);
         hits_ += static_cast<double>(a.hit_tokens);
     }
@@ -63,7 +68,9 @@ std::optional<double> sim_replica::start_step(double now) {
         replica::sim_step_time(model_.cost, batch, model_.num_blocks * model_.block_size);
     stepping_ = true;
     ++steps_;
-    return now + ms.count() / 1000.0;
+    step_start_ = now;
+    step_end_ = now + ms.count() / 1000.0;
+    return step_end_;
 }
 
 void sim_replica::finish_step(std::vector<token_event>& out) {
@@ -78,8 +85,14 @@ void sim_replica::finish_step(std::vector<token_event>& out) {
             continue;
         s.tokens.push_back(replica::synthetic_token(s.request, s.tokens.size()));
         token_event ev{s.request, s.num_generated() == 1, false, s.cached_tokens};
+        if (ev.first) {
+            prefill_seconds_ += step_end_ - s.scheduled;
+            prefills_ += 1;
+            prompt_tokens_ += static_cast<double>(s.num_prompt);
+        }
         if (s.num_generated() >= s.max_tokens || s.tokens.size() >= max_sequence_tokens()) {
             ev.finished = true;
+            finished_ += 1;
             scheduler_.remove(&s);
             live_.erase(s.id);
         }

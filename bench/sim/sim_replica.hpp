@@ -51,9 +51,10 @@ public:
     sim_replica(const sim_replica&) = delete; // its scheduler refers to its block manager
     sim_replica& operator=(const sim_replica&) = delete;
 
-    // A request arrives (tokens: BOS + prompt bytes); it joins the scheduler at the next step.
+    // A request arrives at `now` (tokens: BOS + prompt bytes); it joins the scheduler at the next
+    // step.
     void submit(std::uint64_t request, std::vector<common::token_id> prompt,
-                std::size_t max_tokens);
+                std::size_t max_tokens, double now = 0);
     // When idle with work queued: plans a step starting at `now` and returns its end; nullopt
     // when there is nothing to run.
     std::optional<double> start_step(double now);
@@ -71,6 +72,15 @@ public:
     std::size_t cached_blocks(std::span<const common::block_hash> hashes) const {
         return blocks_.count_cached(hashes);
     }
+    // What its /metrics would say of prefills: seconds from first scheduling to first token,
+    // summed, their count, and prompt tokens counted at the first token (as the engine does).
+    double prefill_seconds() const { return prefill_seconds_; }
+    double prefills() const { return prefills_; }
+    double prompt_tokens() const { return prompt_tokens_; }
+    double finished() const { return finished_; }
+    // vllm:request_queue_time_seconds' sum and count: arrival to first scheduling.
+    double queue_seconds() const { return queue_seconds_; }
+    double queued() const { return queued_; }
     double prefix_hits() const { return hits_; }
     double prefix_queries() const { return queries_; }
     std::int64_t preemptions() const { return preemptions_; }
@@ -81,6 +91,8 @@ private:
     struct seq : replica::sequence {
         std::uint64_t request = 0;
         std::size_t max_tokens = 0;
+        double arrived = 0;    // virtual seconds
+        double scheduled = -1; // first admitted
     };
     std::size_t max_sequence_tokens() const;
 
@@ -93,6 +105,9 @@ private:
     bool stepping_ = false;
     replica::schedule_output plan_;
     double hits_ = 0, queries_ = 0;
+    double step_start_ = 0, step_end_ = 0;
+    double prefill_seconds_ = 0, prefills_ = 0, prompt_tokens_ = 0, finished_ = 0;
+    double queue_seconds_ = 0, queued_ = 0;
     std::int64_t preemptions_ = 0, steps_ = 0;
 };
 

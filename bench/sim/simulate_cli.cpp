@@ -101,7 +101,9 @@ int simulate_main(int argc, const char* const* argv) {
               "(prefix, kv_aware, dynamo_kv) with the replicas publishing KV events to it");
     f.add("replicas", replicas, "simulated replicas");
     f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
-    f.add("rate", cfg.rate, "open loop: Poisson arrivals of streams per second (0: closed loop)");
+    f.add("rate", cfg.rate,
+          "open loop: Poisson arrivals per second (0: closed loop): of streams, or for agents, "
+          "hot-tenant and bursty of requests (a session's next turn, else a new session)");
     f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
     f.add("load", load,
           "open loop at this fraction of the fleet's capacity (its closed-loop throughput under "
@@ -134,7 +136,8 @@ int simulate_main(int argc, const char* const* argv) {
     // lanes' policies' knobs: lanes-router's own flags.
     router::add_policy_flags(f, po.lanes);
     f.add("report-num-blocks", cfg.report_num_blocks,
-          "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM do");
+          "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM "
+          "do, and their max_num_seqs, as lanes replicas do");
     f.add("per-request", cfg.per_request,
           "each result lists its requests (replica, cache found against the best, in flight "
           "there, reason, TTFT, e2e)");
@@ -210,6 +213,9 @@ int simulate_main(int argc, const char* const* argv) {
     cfg.clock = clock;
     if (w.kind == "trace" || w.kind == "azure")
         cfg.trace_times = cfg.trace_times || cfg.rate == 0;
+    // The skewed workloads' arrivals are requests (a session's next turn or a new session).
+    cfg.session_arrivals = is_skewed_workload(w.kind);
+    cfg.continue_share = w.continue_share;
 
     nlohmann::json doc = {
         {"modelled", "sim: lanes-bench simulate"},

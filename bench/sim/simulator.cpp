@@ -4,6 +4,7 @@
 #include "bench/stats.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
+#include "router/fleet/prefill_fit.hpp"
 #include "router/index/block_lru.hpp"
 #include "router/index/ideal_cache.hpp"
 
@@ -19,7 +20,7 @@ namespace lanes::bench::sim {
 
 namespace {
 
-enum class event_kind { arrival, deliver, step_end, scrape, kv_sample, kv_batch };
+enum class event_kind { arrival, request_arrival, deliver, step_end, scrape, kv_sample, kv_batch };
 
 struct event {
     double t = 0;
@@ -43,6 +44,7 @@ struct request_state {
 struct scraped {
     double at = -1;
     replica_load load;
+    std::optional<router::prefill_cost> prefill;
 };
 
 // lanes-bench's summary, with p95 (the DP x TP comparison's latency figure).
@@ -65,11 +67,14 @@ public:
             replicas_.push_back(std::make_unique<sim_replica>(cfg.replica));
             router::replica_view v;
             v.id = "replica-" + std::to_string(i);
-            if (cfg.report_num_blocks)
+            if (cfg.report_num_blocks) { // as a lanes replica's scrape says
                 v.num_blocks = static_cast<std::int64_t>(cfg.replica.num_blocks);
+                v.max_num_seqs = static_cast<std::int64_t>(cfg.replica.max_num_seqs);
+            }
             pool_.replicas.push_back(v);
         }
         scrapes_.resize(cfg.replicas);
+        fits_.resize(cfg.replicas);
         if (cfg.kv_events) {
             // As a replica's publisher starts: its cache is empty, and the stream says so.
             common::kv_events::batch cleared;
@@ -102,6 +107,9 @@ private:
     void send(std::size_t stream, double now);
     void deliver(std::size_t request, double now);
     void stream_done(double now);
+    bool session_arrivals() const { return cfg_.session_arrivals && cfg_.rate > 0; }
+    // One Poisson arrival (session_arrivals): a ready session's next turn, else a new session.
+    void request_arrival(double now);
     void kick(std::size_t replica, double now) {
         if (const auto end = replicas_[replica]->start_step(now))
             push(*end, event_kind::step_end, replica);
@@ -121,13 +129,19 @@ private:
     std::vector<std::unique_ptr<sim_replica>> replicas_;
     router::pool_snapshot pool_;
     std::vector<scraped> scrapes_;
+    std::vector<router::prefill_fit> fits_;
     std::vector<std::size_t> next_turn_;
     std::vector<std::size_t> first_request_;
     std::vector<request_state> requests_;
     std::vector<std::int64_t> served_;
     std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
     std::uint64_t order_ = 0;
-    std::size_t next_stream_ = 0; // closed loop
+    std::size_t next_stream_ = 0; // closed loop, and the next session to start
+    // session_arrivals: sessions between turns, by when their think time ends.
+    using ready_at = std::pair<double, std::size_t>;
+    std::priority_queue<ready_at, std::vector<ready_at>, std::greater<>> ready_;
+    std::mt19937_64 arrivals_{cfg_.seed};
+    std::size_t sent_ = 0;
     std::size_t finished_ = 0;
     double last_end_ = 0;
     std::unique_ptr<decision_log> decisions_;
@@ -148,10 +162,12 @@ void run::refresh_pool(double now) {
             v.kv_usage = s.load.kv_usage;
             v.waiting = s.load.waiting;
             v.running = s.load.running;
+            v.prefill = s.prefill;
         } else {
             v.kv_usage.reset();
             v.waiting.reset();
             v.running.reset();
+            v.prefill.reset();
         }
     }
 }
@@ -160,6 +176,7 @@ void run::send(std::size_t s, double now) {
     const std::size_t turn = next_turn_[s]++;
     const request_spec& spec = workload_[s][turn];
     const std::size_t id = first_request_[s] + turn;
+    ++sent_;
     request_state& st = requests_[id];
     st.stream = s;
     st.sent = now;
@@ -191,12 +208,29 @@ void run::send(std::size_t s, double now) {
         deliver(id, now);
 }
 
+void run::request_arrival(double now) {
+    // A ready session's next turn with probability continue_share (always once every session
+    // has started), else a new session (a ready one once none is left).
+    const bool ready = !ready_.empty() && ready_.top().first <= now;
+    const bool fresh = next_stream_ < workload_.size();
+    if (ready && (!fresh || std::bernoulli_distribution(cfg_.continue_share)(arrivals_))) {
+        const std::size_t s = ready_.top().second;
+        ready_.pop();
+        send(s, now);
+    } else if (fresh) {
+        send(next_stream_++, now);
+    } // else every session is in flight or thinking: this arrival finds no one
+    if (sent_ < requests_.size())
+        push(now + std::exponential_distribution<double>(cfg_.rate)(arrivals_),
+             event_kind::request_arrival);
+}
+
 void run::deliver(std::size_t id, double now) {
     const request_state& st = requests_[id];
     const request_spec& spec = workload_[st.stream][next_turn_[st.stream] - 1];
     replicas_[st.replica]->submit(
         id, common::encode_prompt(spec.prompt),
-        static_cast<std::size_t>(std::max<std::int64_t>(spec.max_tokens, 1)));
+        static_cast<std::size_t>(std::max<std::int64_t>(spec.max_tokens, 1)), now);
     kick(st.replica, now);
 }
 
@@ -263,9 +297,16 @@ void run::step_end(std::size_t r, double now) {
         st.blocks.clear();
         st.blocks.shrink_to_fit();
         ++finished_;
-        if (next_turn_[st.stream] < workload_[st.stream].size())
-            send(st.stream, now);
-        else
+        if (next_turn_[st.stream] < workload_[st.stream].size()) {
+            // Open loop: the next turn after its think time; a closed loop measures capacity.
+            const double think = workload_[st.stream][next_turn_[st.stream]].think_s;
+            if (session_arrivals())
+                ready_.emplace(now + think, st.stream);
+            else if (think > 0 && (cfg_.rate > 0 || cfg_.trace_times))
+                push(now + think, event_kind::arrival, st.stream);
+            else
+                send(st.stream, now);
+        } else
             stream_done(now);
     }
     kick(r, now);
@@ -273,7 +314,10 @@ void run::step_end(std::size_t r, double now) {
 
 nlohmann::json run::go() {
     const auto wall_start = std::chrono::steady_clock::now();
-    if (cfg_.rate > 0 || cfg_.trace_times) {
+    if (session_arrivals()) {
+        push(std::exponential_distribution<double>(cfg_.rate)(arrivals_),
+             event_kind::request_arrival);
+    } else if (cfg_.rate > 0 || cfg_.trace_times) {
         std::mt19937_64 rng(cfg_.seed);
         std::exponential_distribution<double> gap(cfg_.rate > 0 ? cfg_.rate : 1.0);
         double at = 0;
@@ -299,6 +343,9 @@ nlohmann::json run::go() {
         case event_kind::arrival:
             send(ev.index, ev.t);
             break;
+        case event_kind::request_arrival:
+            request_arrival(ev.t);
+            break;
         case event_kind::deliver:
             deliver(ev.index, ev.t);
             break;
@@ -306,8 +353,14 @@ nlohmann::json run::go() {
             step_end(ev.index, ev.t);
             break;
         case event_kind::scrape:
-            for (std::size_t i = 0; i < replicas_.size(); ++i)
-                scrapes_[i] = {ev.t, replicas_[i]->load()};
+            for (std::size_t i = 0; i < replicas_.size(); ++i) {
+                const sim_replica& r = *replicas_[i];
+                // The router's cost model fits on what the scrape reads, as live.
+                const replica_load load = r.load();
+                fits_[i].observe({r.prefill_seconds(), r.prefills(), r.prompt_tokens(),
+                                  r.prefix_hits(), r.finished(), ev.t});
+                scrapes_[i] = {ev.t, load, fits_[i].cost()};
+            }
             push(ev.t + scrape_every_, event_kind::scrape);
             break;
         case event_kind::kv_batch:

@@ -27,6 +27,7 @@ struct engine::live : sequence {
     std::shared_ptr<request_stream> stream;
     stop_matcher stops;
     engine_clock::time_point last_token{};
+    engine_clock::time_point scheduled{}; // first admitted: its prefill begins
     bool done = false;
 
     live(engine_request r, std::shared_ptr<request_stream> s)
@@ -210,7 +211,9 @@ void engine::step() {
             continue;
         metrics_.prefix_queries.inc(static_cast<double>(a.query_tokens));
         metrics_.prefix_hits.inc(static_cast<double>(a.hit_tokens));
-        metrics_.queue_time.observe(seconds_between(static_cast<live*>(a.seq)->req.arrival, now));
+        auto& seq = *static_cast<live*>(a.seq);
+        seq.scheduled = now;
+        metrics_.queue_time.observe(seconds_between(seq.req.arrival, now));
     }
     if (plan.chunks.empty()) {
         std::unique_lock lock(mutex_);
@@ -273,6 +276,7 @@ void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_poin
     if (seq.num_generated() == 1) {
         metrics_.prompt_tokens.inc(static_cast<double>(seq.num_prompt));
         metrics_.ttft.observe(seconds_between(seq.req.arrival, now));
+        metrics_.prefill_time.observe(seconds_between(seq.scheduled, now));
     } else {
         metrics_.itl.observe(seconds_between(seq.last_token, now));
     }

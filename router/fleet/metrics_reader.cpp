@@ -88,6 +88,11 @@ scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
         usable(first_sum(p, {"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}));
     s.prefix_cache_queries = usable(
         first_sum(p, {"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}));
+    // The prefill cost model's inputs (vLLM V1 and lanes replicas).
+    s.prefill_seconds = usable(p.sum("vllm:request_prefill_time_seconds_sum"));
+    s.prefills = usable(p.sum("vllm:request_prefill_time_seconds_count"));
+    s.prompt_tokens = usable(p.sum("vllm:prompt_tokens_total"));
+    s.finished = usable(p.sum("vllm:request_success_total"));
     // One info sample per engine: a server with several (vLLM's internal data parallelism)
     // caches in all of them, so their blocks add up.
     for (const auto& sample : p.samples) {
@@ -100,6 +105,13 @@ scraped_stats read_replica_metrics(const common::prom::parse_result& p) {
         if (const auto size = label_int(sample, "block_size");
             !s.block_size && size && *size > 0 && *size <= max_block_size)
             s.block_size = size;
+    }
+    for (const auto& sample : p.samples) {
+        if (sample.name != "lanes_replica_scheduler_info" || sample.value != 1)
+            continue;
+        if (const auto n = label_int(sample, "max_num_seqs"); n && *n > 0 && *n <= max_num_seqs)
+            s.max_num_seqs = n;
+        break;
     }
     for (const auto& sample : p.samples) {
         if (sample.name != "lanes_replica_kv_events_info" || sample.value != 1)

@@ -5,6 +5,7 @@
 
 #include "common/http/client.hpp"
 #include "router/fleet/health.hpp"
+#include "router/fleet/prefill_fit.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +30,10 @@ struct scraped_stats {
     std::optional<double> prefix_cache_queries; // tokens, cumulative
     std::optional<std::int64_t> num_blocks;
     std::optional<std::int64_t> block_size;
+    std::optional<std::int64_t> max_num_seqs; // lanes_replica_scheduler_info
+    // The prefill cost model's inputs (cumulative; prefill_fit.hpp) and its fit so far.
+    std::optional<double> prefill_seconds, prefills, prompt_tokens, finished;
+    std::optional<prefill_cost> prefill;
     // The ports of the KV-event sockets it announces (lanes_replica_kv_events_info); only the
     // port is taken, the host is always the replica's own.
     std::optional<unsigned short> kv_events_port;
@@ -91,6 +96,7 @@ public:
             double hits = 0, queries = 0;
         };
         mirrored_counters mirrored;
+        prefill_fit prefill; // its prefill cost model, fitted on each scrape
     };
 
     traffic_state traffic;

@@ -56,6 +56,8 @@ bool snapshot_cache::refresh(std::chrono::steady_clock::time_point now,
         view.kv_usage = fresh ? s.kv_usage : std::nullopt;
         view.waiting = fresh ? s.waiting : std::nullopt;
         view.running = fresh ? s.running : std::nullopt;
+        view.prefill = fresh ? s.prefill : std::nullopt;
+        view.max_num_seqs = s.max_num_seqs;
     }
     if (any_ejected)
         cap_ejections(ejections, ticks);

@@ -18,13 +18,8 @@ prefix_policy::prefix_policy(const policy_options& options)
     , clock_(options.clock)
     , kv_weight_(options.load.kv_weight)
     , load_factor_(options.prefix.load_factor)
-    , long_match_load_factor_(options.prefix.long_match_load_factor)
+    , recompute_weight_(options.prefix.recompute_weight)
     , cap_floor_(options.load.cap_floor)
-    , balance_abs_(options.prefix.balance_abs_threshold)
-    , balance_rel_(options.prefix.balance_rel_threshold)
-    , min_match_ratio_(options.prefix.min_match_ratio)
-    , miss_prefill_weight_(options.prefix.miss_prefill_weight)
-    , match_prefill_blocks_(options.prefix.match_prefill_blocks)
     , hash_prefix_blocks_(options.index.hash_prefix_blocks) {}
 
 std::size_t prefix_policy::on_routed(const route_request& req, const std::string& replica_id) {
@@ -33,7 +28,12 @@ std::size_t prefix_policy::on_routed(const route_request& req, const std::string
     // hold leaves nothing to expire, however many blocks it has).
     if (precise_)
         precise_->expect(replica_id, req.blocks.first(recorded), clock_());
-    prefilling_[replica_id] += static_cast<std::int64_t>(req.blocks.size() - held);
+    const auto uncached = static_cast<std::int64_t>(req.blocks.size() - held);
+    pending& p = prefilling_[replica_id];
+    p.blocks += uncached;
+    ++p.requests;
+    // An average over about the last 64 requests.
+    mean_uncached_blocks_ += (static_cast<double>(uncached) - mean_uncached_blocks_) / 64.0;
     fallback_.on_routed(req, replica_id); // its draws move on, whoever chose
     return held;
 }
@@ -44,12 +44,15 @@ void prefix_policy::on_first_byte(const route_request& req, const std::string& r
     if (it == prefilling_.end())
         return;
     const auto uncached = req.blocks.size() - std::min(recorded, req.blocks.size());
-    it->second = std::max<std::int64_t>(0, it->second - static_cast<std::int64_t>(uncached));
+    pending& p = it->second;
+    p.blocks = std::max<std::int64_t>(0, p.blocks - static_cast<std::int64_t>(uncached));
+    p.requests = std::max<std::int64_t>(0, p.requests - 1);
 }
 
-std::int64_t prefix_policy::prefilling_at(const pool_snapshot& pool, std::size_t i) const {
+const prefix_policy::pending* prefix_policy::prefilling_at(const pool_snapshot& pool,
+                                                           std::size_t i) const {
     const auto it = prefilling_.find(pool.replicas[i].id);
-    return it == prefilling_.end() ? 0 : it->second;
+    return it == prefilling_.end() ? nullptr : &it->second;
 }
 
 std::size_t prefix_policy::matched(const pool_snapshot& pool, std::size_t i,
@@ -77,18 +80,6 @@ void prefix_policy::on_replicas_changed(const pool_snapshot& pool) {
     });
     index_.retain(pool);
     index_.update_capacities(pool);
-}
-
-bool prefix_policy::imbalanced(const pool_snapshot& pool,
-                               const std::vector<std::size_t>& candidates) const {
-    const auto [lo, hi] = std::minmax_element(candidates.begin(), candidates.end(),
-                                              [&](std::size_t a, std::size_t b) {
-                                                  return load_score(pool.replicas[a], kv_weight_) <
-                                                         load_score(pool.replicas[b], kv_weight_);
-                                              });
-    const double min_load = load_score(pool.replicas[*lo], kv_weight_);
-    const double max_load = load_score(pool.replicas[*hi], kv_weight_);
-    return max_load - min_load > balance_abs_ && max_load > balance_rel_ * min_load;
 }
 
 decision prefix_policy::delegate(const route_request& req, const pool_snapshot& pool,
@@ -134,54 +125,7 @@ decision prefix_policy::spread_by_hash(const route_request& req, const pool_snap
         if (fill(i) <= mean + slack)
             return {i, route_reason::prefix_hash, 0};
     }
-    return least_cached(req, pool, candidates);
-}
-
-double prefix_policy::busy(const pool_snapshot& pool, std::size_t i, double per_block) const {
-    const double load = load_score(pool.replicas[i], kv_weight_);
-    if (per_block == 0)
-        return load;
-    // Whole requests' worth only: less than one leaves the tie to the next rule.
-    return load + std::floor(per_block * static_cast<double>(prefilling_at(pool, i)));
-}
-
-// A new prefix goes to the replica whose index is least full, among those within the load cap
-// (SGLang's original "smallest tree"): new prefixes spread evenly, so that the requests that
-// later share them do too, where the load of the moment would place them by its noise. Ties
-// (indexes at their capacity, or empty) go to the least busy replica, then rendezvous order.
-decision prefix_policy::least_cached(const route_request& req, const pool_snapshot& pool,
-                                     const std::vector<std::size_t>& candidates) const {
-    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
-    const rendezvous_order order(key, pool, candidates);
-    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
-    const bool any_within = std::any_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-        return within_cap(pool.replicas[i], cap);
-    });
-    // The prefill pending there (uncached prompt blocks routed whose answer has not begun), in
-    // units of this request's blocks, times miss_prefill_weight: a new prefix waits behind the
-    // prompts ahead of it, which the count of requests does not tell apart.
-    const double per_block =
-        miss_prefill_weight_ / static_cast<double>(std::max<std::size_t>(req.blocks.size(), 1));
-    std::optional<std::size_t> best;
-    double best_busy = 0;
-    for (const std::size_t i : candidates) {
-        if (any_within && !within_cap(pool.replicas[i], cap))
-            continue;
-        const double bi = busy(pool, i, per_block);
-        if (best) {
-            // Fill is size / capacity, compared without division.
-            const std::size_t fi =
-                index_.size_at(i) * std::max<std::size_t>(index_.capacity_at(*best), 1);
-            const std::size_t fb =
-                index_.size_at(*best) * std::max<std::size_t>(index_.capacity_at(i), 1);
-            if (fi > fb ||
-                (fi == fb && (bi > best_busy || (bi == best_busy && !order.before(i, *best)))))
-                continue;
-        }
-        best = i;
-        best_busy = bi;
-    }
-    return {*best, route_reason::prefix_miss, matched(pool, *best, req.blocks)};
+    return by_estimate(req, pool, candidates);
 }
 
 decision prefix_policy::choose(const route_request& req, const pool_snapshot& pool,
@@ -196,11 +140,10 @@ decision prefix_policy::choose(const route_request& req, const pool_snapshot& po
 
 decision prefix_policy::choose_within(const route_request& req, const pool_snapshot& pool,
                                       const exclusion& out) const {
+    estimates_.clear();
     const std::vector<std::size_t> candidates = eligible_indices(pool, req, out.tried, out.full);
     if (candidates.empty())
         return {std::nullopt, route_reason::prefix_miss, 0};
-    if (imbalanced(pool, candidates))
-        return delegate(req, pool, out, route_reason::prefix_imbalance);
     if (req.blocks.empty())
         return delegate(req, pool, out, route_reason::prefix_miss);
     // Nothing cached anywhere, by the replicas' word or this router's own routing (a fresh
@@ -210,76 +153,138 @@ decision prefix_policy::choose_within(const route_request& req, const pool_snaps
                    (!precise_at(pool, i) || precise_reading().size(pool.replicas[i].id) == 0);
         }))
         return by_hash(req, pool, candidates);
-
-    // The replicas' own word first, where they publish it: a prefix one of them holds now. When
-    // none does (evicted everywhere, or never seen), the approximate index's memory of where
-    // the prefix went decides, as without events: sending it back there keeps one home per
-    // prefix instead of scattering copies over the fleet.
-    const bool any_precise = std::any_of(candidates.begin(), candidates.end(),
-                                         [&](std::size_t i) { return precise_at(pool, i); });
-    if (any_precise)
-        if (auto d = longest(req, pool, out, candidates, true))
-            return *d;
-    if (auto d = longest(req, pool, out, candidates, false))
-        return *d;
     // A new prefix while the replicas' events still report nothing, though this router has
     // routed (clients starting at once, before the first step's events): in rendezvous order, so
     // that other routers mostly agree, but not onto a replica already a request's worth fuller
-    // than the mean (plain hashing until the first events piled 11 of 32 prefixes on one).
+    // than the mean.
     if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
             return precise_at(pool, i) && precise_reading().size(pool.replicas[i].id) == 0;
-        }))
+        }) &&
+        std::all_of(candidates.begin(), candidates.end(),
+                    [&](std::size_t i) { return index_.match_at(i, req.blocks) == 0; }))
         return spread_by_hash(req, pool, candidates);
-    return least_cached(req, pool, candidates);
+    return by_estimate(req, pool, candidates);
 }
 
-std::optional<decision> prefix_policy::longest(const route_request& req, const pool_snapshot& pool,
-                                               const exclusion& out,
-                                               const std::vector<std::size_t>& candidates,
-                                               bool precise) const {
+double prefix_policy::queued_tokens(const pool_snapshot& pool, std::size_t i,
+                                    double tokens_per_block) const {
+    const pending* own = prefilling_at(pool, i);
+    double blocks = own ? static_cast<double>(own->blocks) : 0.0;
+    // The replica's queue beyond this router's requests not yet begun: other routers' work.
+    if (const auto& waiting = pool.replicas[i].waiting) {
+        const double others = static_cast<double>(*waiting) -
+                              static_cast<double>(own ? own->requests : 0);
+        if (others > 0)
+            blocks += others * mean_uncached_blocks_;
+    }
+    return blocks * tokens_per_block;
+}
+
+double prefix_policy::estimate(const replica_view& r, const prefill_cost& fleet,
+                               double queued_tokens, double uncached_tokens) const {
+    // Its own step cost where fitted (its batch and KV use now), the fleet's per token.
+    const double per_request = r.prefill ? r.prefill->per_request_s : fleet.per_request_s;
+    double seconds =
+        per_request + fleet.per_token_s * (queued_tokens + recompute_weight_ * uncached_tokens);
+    // Beyond its max_num_seqs (where it reports it), a request waits for a slot: one frees
+    // every 1 / finish_rate seconds.
+    if (r.max_num_seqs && *r.max_num_seqs > 0 && r.prefill) {
+        const auto load = std::max(r.inflight, r.running.value_or(0) + r.waiting.value_or(0));
+        const auto beyond = load + 1 - *r.max_num_seqs;
+        if (beyond > 0)
+            seconds += static_cast<double>(beyond) / std::max(r.prefill->finish_rate, 1e-3);
+    }
+    return seconds;
+}
+
+decision prefix_policy::by_estimate(const route_request& req, const pool_snapshot& pool,
+                                    const std::vector<std::size_t>& candidates) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
-    // Longer match first, then the lower load with pending prefill, then rendezvous order.
-    const double per_block =
-        match_prefill_blocks_ > 0 ? 1.0 / static_cast<double>(match_prefill_blocks_) : 0.0;
-    const auto better = [&](const candidate& a, const std::optional<candidate>& b) {
-        if (!b)
-            return true;
-        if (a.matched != b->matched)
-            return a.matched > b->matched;
-        if (a.load != b->load)
-            return a.load < b->load;
-        return order.before(a.index, b->index);
-    };
     const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
-    std::optional<candidate> best;
-    std::optional<candidate> best_within; // the best among replicas within the load cap
-    for (const std::size_t i : candidates) {
-        const replica_view& r = pool.replicas[i];
-        const std::size_t m =
-            precise ? matched(pool, i, req.blocks) : index_.match_at(i, req.blocks);
-        const candidate c{i, busy(pool, i, per_block), m};
-        if (better(c, best))
-            best = c;
-        if (within_cap(r, cap) && better(c, best_within))
-            best_within = c;
+    const bool any_within = std::any_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+        return within_cap(pool.replicas[i], cap);
+    });
+    // The fleet's cost model: the mean of the replicas' fits. Each replica's own per-request
+    // cost (its step time now) enters its estimate; the cost per token is the fleet's, as ranked
+    // by their own per-token fits replicas trade places on the fits' noise (docs/router.md, "The
+    // estimate"). Before any fit, one unit per token: the tokens alone compare.
+    prefill_cost cost{0.0, 0.0};
+    std::size_t fitted = 0;
+    for (const std::size_t i : candidates)
+        if (const auto& c = pool.replicas[i].prefill) {
+            cost.per_request_s += c->per_request_s;
+            cost.per_token_s += c->per_token_s;
+            ++fitted;
+        }
+    if (fitted > 0) {
+        cost.per_request_s /= static_cast<double>(fitted);
+        cost.per_token_s /= static_cast<double>(fitted);
     }
-    const double ratio =
-        static_cast<double>(best->matched) / static_cast<double>(req.blocks.size());
-    if (best->matched == 0 || ratio < min_match_ratio_)
-        return std::nullopt;
-    // Leaving the best match's replica: the cap grows with the share of the prompt it holds.
-    const std::int64_t home_cap =
-        load_cap(pool, candidates, load_factor_ + long_match_load_factor_ * ratio, cap_floor_);
-    if (within_cap(pool.replicas[best->index], home_cap))
-        return decision{best->index,
-                        precise && precise_at(pool, best->index)
-                            ? route_reason::prefix_match_precise
-                            : route_reason::prefix_match,
-                        best->matched};
-    if (best_within)
-        return decision{best_within->index, route_reason::prefix_overload, best_within->matched};
-    return delegate(req, pool, out, route_reason::prefix_overload);
+    if (cost.per_token_s <= 0)
+        cost.per_token_s = fitted > 0 ? 1e-9 : 1.0;
+    const double tokens_per_block =
+        static_cast<double>(std::max<std::size_t>(req.prompt_tokens, 1)) /
+        static_cast<double>(req.blocks.size());
+    // What each candidate caches: the replicas' events where any of them holds some of the
+    // prompt; else this router's memory of where the prefix went, so that a prefix evicted
+    // everywhere returns to its home rather than scattering.
+    std::vector<std::size_t> held(pool.replicas.size(), 0);
+    bool any_held = false;
+    for (const std::size_t i : candidates) {
+        held[i] = matched(pool, i, req.blocks);
+        any_held = any_held || held[i] > 0;
+    }
+    if (!any_held)
+        for (const std::size_t i : candidates)
+            held[i] = index_.match_at(i, req.blocks);
+    std::size_t longest = 0;
+    std::optional<std::size_t> best;
+    double best_seconds = 0;
+    const auto fill = [&](std::size_t i) {
+        return static_cast<double>(index_.size_at(i)) /
+               static_cast<double>(std::max<std::size_t>(index_.capacity_at(i), 1));
+    };
+    // A prefix cached nowhere: the least full index (within the cap) becomes its home, SGLang's
+    // "smallest tree", so that new prefixes spread evenly; ties to the estimate.
+    const bool new_prefix = std::all_of(candidates.begin(), candidates.end(),
+                                        [&](std::size_t i) { return held[i] == 0; });
+    const auto before = [&](std::size_t a, double sa, std::size_t b, double sb) {
+        if (new_prefix && fill(a) != fill(b))
+            return fill(a) < fill(b);
+        if (sa != sb)
+            return sa < sb;
+        if (held[a] != held[b])
+            return held[a] > held[b];
+        const double la = load_score(pool.replicas[a], kv_weight_);
+        const double lb = load_score(pool.replicas[b], kv_weight_);
+        if (la != lb)
+            return la < lb;
+        if (fill(a) != fill(b))
+            return fill(a) < fill(b);
+        return order.before(a, b);
+    };
+    for (const std::size_t i : candidates) {
+        longest = std::max(longest, held[i]);
+        const double queued = queued_tokens(pool, i, tokens_per_block);
+        const double uncached =
+            static_cast<double>(req.blocks.size() - std::min(held[i], req.blocks.size())) *
+            tokens_per_block;
+        const double seconds = estimate(pool.replicas[i], cost, queued, uncached);
+        estimates_.push_back({i, held[i], queued, seconds});
+        if (any_within && !within_cap(pool.replicas[i], cap))
+            continue;
+        if (!best || before(i, seconds, *best, best_seconds)) {
+            best = i;
+            best_seconds = seconds;
+        }
+    }
+    route_reason reason = route_reason::prefix_miss;
+    if (longest > 0)
+        reason = held[*best] < longest ? route_reason::prefix_overload
+                 : precise_at(pool, *best) && any_held ? route_reason::prefix_match_precise
+                                                       : route_reason::prefix_match;
+    return {*best, reason, held[*best]};
 }
 
 } // namespace lanes::router

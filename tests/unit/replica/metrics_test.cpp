@@ -71,7 +71,8 @@ TEST_CASE("replica metrics: vLLM's names and types, each with engine and model_n
         CHECK(value_of(r, name, {{"engine", "0"}, {"model_name", "lanes-tiny"}}) == 0.0);
     }
     for (const auto* h : {"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
-                          "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds"}) {
+                          "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
+                          "vllm:request_prefill_time_seconds"}) {
         INFO(h);
         CHECK(r.types.at(h) == "histogram");
         CHECK(value_of(r, std::string(h) + "_count", {{"model_name", "lanes-tiny"}}) == 0.0);
@@ -106,13 +107,13 @@ TEST_CASE("replica metrics: same HELP, type, labels and buckets as vLLM's own sc
     std::size_t compared = 0;
     for (const auto& [name, type] : ours.types) {
         if (!vllm.types.contains(name))
-            continue; // vllm:request_queue_time_seconds is not in that scrape
+            continue; // the queue and prefill time histograms are not in that scrape
         INFO(name);
         ++compared;
         CHECK(vllm.types.at(name) == type);
         CHECK(vllm.help.at(name) == ours.help.at(name));
     }
-    CHECK(compared == ours.types.size() - 1);
+    CHECK(compared == ours.types.size() - 2);
     for (const auto& s : ours.samples) {
         if (s.name == "vllm:cache_config_info" || !vllm.find(s.name))
             continue; // vLLM's info lists every cache setting; lanes the ones it has
@@ -177,7 +178,8 @@ TEST_CASE("replica metrics: families in vLLM's registration order", "[replica_me
           "vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
           "vllm:request_success_total", "vllm:time_to_first_token_seconds",
           "vllm:inter_token_latency_seconds", "vllm:e2e_request_latency_seconds",
-          "vllm:request_queue_time_seconds", "vllm:cache_config_info"}) {
+          "vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
+          "vllm:cache_config_info"}) {
         INFO(name);
         const auto at = text.find(std::string("# TYPE ") + name + " ");
         REQUIRE(at != std::string::npos);
