@@ -97,8 +97,9 @@ decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& p
     return {rendezvous_bounded(key, pool, candidates, cap), route_reason::prefix_hash, 0};
 }
 
-decision prefix_policy::spread_by_hash(const route_request& req, const pool_snapshot& pool,
-                                       const std::vector<std::size_t>& candidates) const {
+std::optional<decision> prefix_policy::spread_by_hash(const route_request& req,
+                                                      const pool_snapshot& pool,
+                                                      const std::vector<std::size_t>& candidates) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
     std::vector<std::size_t> ranked = candidates;
@@ -123,9 +124,9 @@ decision prefix_policy::spread_by_hash(const route_request& req, const pool_snap
         const double slack = static_cast<double>(req.blocks.size()) /
                              static_cast<double>(std::max<std::size_t>(index_.capacity_at(i), 1));
         if (fill(i) <= mean + slack)
-            return {i, route_reason::prefix_hash, 0};
+            return decision{i, route_reason::prefix_hash, 0};
     }
-    return by_estimate(req, pool, candidates);
+    return std::nullopt;
 }
 
 decision prefix_policy::choose(const route_request& req, const pool_snapshot& pool,
@@ -153,16 +154,6 @@ decision prefix_policy::choose_within(const route_request& req, const pool_snaps
                    (!precise_at(pool, i) || precise_reading().size(pool.replicas[i].id) == 0);
         }))
         return by_hash(req, pool, candidates);
-    // A new prefix while the replicas' events still report nothing, though this router has
-    // routed (clients starting at once, before the first step's events): in rendezvous order, so
-    // that other routers mostly agree, but not onto a replica already a request's worth fuller
-    // than the mean.
-    if (std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-            return precise_at(pool, i) && precise_reading().size(pool.replicas[i].id) == 0;
-        }) &&
-        std::all_of(candidates.begin(), candidates.end(),
-                    [&](std::size_t i) { return index_.match_at(i, req.blocks) == 0; }))
-        return spread_by_hash(req, pool, candidates);
     return by_estimate(req, pool, candidates);
 }
 
@@ -235,9 +226,22 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
         held[i] = matched(pool, i, req.blocks);
         any_held = any_held || held[i] > 0;
     }
-    if (!any_held)
-        for (const std::size_t i : candidates)
+    const bool by_events = any_held;
+    if (!any_held) {
+        for (const std::size_t i : candidates) {
             held[i] = index_.match_at(i, req.blocks);
+            any_held = any_held || held[i] > 0;
+        }
+        // A new prefix while the replicas' events still report nothing, though this router has
+        // routed (clients starting at once, before the first step's events): in rendezvous
+        // order, so that other routers mostly agree, but not onto a replica already a request's
+        // worth fuller than the mean.
+        if (!any_held && std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+                return precise_at(pool, i) && precise_reading().size(pool.replicas[i].id) == 0;
+            }))
+            if (auto d = spread_by_hash(req, pool, candidates))
+                return *d;
+    }
     std::size_t longest = 0;
     std::optional<std::size_t> best;
     double best_seconds = 0;
@@ -282,7 +286,7 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
     route_reason reason = route_reason::prefix_miss;
     if (longest > 0)
         reason = held[*best] < longest ? route_reason::prefix_overload
-                 : precise_at(pool, *best) && any_held ? route_reason::prefix_match_precise
+                 : precise_at(pool, *best) && by_events ? route_reason::prefix_match_precise
                                                        : route_reason::prefix_match;
     return {*best, reason, held[*best]};
 }

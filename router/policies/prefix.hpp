@@ -73,8 +73,9 @@ private:
                      const std::vector<std::size_t>& candidates) const;
     // A new prefix while the replicas' events report nothing cached anywhere: rendezvous order,
     // passing over a replica whose index is fuller than the mean by a request's blocks.
-    decision spread_by_hash(const route_request& req, const pool_snapshot& pool,
-                            const std::vector<std::size_t>& candidates) const;
+    // (nullopt where every replica within the cap is fuller than that.)
+    std::optional<decision> spread_by_hash(const route_request& req, const pool_snapshot& pool,
+                                           const std::vector<std::size_t>& candidates) const;
     // The estimate over the candidates, and the choice.
     decision by_estimate(const route_request& req, const pool_snapshot& pool,
                          const std::vector<std::size_t>& candidates) const;

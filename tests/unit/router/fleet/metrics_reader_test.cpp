@@ -101,3 +101,34 @@ vllm:kv_cache_usage_perc{engine="0",model_name="m"} 1.5
     CHECK(t.block_size == 16);
     CHECK(t.kv_usage == 1.0); // a usage over 1 counts as full
 }
+
+TEST_CASE("reads what the prefill cost model fits on, and a lanes replica's max_num_seqs",
+          "[metrics_reader]") {
+    const std::string text =
+        R"(# TYPE vllm:request_prefill_time_seconds histogram
+vllm:request_prefill_time_seconds_bucket{engine="0",le="+Inf",model_name="m"} 4
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} 0.25
+vllm:request_prefill_time_seconds_count{engine="0",model_name="m"} 4
+vllm:request_prefill_time_seconds_sum{engine="1",model_name="m"} 0.75
+vllm:request_prefill_time_seconds_count{engine="1",model_name="m"} 6
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} 1000
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 7
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 3
+# TYPE lanes_replica_scheduler_info gauge
+lanes_replica_scheduler_info{max_num_batched_tokens="2048",max_num_seqs="64"} 1
+)";
+    const auto s = router::read_replica_metrics(common::prom::parse(text));
+    CHECK(s.prefill_seconds == 1.0);
+    CHECK(s.prefills == 10.0);
+    CHECK(s.prompt_tokens == 1000.0);
+    CHECK(s.finished == 10.0);
+    CHECK(s.max_num_seqs == 64);
+    // An absurd or malformed limit is not believed.
+    const auto bad = router::read_replica_metrics(common::prom::parse(
+        "lanes_replica_scheduler_info{max_num_seqs=\"-3\"} 1\n"
+        "vllm:request_prefill_time_seconds_sum NaN\n"));
+    CHECK_FALSE(bad.max_num_seqs);
+    CHECK_FALSE(bad.prefill_seconds);
+}
