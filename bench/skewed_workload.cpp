@@ -80,9 +80,12 @@ std::string check(const workload_config& c) {
         c.growth_min < 1 || c.max_prompt < 1 || c.burst_on < 1 || c.burst_off < 1)
         return "--skew-requests, --tenants, --system-blocks-min, --turns-min, --growth-min, "
                "--max-prompt, --burst-on and --burst-off must be at least 1";
-    if (c.system_blocks_max < c.system_blocks_min || c.turns_max < c.turns_min ||
-        c.growth_max < c.growth_min)
-        return "each --*-max must be at least its --*-min (system-blocks, turns, growth)";
+    if (c.system_blocks_max < c.system_blocks_min)
+        return "--system-blocks-max must be at least --system-blocks-min";
+    if (c.turns_max < c.turns_min)
+        return "--turns-max must be at least --turns-min";
+    if (c.growth_max < c.growth_min)
+        return "--growth-max must be at least --growth-min";
     if (c.zipf < 0 || c.hot_share < 0 || c.hot_share > 1 || c.think_time.count() < 0 ||
         c.continue_share < 0 || c.continue_share > 1)
         return "--zipf and --think-time must not be negative, --hot-share and --continue-share "

@@ -348,3 +348,37 @@ TEST_CASE("simulator: scraped load reaches the policy only while fresh", "[simul
     sim::simulate(cfg, w, stale);
     CHECK(stale.with_load <= 4);
 }
+
+TEST_CASE("simulator: session arrivals keep the request rate and the think times",
+          "[simulate]") {
+    workload_config w;
+    w.kind = "agents";
+    w.skew_requests = 600;
+    w.tenants = 8;
+    w.output_len = 8;
+    std::string error;
+    const auto wl = make_workload(w, error);
+    REQUIRE(error.empty());
+    clocked_setup setup(4, 8);
+    setup.cfg.rate = 20; // requests a second
+    setup.cfg.session_arrivals = true;
+    setup.cfg.per_request = true;
+    auto rr = sim::make_sim_policy("round_robin", setup.po);
+    const auto r = sim::simulate(setup.cfg, wl, *rr);
+    CHECK(r["completed"] == 600);
+    // 600 requests at 20 a second: sent over about 30 s (the last few wait for thinkers).
+    double last_sent = 0;
+    std::map<std::size_t, std::vector<std::pair<double, double>>> turns; // stream: (sent, end)
+    for (const auto& row : r["requests"]) {
+        last_sent = std::max(last_sent, row["sent_s"].get<double>());
+        turns[row["stream"].get<std::size_t>()].emplace_back(
+            row["sent_s"].get<double>(),
+            row["sent_s"].get<double>() + row["e2e_s"].get<double>());
+    }
+    CHECK(last_sent > 24);
+    CHECK(last_sent < 45);
+    // Each turn goes after the previous one ended and its think time passed.
+    for (const auto& [s, ts] : turns)
+        for (std::size_t t = 1; t < ts.size(); ++t)
+            CHECK(ts[t].first >= ts[t - 1].second + wl[s][t].think_s - 1e-9);
+}
