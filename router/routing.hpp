@@ -94,10 +94,19 @@ struct exclusion {
     const tried_set& full;
 };
 
+// What a policy that estimates (prefix) weighed for one candidate.
+struct candidate_estimate {
+    std::size_t replica = 0;   // index into pool_snapshot::replicas
+    std::size_t matched = 0;   // its cached prefix, in blocks
+    double queued_tokens = 0;  // prefill queued there ahead of this request
+    double seconds = 0;        // the estimated time to the first token there
+};
+
 struct decision {
     std::optional<std::size_t> replica; // index into pool_snapshot::replicas
     route_reason reason = route_reason::round_robin;
     std::size_t matched_blocks = 0; // the policy's predicted cached prefix, in blocks
+    std::vector<candidate_estimate> estimates; // every candidate's, where the policy estimates
 };
 
 // Candidates a policy may choose: routable, serving the request's model, neither tried nor full.

@@ -141,7 +141,6 @@ decision prefix_policy::choose(const route_request& req, const pool_snapshot& po
 
 decision prefix_policy::choose_within(const route_request& req, const pool_snapshot& pool,
                                       const exclusion& out) const {
-    estimates_.clear();
     const std::vector<std::size_t> candidates = eligible_indices(pool, req, out.tried, out.full);
     if (candidates.empty())
         return {std::nullopt, route_reason::prefix_miss, 0};
@@ -242,6 +241,8 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
             if (auto d = spread_by_hash(req, pool, candidates))
                 return *d;
     }
+    std::vector<candidate_estimate> estimates;
+    estimates.reserve(candidates.size());
     std::size_t longest = 0;
     std::optional<std::size_t> best;
     double best_seconds = 0;
@@ -275,7 +276,7 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
             static_cast<double>(req.blocks.size() - std::min(held[i], req.blocks.size())) *
             tokens_per_block;
         const double seconds = estimate(pool.replicas[i], cost, queued, uncached);
-        estimates_.push_back({i, held[i], queued, seconds});
+        estimates.push_back({i, held[i], queued, seconds});
         if (any_within && !within_cap(pool.replicas[i], cap))
             continue;
         if (!best || before(i, seconds, *best, best_seconds)) {
@@ -288,7 +289,7 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
         reason = held[*best] < longest ? route_reason::prefix_overload
                  : precise_at(pool, *best) && by_events ? route_reason::prefix_match_precise
                                                        : route_reason::prefix_match;
-    return {*best, reason, held[*best]};
+    return {*best, reason, held[*best], std::move(estimates)};
 }
 
 } // namespace lanes::router

@@ -38,14 +38,6 @@ struct prefix_knobs {
     double recompute_weight = 16.0;
 };
 
-// One candidate's estimate, as the live page lists it.
-struct prefix_estimate {
-    std::size_t replica = 0; // index into the pool
-    std::size_t matched = 0; // cached prefix, in blocks
-    double queued_tokens = 0;
-    double seconds = 0; // the estimated time to its first token
-};
-
 class prefix_policy final : public policy {
 public:
     explicit prefix_policy(const policy_options& options);
@@ -58,9 +50,6 @@ public:
     void on_replicas_changed(const pool_snapshot& pool) override;
 
     const prefix_index& index() const { return index_; }
-
-    // The estimates of the last decision, while the caller holds this policy (the live page).
-    const std::vector<prefix_estimate>& last_estimates() const { return estimates_; }
 
 private:
     decision choose(const route_request& req, const pool_snapshot& pool,
@@ -118,7 +107,6 @@ private:
     std::shared_ptr<precise_index> precise_;
     clock_fn clock_; // what pending expectations in the precise index are timed by
     mutable decision_reading reading_; // during choose() only
-    mutable std::vector<prefix_estimate> estimates_;
     double kv_weight_;
     double load_factor_;
     double recompute_weight_;

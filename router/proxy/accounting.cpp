@@ -44,7 +44,7 @@ void accounting::note_routed(const route_request& rr, const decision& d, std::si
 void accounting::account(const common::http::request& req, const dispatch_plan& plan,
                          const std::string& replica_id, const decision& d,
                          const attempt_result& last, std::string_view request_id,
-                         std::int64_t attempts) {
+                         std::int64_t attempts, std::vector<weighed_candidate> weighed) {
     // A client that left counts as 499 (nginx's "client closed request"), a stream it cut
     // included.
     const int code = last.client_gone ? 499 : last.status ? last.status : 502;
@@ -54,7 +54,7 @@ void accounting::account(const common::http::request& req, const dispatch_plan& 
     const double took = std::chrono::duration<double>(ended - plan.start).count();
     metrics_.duration.observe(took);
     live_.record({replica_id, plan.model_label, to_string(d.reason), code, d.matched_blocks,
-                  plan.blocks.size(), took * 1000.0},
+                  plan.blocks.size(), took * 1000.0, std::move(weighed)},
                  ended);
     if (!access_log_)
         return;

@@ -33,7 +33,8 @@ public:
     // The metrics, live-page entry and access log line of a request done on `replica_id`.
     void account(const common::http::request& req, const dispatch_plan& plan,
                  const std::string& replica_id, const decision& d, const attempt_result& last,
-                 std::string_view request_id, std::int64_t attempts);
+                 std::string_view request_id, std::int64_t attempts,
+                 std::vector<weighed_candidate> weighed = {});
     // The live page's state (`admin`: as the admin listener serves it, with its buttons).
     std::string live_json(bool admin) const;
 

@@ -11,6 +11,7 @@
 #include "router/policies/policy.hpp"
 #include "router/proxy/dispatch_plan.hpp"
 #include "router/proxy/proxy_config.hpp"
+#include "router/ui/live_state.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -31,6 +32,7 @@ struct pick_result {
     std::size_t recorded = 0;        // what it noted in on_routed, for on_outcome
     bool unknown_model = false;      // no replica serves the model (every list known)
     std::chrono::milliseconds backoff_left{0}; // with no choice: the longest backoff in the way
+    std::vector<weighed_candidate> weighed; // the policy's estimates by replica, for the live page
 };
 
 class chooser {

@@ -87,7 +87,8 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
         if (last.client_gone || last.answered || last.sent_any) {
             // Done here: answered, or a client that left (no retry: closing the upstream
             // request was the point), or a stream that broke after its first byte.
-            counts_.account(req, plan, p.chosen->id(), p.d, last, request_id, attempt + 1);
+            counts_.account(req, plan, p.chosen->id(), p.d, last, request_id, attempt + 1,
+                            std::move(p.weighed));
             co_return;
         }
         if (last.backpressure)

@@ -69,7 +69,7 @@ constexpr std::string_view page = R"lanes(<!doctype html>
   <section class="card scroll">
     <h2>Latest routing decisions</h2>
     <table id="decisions"><thead><tr>
-      <th>time</th><th>replica</th><th>reason</th><th>cached blocks</th><th>status</th><th>ms</th><th>model</th>
+      <th>time</th><th>replica</th><th>reason</th><th>cached blocks</th><th>status</th><th>ms</th><th>model</th><th title="each candidate's estimated time to first token (prefix policy); all of them on hover">estimates</th>
     </tr></thead><tbody></tbody></table>
   </section>
 </main>
@@ -168,6 +168,13 @@ function render(s) {
     cell(row, d.status, "num");
     cell(row, d.duration_ms.toFixed(1), "num");
     cell(row, d.model || "");
+    // What the policy weighed: the lowest estimates inline, every candidate's on hover.
+    const est = (d.estimates || []).slice().sort((a, b) => a.estimate_ms - b.estimate_ms);
+    const short = (u) => u.replace(/^[a-z]+:\/\//, "");
+    const e = cell(row, est.slice(0, 3).map((x) => short(x.replica) + " " + x.estimate_ms.toFixed(1)).join(", ") +
+                   (est.length > 3 ? ", …" : ""), "est");
+    e.title = est.map((x) => x.replica + ": " + x.estimate_ms.toFixed(1) + " ms (" + x.cached_blocks +
+                      " blocks cached, " + Math.round(x.queued_tokens) + " tokens queued)").join("\n");
   }
   document.getElementById("status").textContent =
     "updated " + new Date(s.now * 1000).toLocaleTimeString() + " · " + s.requests_total + " requests routed";

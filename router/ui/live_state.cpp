@@ -47,7 +47,13 @@ std::string live_state::json(const replica_pool& pool, bool admin, const reason_
     const double now = unix_seconds(std::chrono::system_clock::now());
     const auto steady_now = std::chrono::steady_clock::now();
     std::lock_guard lock(mutex_);
-    for (const auto& k : latest_)
+    for (const auto& k : latest_) {
+        json weighed = json::array();
+        for (const auto& w : k.r.weighed)
+            weighed.push_back({{"replica", w.replica},
+                               {"estimate_ms", w.estimate_ms},
+                               {"cached_blocks", w.cached_blocks},
+                               {"queued_tokens", w.queued_tokens}});
         decisions.push_back({{"at", now - std::chrono::duration<double>(steady_now - k.at).count()},
                              {"replica", k.r.replica},
                              {"model", k.r.model},
@@ -55,7 +61,9 @@ std::string live_state::json(const replica_pool& pool, bool admin, const reason_
                              {"status", k.r.status},
                              {"matched_blocks", k.r.matched_blocks},
                              {"blocks", k.r.blocks},
-                             {"duration_ms", k.r.duration_ms}});
+                             {"duration_ms", k.r.duration_ms},
+                             {"estimates", std::move(weighed)}});
+    }
     return json{{"now", now},
                 {"admin", admin},
                 {"requests_total", requests_total},

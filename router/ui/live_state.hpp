@@ -14,8 +14,17 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lanes::router {
+
+// A candidate the policy weighed (the prefix policy's estimate), by replica.
+struct weighed_candidate {
+    std::string replica;
+    double estimate_ms = 0;
+    std::size_t cached_blocks = 0;
+    double queued_tokens = 0;
+};
 
 struct routed_request {
     std::string replica;
@@ -24,6 +33,7 @@ struct routed_request {
     int status = 0;
     std::size_t matched_blocks = 0, blocks = 0;
     double duration_ms = 0;
+    std::vector<weighed_candidate> weighed; // empty unless the policy estimates
 };
 
 class live_state {

@@ -83,6 +83,9 @@ try {
   check(decisions === 20, `the latest decisions listed (${decisions})`);
   const reasons = await page.$$eval("#decisions tbody tr td:nth-child(3)", (tds) => tds.map((t) => t.textContent));
   check(reasons.some((r) => r.startsWith("prefix_match")), "decisions name their reasons (prefix_match among them)");
+  const estimates = await page.$$eval("#decisions tbody tr td:nth-child(8)", (tds) => tds.map((t) => t.title));
+  check(estimates.some((t) => / ms \(\d+ blocks cached, \d+ tokens queued\)/.test(t)),
+        "decisions show each candidate's estimate (prefix policy)");
   await until("the hit rate is shown", async () => (await page.textContent("#hit")).includes("%"));
   console.log("fleet hit rate on the page:", await page.textContent("#hit"));
   await until("the request-rate chart has points", async () =>

@@ -121,7 +121,7 @@ TEST_CASE("prefix estimate: seconds from the fitted cost model, per candidate", 
     pool.replicas[0].prefill = prefill_cost{0.020, 1e-4, 10.0};
     pool.replicas[1].prefill = prefill_cost{0.030, 3e-4, 10.0};
     const decision d = decide(p, req, pool);
-    const auto& estimates = p.last_estimates();
+    const auto& estimates = d.estimates;
     REQUIRE(estimates.size() == 2);
     // Each replica's own per-request cost, the fleet's mean per-token cost (2e-4 s), and 16
     // times the uncached tokens (16 tokens a block).
@@ -180,6 +180,6 @@ TEST_CASE("prefix estimate: other routers' queue counts from the scrape", "[poli
     pool.replicas[first].waiting = 40;
     const decision d = decide(p, req, pool);
     CHECK(*d.replica != first);
-    CHECK(p.last_estimates()[first].queued_tokens > 0);
-    CHECK(p.last_estimates()[1 - first].queued_tokens == 0);
+    CHECK(d.estimates[first].queued_tokens > 0);
+    CHECK(d.estimates[1 - first].queued_tokens == 0);
 }
