@@ -29,8 +29,16 @@ PEERS = ["sglang_cache_aware", "sglang_prefix_hash", "kubeai_chwbl", "llmd_score
 EVENTS = "+kv-events"
 LANES_EV = LANES + EVENTS
 PEERS_EV = [p + EVENTS if p == "dynamo_kv" else p for p in PEERS]
-WORKLOADS = ["c64", "multi-turn", "mooncake-conversation", "mooncake-synthetic"]
+WORKLOADS = ["c64", "multi-turn", "mooncake-conversation", "mooncake-synthetic", "agents",
+             "hot-tenant", "bursty"]
+SKEWED = ["agents", "hot-tenant", "bursty"]
 IMBALANCE_CAP = 1.25
+# The skewed rows' targets: TTFT p99 at most this times the lowest peer's, and a hit rate at least
+# the best balanced peer's less HIT_MARGIN.
+P99_FACTOR = 1.25
+HIT_MARGIN = 0.02
+# The previous matrix, whose offered rates the recorded rows reuse (peers.sh's BASE_RATES).
+BASE = os.environ.get("BASE_RATES", "bench/results/peers-20261205")
 
 
 def gnuplot(script):
@@ -47,8 +55,9 @@ def merged(docs):
     """One row's runs over several seeds as one document: each policy's figures are their means
     (imbalance included); the KV usage over time is the first seed's."""
     first = docs[0]
-    out = dict(first, seeds=len(docs), capacity_rps=mean([d["capacity_rps"] for d in docs]),
-               rate=mean([d["rate"] for d in docs]), results=[])
+    out = dict(first, seeds=len(docs), rate=mean([d["rate"] for d in docs]), results=[])
+    if all("capacity_rps" in d for d in docs):
+        out["capacity_rps"] = mean([d["capacity_rps"] for d in docs])
     for r in first["results"]:
         rs = [next(x for x in d["results"] if x["policy"] == r["policy"]) for d in docs]
         m = dict(r)
@@ -72,9 +81,11 @@ for path in sorted(glob.glob(f"{root}/*.json") + glob.glob(f"{root}/*.json.gz"))
     name = re.sub(r"\.json(\.gz)?$", "", os.path.basename(path))
     w, rest = name.rsplit("-r", 1)
     n, load = rest.split("-l")
-    load = load.split("-s")[0]  # -sSEED: one seed's run
+    load, seed = load.split("-s")  # -sSEED: one seed's run
     with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
-        by_row.setdefault((w, int(n), float(load)), []).append(json.load(f))
+        doc = json.load(f)
+    doc.setdefault("seed", int(seed))
+    by_row.setdefault((w, int(n), float(load)), []).append(doc)
 runs = {k: merged(v) for k, v in by_row.items()}
 if not runs:
     sys.exit(f"peers_report: no results in {root}")
@@ -157,15 +168,21 @@ emit("Every figure on this page is **modelled**: `lanes-bench simulate` replays 
 emit("")
 first = next(iter(runs.values()))
 emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost model at speedup "
-     f"{first['sim_speedup']:g} (Dynamo mocker's coefficients). Load: Poisson arrivals at half and "
-     f"90 % of the fleet's capacity, the capacity being the closed-loop throughput of lanes' default "
-     f"policy (default knobs) on that workload and fleet. `prefix` is lanes-router's default policy; the other "
-     f"lanes policies are listed for reference. Each row ran with {seeds} seeds (the arrivals, and "
-     f"the multi-turn workload's text, differ); every figure is the mean over the seeds, as one "
-     f"run's p99 over a few hundred requests rests on its few slowest. *Cached blocks taken*: "
-     f"at each decision, the prompt blocks the chosen replica's cache held over the most any "
-     f"replica's held (summed over the run): below 1, the policy sent prefixes away from where "
-     f"they were cached, by its memory's fault or its load rule's choice.")
+     f"{first['sim_speedup']:g} (Dynamo mocker's coefficients). Load: Poisson arrivals. The c64, "
+     f"multi-turn and Mooncake rows run at half and 90 % of the fleet's capacity as measured for "
+     f"the matrix of `{BASE}` (the closed-loop throughput of the default policy of then), at the "
+     f"very request rates recorded there, so that each row compares like with like across "
+     f"versions of the policies. The skewed agent workloads (`agents`, `hot-tenant`, `bursty`: "
+     f"multi-tenant sessions that grow turn by turn, each arrival a waiting session's next turn or "
+     f"a new session, [benchmarks.md](benchmarks.md#skewed-agent-workloads)) run at 50, 80 and "
+     f"95 % of the fleet's round-robin capacity (its closed-loop throughput under round-robin). "
+     f"`prefix` is lanes-router's default policy; the other lanes policies are listed for "
+     f"reference. Each row ran with {seeds} seeds (the arrivals, and the generated workloads' "
+     f"text, differ); every figure is the mean over the seeds, as one run's p99 over a few hundred "
+     f"requests rests on its few slowest. *Cached blocks taken*: at each decision, the prompt "
+     f"blocks the chosen replica's cache held over the most any replica's held (summed over the "
+     f"run): below 1, the policy sent prefixes away from where they were cached, by its memory's "
+     f"fault or its load rule's choice.")
 emit("")
 emit(f"A name ending in `{EVENTS}` ran with the replicas publishing KV events (vLLM's "
      f"BlockStored and BlockRemoved, as lanes replicas do and vLLM does with "
@@ -178,14 +195,15 @@ emit("")
 stamp = re.search(r"(\d{4})(\d{2})(\d{2})", os.path.basename(os.path.normpath(root)))
 emit(f"Results: `{root}`" + (f" ({'-'.join(stamp.groups())})" if stamp else "") +
      ". Regenerate: `bench/scripts/peers.sh` "
-     "(all rows and seeds, about 3 minutes on this project's 2-core VM), which ends by running "
+     "(all rows and seeds, about 15 minutes on this project's 2-core VM), which ends by running "
      "`bench/scripts/peers_report.py bench/results/peers-DATE`.")
 emit("")
 
 
-def matrix_rows():
+def matrix_rows(workloads=None):
     """The rows present, in the tables' order: (workload, replicas, load)."""
-    return [(w, n, load) for w in WORKLOADS for n in (4, 8, 16) for load in (0.5, 0.9)
+    loads = sorted({k[2] for k in runs})
+    return [(w, n, load) for w in (workloads or WORKLOADS) for n in (4, 8, 16) for load in loads
             if (w, n, load) in runs]
 
 
@@ -325,6 +343,102 @@ if has(LANES_EV, PEERS_EV):
 counts = [(lanes, verdict(lanes, peers, heading, setting))
           for lanes, peers, heading, setting in setups]
 
+def targets(lanes, peers):
+    """The skewed rows against their targets: TTFT p99 at most P99_FACTOR times the lowest peer's,
+    hit rate at least the best balanced peer's less HIT_MARGIN, imbalance within the cap."""
+    rows = matrix_rows(SKEWED)
+    if not rows:
+        return None
+    emit(f"### `{lanes}` against its targets on the skewed workloads")
+    emit("")
+    emit(f"TTFT p99 at most {P99_FACTOR} times the lowest peer's, hit rate at least the best "
+         f"balanced peer's (imbalance ≤ {IMBALANCE_CAP}) less {HIT_MARGIN}, and imbalance ≤ "
+         f"{IMBALANCE_CAP} itself; means over the seeds.")
+    emit("")
+    emit(f"| workload | replicas | load | {lanes} p99 / lowest peer's | {lanes} hit rate − best "
+         f"balanced peer's | {lanes} imbalance | met |")
+    emit("|---|---|---|---|---|---|---|")
+    met = 0
+    for key in rows:
+        w, n, load = key
+        res = {r["policy"]: r for r in runs[key]["results"]}
+        lp = res[lanes]
+        low = min((p for p in peers if p in res), key=lambda p: p99(res[p]))
+        balanced = [p for p in peers if p in res and res[p]["imbalance"] <= IMBALANCE_CAP]
+        best = max(balanced, key=lambda p: hit(res[p])) if balanced else None
+        ratio = p99(lp) / p99(res[low])
+        gap = hit(lp) - hit(res[best]) if best else 0.0
+        ok = (ratio <= P99_FACTOR and (best is None or gap >= -HIT_MARGIN) and
+              lp["imbalance"] <= IMBALANCE_CAP)
+        met += 1 if ok else 0
+        emit(f"| {w} | {n} | {load:g} | {ratio:.2f} ({low}) | "
+             f"{f'{gap:+.3f} ({best})' if best else 'no balanced peer'} | "
+             f"{lp['imbalance']:.2f} | {'yes' if ok else '**no**'} |")
+    emit("")
+    emit(f"`{lanes}` meets all three targets in {met} of {len(rows)} skewed rows.")
+    emit("")
+    return met, len(rows)
+
+
+def against_base(lanes):
+    """The recorded rows against the same policy in the previous matrix, on the same arrivals."""
+    base_runs = {}
+    for path in glob.glob(f"{BASE}/*.json.gz") + glob.glob(f"{BASE}/*.json"):
+        name = re.sub(r"\.json(\.gz)?$", "", os.path.basename(path))
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+            base_runs[name] = {r["policy"]: r for r in json.load(f)["results"]}
+    rows = [k for k in matrix_rows() if k[0] not in SKEWED]
+    if not base_runs or not rows:
+        return
+    emit(f"### `{lanes}` against the previous default on the recorded rows")
+    emit("")
+    emit(f"Each recorded row ran at the request rate of `{BASE}`, seed by seed on the same "
+         f"arrivals; the gaps are this version's `{lanes}` less that matrix's (hit rate) and their "
+         f"ratio less 1 (TTFT p99), mean ± standard error over the seeds. Beyond {CLEAR_SE} "
+         f"standard errors a gap is more than the seeds' spread.")
+    emit("")
+    emit("| workload | replicas | load | hit rate then → now | gap | TTFT p99 then → now | gap | "
+         "imbalance then → now |")
+    emit("|---|---|---|---|---|---|---|---|")
+    worse_hit = worse_p99 = 0
+    for key in rows:
+        w, n, load = key
+        pairs = []
+        for d in by_row[key]:
+            seed = d.get("seed")
+            now = {r["policy"]: r for r in d["results"]}
+            then = base_runs.get(f"{w}-r{n}-l{load:g}-s{seed}")
+            if then and lanes in then and lanes in now:
+                pairs.append((then[lanes], now[lanes]))
+        if not pairs:
+            continue
+        hg = [hit(b) - hit(a) for a, b in pairs]
+        pg = [p99(b) / p99(a) - 1 for a, b in pairs]
+        se = lambda xs: statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0
+        h_bad = clear(mean(hg), se(hg), 0.001) and mean(hg) < 0
+        p_bad = clear(mean(pg), se(pg), 0.001) and mean(pg) > 0
+        worse_hit += h_bad
+        worse_p99 += p_bad
+        emit(f"| {w} | {n} | {load:g} | {mean([hit(a) for a, _ in pairs]):.3f} → "
+             f"{mean([hit(b) for _, b in pairs]):.3f} | {mean(hg):+.3f} ± {se(hg):.3f}"
+             f"{' **worse**' if h_bad else ''} | {mean([p99(a) for a, _ in pairs]) * 1000:.0f} → "
+             f"{mean([p99(b) for _, b in pairs]) * 1000:.0f} ms | {mean(pg) * 100:+.1f} % ± "
+             f"{se(pg) * 100:.1f}{' **worse**' if p_bad else ''} | "
+             f"{mean([a['imbalance'] for a, _ in pairs]):.2f} → "
+             f"{mean([b['imbalance'] for _, b in pairs]):.2f} |")
+    emit("")
+    emit(f"Worse beyond the seeds' spread: the hit rate in {worse_hit} of {len(rows)} rows, the "
+         f"TTFT p99 in {worse_p99}.")
+    emit("")
+
+
+emit("## The skewed workloads and the recorded rows")
+emit("")
+for lanes, peers, _, _ in setups:
+    targets(lanes, peers)
+for lanes, _, _, _ in setups:
+    against_base(lanes)
+
 # Full tables.
 emit("## Every policy, every row")
 emit("")
@@ -341,7 +455,9 @@ for w in WORKLOADS:
     for key in rows:
         doc = runs[key]
         _, n, load = key
-        emit(f"**{n} replicas, load {load:g}** (capacity {doc['capacity_rps']:.1f} req/s, offered "
+        capacity = (f"capacity {doc['capacity_rps']:.1f} req/s, " if "capacity_rps" in doc
+                    else "")
+        emit(f"**{n} replicas, load {load:g}** ({capacity}offered "
              f"{doc['rate']:.1f} req/s; ideal hit rate {doc['results'][0]['prefix_cache_hit_rate']['ideal']:.3f}, "
              f"with one cache the fleet's size {doc['results'][0]['prefix_cache_hit_rate']['ideal_fleet']:.3f})")
         emit("")
@@ -363,7 +479,7 @@ for metric, title, ylabel, fn in (("hit", "prefix-cache hit rate", "hit rate", h
                                   ("p99", "TTFT p99", "seconds", p99)):
     data = []
     for w in WORKLOADS:
-        doc = runs.get((w, 8, 0.9))
+        doc = runs.get((w, 8, 0.8 if w in SKEWED else 0.9))
         if not doc:
             continue
         res = {r["policy"]: r for r in doc["results"]}
@@ -374,7 +490,7 @@ for metric, title, ylabel, fn in (("hit", "prefix-cache hit rate", "hit rate", h
     plots = ", ".join(f"'$d' using {i + 2}:xtic(1) title '{p}'" for i, p in enumerate(chart_policies))
     gnuplot(f"""set terminal pngcairo size 900,420 noenhanced
 set output '{img}/peers-{metric}.png'
-set title '{title}, 8 replicas at 90 % load (modelled: lanes-bench simulate)'
+set title '{title}, 8 replicas at 90 % load, the skewed workloads at 80 % (modelled: lanes-bench simulate)'
 set style data histogram; set style histogram cluster gap 1; set style fill solid 0.8 border -1
 set ylabel '{ylabel}'; set key outside right; set grid ytics
 {"set logscale y; set yrange [0.01:*]" if metric == "p99" else "set yrange [0:*]"}

@@ -35,6 +35,18 @@ CASES = [
      f"--workload trace --trace {trace} --trace-limit 2000 --length-scale 0.0625 "
      f"--time-scale 0.12"),
 ]
+# The skewed agent workloads at 90 requests a second on 8 replicas (80 % of their round-robin
+# capacity in lanes-bench simulate, 114-117 req/s): each arrival a waiting session's next turn or
+# a new session, as lanes-bench sends them live.
+SKEWED = {
+    "agents": "--workload agents --skew-requests 3000 --output-len 128 --rate 90",
+    "hot-tenant": "--workload hot-tenant --skew-requests 3000 --output-len 128 --rate 90",
+    "bursty": "--workload bursty --skew-requests 3000 --output-len 128 --rate 90",
+}
+for w, args in SKEWED.items():
+    for policy in ("prefix", "kv_aware", "round_robin", "least_loaded") + (
+            ("session", "random") if w == "agents" else ()):
+        CASES.append((f"{w}, 8 replicas, 90 req/s, {policy}", 8, policy, "--kv-blocks 4096", args))
 # The live replicas' flags that publish KV events (ports picked by the kernel).
 EVENTS = "--kv-events-endpoint tcp://127.0.0.1:* --kv-events-replay-endpoint tcp://127.0.0.1:*"
 only = [int(c) for c in os.environ.get("CASES", "").split()]

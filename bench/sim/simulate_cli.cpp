@@ -252,6 +252,8 @@ int simulate_main(int argc, const char* const* argv) {
                     capacity, capacity_policy.c_str(), static_cast<long long>(sat.concurrency),
                     cfg.rate);
     }
+    if (cfg.rate > 0)
+        doc["rate"] = cfg.rate; // the offered rate, however it was set
     cfg.kv_event_delay_s = std::chrono::duration<double>(kv_event_delay).count();
     for (const auto& n : names) {
         *clock = 0;
