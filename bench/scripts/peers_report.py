@@ -174,7 +174,7 @@ emit(f"Replicas: {first['kv_blocks']} KV blocks of 16 tokens each, the sim cost 
      f"very request rates recorded there, so that each row compares like with like across "
      f"versions of the policies. The skewed agent workloads (`agents`, `hot-tenant`, `bursty`: "
      f"multi-tenant sessions that grow turn by turn, each arrival a waiting session's next turn or "
-     f"a new session, [benchmarks.md](benchmarks.md#skewed-agent-workloads)) run at 50, 80 and "
+     f"a new session, [results.md](results.md#skewed-agent-workloads)) run at 50, 80 and "
      f"95 % of the fleet's round-robin capacity (its closed-loop throughput under round-robin). "
      f"`prefix` is lanes-router's default policy; the other lanes policies are listed for "
      f"reference. Each row ran with {seeds} seeds (the arrivals, and the generated workloads' "
