@@ -110,15 +110,14 @@ std::vector<stream> skewed_workload(const workload_config& cfg, std::string& err
     const auto tenants = static_cast<std::size_t>(cfg.tenants);
     std::vector<std::string> system;
     for (std::size_t t = 0; t < tenants; ++t)
-        system.push_back(random_text(
-            rng, static_cast<std::size_t>(uniform(rng, cfg.system_blocks_min,
-                                                  cfg.system_blocks_max)) *
-                     block_tokens));
+        system.push_back(random_text(rng, static_cast<std::size_t>(uniform(
+                                              rng, cfg.system_blocks_min, cfg.system_blocks_max)) *
+                                              block_tokens));
     std::vector<double> weights = zipf_weights(cfg.tenants, cfg.zipf);
     if (cfg.kind == "hot-tenant") {
         // Tenant 0 takes hot_share, the others the rest evenly.
-        const double rest = tenants > 1 ? (1.0 - cfg.hot_share) / static_cast<double>(tenants - 1)
-                                        : 0.0;
+        const double rest =
+            tenants > 1 ? (1.0 - cfg.hot_share) / static_cast<double>(tenants - 1) : 0.0;
         std::fill(weights.begin(), weights.end(), rest);
         weights[0] = tenants > 1 ? cfg.hot_share : 1.0;
     }
@@ -136,8 +135,9 @@ std::vector<stream> skewed_workload(const workload_config& cfg, std::string& err
         std::string prompt = system[tenant];
         stream session;
         for (std::int64_t t = 0; t < turns; ++t) {
-            const auto growth = static_cast<std::size_t>(
-                uniform(rng, cfg.growth_min, cfg.growth_max) * static_cast<std::int64_t>(block_tokens));
+            const auto growth =
+                static_cast<std::size_t>(uniform(rng, cfg.growth_min, cfg.growth_max) *
+                                         static_cast<std::int64_t>(block_tokens));
             if (t > 0 && prompt.size() + growth + 1 > static_cast<std::size_t>(cfg.max_prompt))
                 break; // the next turn would not fit: the session ends
             prompt += random_text(rng, std::min(growth, static_cast<std::size_t>(cfg.max_prompt) -
@@ -179,9 +179,11 @@ bool write_trace(const std::vector<stream>& workload, const std::string& file, d
             at += r.think_s;
             nlohmann::json hash_ids = nlohmann::json::array();
             for (const auto h : common::hash_prompt_blocks(r.prompt, block_tokens))
-                hash_ids.push_back(ids.try_emplace(h, static_cast<std::int64_t>(ids.size())).first->second);
+                hash_ids.push_back(
+                    ids.try_emplace(h, static_cast<std::int64_t>(ids.size())).first->second);
             if (hash_ids.empty())
-                hash_ids.push_back(ids.try_emplace(0, static_cast<std::int64_t>(ids.size())).first->second);
+                hash_ids.push_back(
+                    ids.try_emplace(0, static_cast<std::int64_t>(ids.size())).first->second);
             nlohmann::json row = {{"timestamp", std::llround(at * 1000.0)},
                                   {"input_length", r.prompt.size()},
                                   {"output_length", r.max_tokens},

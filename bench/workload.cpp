@@ -121,8 +121,8 @@ std::vector<stream> trace(const workload_config& cfg, std::string& error) {
         // Mooncake's blocks are 512 tokens; a trace lanes-bench wrote says its own.
         const bool sized = j.contains("block_tokens") && j["block_tokens"].is_number_integer() &&
                            j["block_tokens"].get<std::int64_t>() > 0;
-        const double block_tokens = sized ? j["block_tokens"].get<double>()
-                                          : static_cast<double>(mooncake_block_tokens);
+        const double block_tokens =
+            sized ? j["block_tokens"].get<double>() : static_cast<double>(mooncake_block_tokens);
         const auto block =
             static_cast<std::size_t>(std::max(1.0, std::round(block_tokens * cfg.length_scale)));
         const auto input = static_cast<std::size_t>(
@@ -248,13 +248,15 @@ void add_workload_flags(common::flag_set& f, workload_config& w) {
     f.add("skew-requests", w.skew_requests, "agents, hot-tenant, bursty: requests in all");
     f.add("tenants", w.tenants, "agents, hot-tenant, bursty: tenants (system prompts)");
     f.add("zipf", w.zipf, "agents, bursty: Zipf exponent of tenant popularity");
-    f.add("system-blocks-min", w.system_blocks_min, "skewed: fewest system prompt blocks (16 tokens)");
+    f.add("system-blocks-min", w.system_blocks_min,
+          "skewed: fewest system prompt blocks (16 tokens)");
     f.add("system-blocks-max", w.system_blocks_max, "skewed: most system prompt blocks");
     f.add("turns-min", w.turns_min, "skewed: fewest turns in a session");
     f.add("turns-max", w.turns_max, "skewed: most turns in a session");
     f.add("growth-min", w.growth_min, "skewed: fewest blocks a turn adds");
     f.add("growth-max", w.growth_max, "skewed: most blocks a turn adds");
-    f.add("max-prompt", w.max_prompt, "skewed: a session ends before its prompt passes this (tokens)");
+    f.add("max-prompt", w.max_prompt,
+          "skewed: a session ends before its prompt passes this (tokens)");
     f.add("think-time", w.think_time, "skewed: mean think time between turns (open loop only)");
     f.add("continue-share", w.continue_share,
           "skewed, open loop: share of arrivals that continue a ready session (else a new one)");

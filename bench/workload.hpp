@@ -63,12 +63,12 @@ struct workload_config {
     std::int64_t system_blocks_min = 4, system_blocks_max = 16;
     std::int64_t turns_min = 1, turns_max = 10;
     std::int64_t growth_min = 1, growth_max = 6;
-    std::int64_t max_prompt = 2048; // tokens
+    std::int64_t max_prompt = 2048;             // tokens
     std::chrono::milliseconds think_time{1000}; // mean, exponential (at least; see below)
     // Open loop: the share of arrivals that take a ready session's next turn (the rest start a
     // new session); a turn waits its think time and then for an arrival that picks it.
     double continue_share = 0.85;
-    double hot_share = 0.45;                    // hot-tenant
+    double hot_share = 0.45;                      // hot-tenant
     std::int64_t burst_on = 150, burst_off = 300; // bursty: mean periods, in sessions started
     std::string write_trace;                      // write the workload as a replayable trace
     double trace_rate = 4.0;                      // its sessions' arrival rate (per second)

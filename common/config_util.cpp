@@ -131,9 +131,7 @@ void flag_set::retire(std::string name, std::string why) {
     flag f;
     f.name = name;
     f.retired = true;
-    f.set = [message = "--" + name + " was retired: " + why](std::string_view) {
-        return message;
-    };
+    f.set = [message = "--" + name + " was retired: " + why](std::string_view) { return message; };
     add_flag(std::move(f));
 }
 

@@ -72,8 +72,8 @@ struct replica_view {
     std::optional<double> kv_usage;      // 0..1 from the last fresh scrape
     std::optional<std::int64_t> waiting; // from the last fresh scrape
     std::optional<std::int64_t> running;
-    std::optional<std::int64_t> num_blocks; // KV capacity in blocks, when known
-    std::optional<prefill_cost> prefill;    // from the last fresh scrapes, once fitted
+    std::optional<std::int64_t> num_blocks;   // KV capacity in blocks, when known
+    std::optional<prefill_cost> prefill;      // from the last fresh scrapes, once fitted
     std::optional<std::int64_t> max_num_seqs; // most requests it runs at once, when known
     // Moves on whenever the replica's cache is known to be lost (a restart, an ejection): what a
     // policy remembers of it from before is stale.
@@ -96,16 +96,16 @@ struct exclusion {
 
 // What a policy that estimates (prefix) weighed for one candidate.
 struct candidate_estimate {
-    std::size_t replica = 0;   // index into pool_snapshot::replicas
-    std::size_t matched = 0;   // its cached prefix, in blocks
-    double queued_tokens = 0;  // prefill queued there ahead of this request
-    double seconds = 0;        // the estimated time to the first token there
+    std::size_t replica = 0;  // index into pool_snapshot::replicas
+    std::size_t matched = 0;  // its cached prefix, in blocks
+    double queued_tokens = 0; // prefill queued there ahead of this request
+    double seconds = 0;       // the estimated time to the first token there
 };
 
 struct decision {
     std::optional<std::size_t> replica; // index into pool_snapshot::replicas
     route_reason reason = route_reason::round_robin;
-    std::size_t matched_blocks = 0; // the policy's predicted cached prefix, in blocks
+    std::size_t matched_blocks = 0;            // the policy's predicted cached prefix, in blocks
     std::vector<candidate_estimate> estimates; // every candidate's, where the policy estimates
 };
 

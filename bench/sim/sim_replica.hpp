@@ -53,8 +53,8 @@ public:
 
     // A request arrives at `now` (tokens: BOS + prompt bytes); it joins the scheduler at the next
     // step.
-    void submit(std::uint64_t request, std::vector<common::token_id> prompt,
-                std::size_t max_tokens, double now = 0);
+    void submit(std::uint64_t request, std::vector<common::token_id> prompt, std::size_t max_tokens,
+                double now = 0);
     // When idle with work queued: plans a step starting at `now` and returns its end; nullopt
     // when there is nothing to run.
     std::optional<double> start_step(double now);

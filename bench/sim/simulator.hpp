@@ -23,19 +23,19 @@ namespace lanes::bench::sim {
 struct sim_config {
     std::size_t replicas = 4;
     replica_model replica;
-    double scrape_interval_s = 0.1;    // the router's --scrape-interval (a peer may bring its own)
-    double stale_after_s = 2.0;        // the router's --stale-after
-    std::int64_t concurrency = 8;      // closed loop: streams in flight
-    double rate = 0;                   // > 0: Poisson arrivals of streams per second
-    bool trace_times = false;          // arrivals at the workload's timestamps
+    double scrape_interval_s = 0.1; // the router's --scrape-interval (a peer may bring its own)
+    double stale_after_s = 2.0;     // the router's --stale-after
+    std::int64_t concurrency = 8;   // closed loop: streams in flight
+    double rate = 0;                // > 0: Poisson arrivals of streams per second
+    bool trace_times = false;       // arrivals at the workload's timestamps
     // With rate: each Poisson arrival is one request, the next turn of the session whose think
     // time ended longest ago, or else the next session's first turn (the skewed workloads: the
     // load is the request rate, whatever the sessions' lengths).
     bool session_arrivals = false;
-    double continue_share = 0.85; // of arrivals that find a session ready
+    double continue_share = 0.85;      // of arrivals that find a session ready
     std::uint64_t seed = 1;            // arrivals (as lanes-bench's)
     double kv_sample_interval_s = 1.0; // KV usage over time: one sample per this much time
-    bool report_num_blocks = true;     // the scrape carries each replica's KV capacity and max_num_seqs
+    bool report_num_blocks = true; // the scrape carries each replica's KV capacity and max_num_seqs
     std::size_t text_block_bytes = 16; // the router's hash block (lanes replicas: block_size)
     // From a client's send to the request's arrival in the replica's queue: the HTTP path through
     // router and replica, and the client's turn-around (the replica starts its next step without

@@ -2,8 +2,8 @@
 // vLLM V1 (`vllm:kv_cache_usage_perc`, `vllm:prefix_cache_*_total`, `vllm:cache_config_info`),
 // vLLM V0 / 0.9-0.10 (`vllm:gpu_cache_usage_perc`, `vllm:gpu_prefix_cache_*_total`), SGLang
 // (`sglang:token_usage`, `sglang:num_running_reqs`, `sglang:num_queue_reqs`) and lanes replicas
-// (vLLM V1 names, and lanes_replica_scheduler_info's max_num_seqs). Values are summed over `engine` label values (usage is averaged); `_created`
-// series and unknown families are ignored.
+// (vLLM V1 names, and lanes_replica_scheduler_info's max_num_seqs). Values are summed over `engine`
+// label values (usage is averaged); `_created` series and unknown families are ignored.
 #pragma once
 
 #include "common/metrics/prom_parser.hpp"

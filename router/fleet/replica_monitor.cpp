@@ -145,12 +145,11 @@ asio::awaitable<void> replica_monitor::scrape(std::shared_ptr<replica> r) {
     scraped_stats s = read_replica_metrics(parsed);
     s.at = clock_type::now();
     const auto block_before = r->stats().block_size;
-    if (s.prefill_seconds && s.prefills && s.prompt_tokens && s.prefix_cache_hits &&
-        s.finished) {
+    if (s.prefill_seconds && s.prefills && s.prompt_tokens && s.prefix_cache_hits && s.finished) {
         // (one scrape of a replica at a time: the fit is this coroutine's alone)
         r->monitor.prefill.observe(
-            {*s.prefill_seconds, *s.prefills, *s.prompt_tokens, *s.prefix_cache_hits,
-             *s.finished, std::chrono::duration<double>(s.at.time_since_epoch()).count()});
+            {*s.prefill_seconds, *s.prefills, *s.prompt_tokens, *s.prefix_cache_hits, *s.finished,
+             std::chrono::duration<double>(s.at.time_since_epoch()).count()});
         s.prefill = r->monitor.prefill.cost();
     }
     r->set_stats(s);

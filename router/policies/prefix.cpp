@@ -97,9 +97,9 @@ decision prefix_policy::by_hash(const route_request& req, const pool_snapshot& p
     return {rendezvous_bounded(key, pool, candidates, cap), route_reason::prefix_hash, 0};
 }
 
-std::optional<decision> prefix_policy::spread_by_hash(const route_request& req,
-                                                      const pool_snapshot& pool,
-                                                      const std::vector<std::size_t>& candidates) const {
+std::optional<decision>
+prefix_policy::spread_by_hash(const route_request& req, const pool_snapshot& pool,
+                              const std::vector<std::size_t>& candidates) const {
     const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
     const rendezvous_order order(key, pool, candidates);
     std::vector<std::size_t> ranked = candidates;
@@ -162,8 +162,8 @@ double prefix_policy::queued_tokens(const pool_snapshot& pool, std::size_t i,
     double blocks = own ? static_cast<double>(own->blocks) : 0.0;
     // The replica's queue beyond this router's requests not yet begun: other routers' work.
     if (const auto& waiting = pool.replicas[i].waiting) {
-        const double others = static_cast<double>(*waiting) -
-                              static_cast<double>(own ? own->requests : 0);
+        const double others =
+            static_cast<double>(*waiting) - static_cast<double>(own ? own->requests : 0);
         if (others > 0)
             blocks += others * mean_uncached_blocks_;
     }
@@ -286,9 +286,9 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
     }
     route_reason reason = route_reason::prefix_miss;
     if (longest > 0)
-        reason = held[*best] < longest ? route_reason::prefix_overload
+        reason = held[*best] < longest                  ? route_reason::prefix_overload
                  : precise_at(pool, *best) && by_events ? route_reason::prefix_match_precise
-                                                       : route_reason::prefix_match;
+                                                        : route_reason::prefix_match;
     return {*best, reason, held[*best], std::move(estimates)};
 }
 

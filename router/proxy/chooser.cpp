@@ -73,8 +73,8 @@ pick_result chooser::pick(dispatch_plan& plan, const tried_set& tried, clock_typ
     }
     out.chosen = snapshot_.replica_at(*out.d.replica);
     for (const candidate_estimate& e : out.d.estimates)
-        out.weighed.push_back({snap.replicas[e.replica].id, e.seconds * 1000.0, e.matched,
-                               e.queued_tokens});
+        out.weighed.push_back(
+            {snap.replicas[e.replica].id, e.seconds * 1000.0, e.matched, e.queued_tokens});
     // Counted in flight under the same lock as the choice, so the next pick sees it: a
     // half-open replica's single trial, and least-loaded choices made at the same moment on
     // other threads, depend on it. The caller releases it with an inflight_guard.

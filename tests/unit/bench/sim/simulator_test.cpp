@@ -349,8 +349,7 @@ TEST_CASE("simulator: scraped load reaches the policy only while fresh", "[simul
     CHECK(stale.with_load <= 4);
 }
 
-TEST_CASE("simulator: session arrivals keep the request rate and the think times",
-          "[simulate]") {
+TEST_CASE("simulator: session arrivals keep the request rate and the think times", "[simulate]") {
     workload_config w;
     w.kind = "agents";
     w.skew_requests = 600;
@@ -372,8 +371,7 @@ TEST_CASE("simulator: session arrivals keep the request rate and the think times
     for (const auto& row : r["requests"]) {
         last_sent = std::max(last_sent, row["sent_s"].get<double>());
         turns[row["stream"].get<std::size_t>()].emplace_back(
-            row["sent_s"].get<double>(),
-            row["sent_s"].get<double>() + row["e2e_s"].get<double>());
+            row["sent_s"].get<double>(), row["sent_s"].get<double>() + row["e2e_s"].get<double>());
     }
     CHECK(last_sent > 24);
     CHECK(last_sent < 45);

@@ -126,9 +126,9 @@ lanes_replica_scheduler_info{max_num_batched_tokens="2048",max_num_seqs="64"} 1
     CHECK(s.finished == 10.0);
     CHECK(s.max_num_seqs == 64);
     // An absurd or malformed limit is not believed.
-    const auto bad = router::read_replica_metrics(common::prom::parse(
-        "lanes_replica_scheduler_info{max_num_seqs=\"-3\"} 1\n"
-        "vllm:request_prefill_time_seconds_sum NaN\n"));
+    const auto bad = router::read_replica_metrics(
+        common::prom::parse("lanes_replica_scheduler_info{max_num_seqs=\"-3\"} 1\n"
+                            "vllm:request_prefill_time_seconds_sum NaN\n"));
     CHECK_FALSE(bad.max_num_seqs);
     CHECK_FALSE(bad.prefill_seconds);
 }

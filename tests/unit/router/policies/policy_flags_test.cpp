@@ -12,8 +12,8 @@ TEST_CASE("policy flags: one declaration sets every knob and checks its range", 
     common::flag_set f("prog", "test");
     add_policy_flags(f, o);
     SECTION("values reach the knobs") {
-        const char* argv[] = {"prog",         "--prefix-load-factor", "1.75", "--kv-weight", "8",
-                              "--prefix-recompute-weight", "4"};
+        const char* argv[] = {"prog", "--prefix-load-factor",      "1.75", "--kv-weight",
+                              "8",    "--prefix-recompute-weight", "4"};
         CHECK(f.parse(static_cast<int>(std::size(argv)), argv).empty());
         CHECK(o.prefix.load_factor == 1.75);
         CHECK(o.load.kv_weight == 8.0);
@@ -36,8 +36,9 @@ TEST_CASE("policy flags: a retired threshold is refused, naming what replaced it
     policy_options o;
     common::flag_set f("prog", "test");
     add_policy_flags(f, o);
-    const char* argv[] = {"prog", "--balance-abs-threshold", "64", "--min-match-ratio=0.3",
-                          "--prefix-load-factor", "2"};
+    const char* argv[] = {
+        "prog", "--balance-abs-threshold", "64", "--min-match-ratio=0.3", "--prefix-load-factor",
+        "2"};
     const auto errors = f.parse(static_cast<int>(std::size(argv)), argv);
     REQUIRE(errors.size() == 2);
     CHECK(errors[0].starts_with("--balance-abs-threshold was retired: prefix routes on each "

@@ -111,7 +111,8 @@ TEST_CASE("prefix estimate: a session does not move while its home keeps up", "[
     CHECK(*decide(q, next_turn, pool).replica != q_home);
 }
 
-TEST_CASE("prefix estimate: seconds from the fitted cost model, per candidate", "[policy][prefix]") {
+TEST_CASE("prefix estimate: seconds from the fitted cost model, per candidate",
+          "[policy][prefix]") {
     prefix_policy p({});
     auto pool = make_pool(2);
     const auto system = make_blocks(1, 10);

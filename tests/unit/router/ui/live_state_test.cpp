@@ -43,8 +43,15 @@ TEST_CASE("live state: latest decisions bounded and newest first, rows per repli
 TEST_CASE("live state: a decision lists what the policy weighed for each candidate", "[ui]") {
     router::replica_pool pool;
     router::live_state live(2);
-    live.record({"http://127.0.0.1:8001", "m", "prefix_overload", 200, 0, 8, 1.0,
-                 {{"http://127.0.0.1:8001", 12.5, 0, 256}, {"http://127.0.0.1:8002", 30.0, 8, 4096}}});
+    live.record(
+        {"http://127.0.0.1:8001",
+         "m",
+         "prefix_overload",
+         200,
+         0,
+         8,
+         1.0,
+         {{"http://127.0.0.1:8001", 12.5, 0, 256}, {"http://127.0.0.1:8002", 30.0, 8, 4096}}});
     live.record({"http://127.0.0.1:8002", "m", "round_robin", 200, 0, 8, 1.0});
     const auto j = nlohmann::json::parse(live.json(pool, false, {}, 2));
     CHECK(j["decisions"][0]["estimates"].empty()); // a policy that does not estimate
