@@ -187,19 +187,14 @@ double prefix_policy::estimate(const replica_view& r, const prefill_cost& fleet,
     return seconds;
 }
 
-decision prefix_policy::by_estimate(const route_request& req, const pool_snapshot& pool,
-                                    const std::vector<std::size_t>& candidates) const {
-    const std::string key = prefix_key(req.blocks, hash_prefix_blocks_);
-    const rendezvous_order order(key, pool, candidates);
-    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
-    const bool any_within = std::any_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-        return within_cap(pool.replicas[i], cap);
-    });
-    // The fleet's cost model: the mean of the replicas' fits. Each replica's own per-request
-    // cost (its step time now) enters its estimate; the cost per token is the fleet's, as ranked
-    // by their own per-token fits replicas trade places on the fits' noise (docs/router.md, "The
-    // estimate"). Before any fit, one unit per token: the tokens alone compare.
-    prefill_cost cost{0.0, 0.0};
+namespace {
+
+// The fleet's cost model: the mean of the candidates' fits. Each replica's own per-request cost
+// (its step time now) enters its estimate; the cost per token is the fleet's, as ranked by their
+// own per-token fits replicas trade places on the fits' noise (docs/router.md, "The estimate").
+// Before any fit, one unit per token: the tokens alone compare.
+prefill_cost fleet_cost(const pool_snapshot& pool, const std::vector<std::size_t>& candidates) {
+    prefill_cost cost;
     std::size_t fitted = 0;
     for (const std::size_t i : candidates)
         if (const auto& c = pool.replicas[i].prefill) {
@@ -213,83 +208,98 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
     }
     if (cost.per_token_s <= 0)
         cost.per_token_s = fitted > 0 ? 1e-9 : 1.0;
+    return cost;
+}
+
+} // namespace
+
+prefix_policy::holdings prefix_policy::held_by(const route_request& req,
+                                               const pool_snapshot& pool,
+                                               const std::vector<std::size_t>& candidates) const {
+    // The replicas' events where any of them holds some of the prompt; else this router's
+    // memory of where the prefix went, so that a prefix evicted everywhere returns to its home
+    // rather than scattering.
+    holdings h{std::vector<std::size_t>(pool.replicas.size(), 0), false, 0};
+    for (const std::size_t i : candidates) {
+        h.blocks[i] = matched(pool, i, req.blocks);
+        h.by_events = h.by_events || h.blocks[i] > 0;
+    }
+    if (!h.by_events)
+        for (const std::size_t i : candidates)
+            h.blocks[i] = index_.match_at(i, req.blocks);
+    for (const std::size_t i : candidates)
+        h.longest = std::max(h.longest, h.blocks[i]);
+    return h;
+}
+
+decision prefix_policy::by_estimate(const route_request& req, const pool_snapshot& pool,
+                                    const std::vector<std::size_t>& candidates) const {
+    const holdings held = held_by(req, pool, candidates);
+    // A new prefix while the replicas' events still report nothing, though this router has
+    // routed (clients starting at once, before the first step's events): in rendezvous order, so
+    // that other routers mostly agree, but not onto a replica already a request's worth fuller
+    // than the mean.
+    if (held.longest == 0 && std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+            return precise_at(pool, i) && precise_reading().size(pool.replicas[i].id) == 0;
+        }))
+        if (auto d = spread_by_hash(req, pool, candidates))
+            return *d;
+    const prefill_cost cost = fleet_cost(pool, candidates);
     const double tokens_per_block =
         static_cast<double>(std::max<std::size_t>(req.prompt_tokens, 1)) /
         static_cast<double>(req.blocks.size());
-    // What each candidate caches: the replicas' events where any of them holds some of the
-    // prompt; else this router's memory of where the prefix went, so that a prefix evicted
-    // everywhere returns to its home rather than scattering.
-    std::vector<std::size_t> held(pool.replicas.size(), 0);
-    bool any_held = false;
-    for (const std::size_t i : candidates) {
-        held[i] = matched(pool, i, req.blocks);
-        any_held = any_held || held[i] > 0;
-    }
-    const bool by_events = any_held;
-    if (!any_held) {
-        for (const std::size_t i : candidates) {
-            held[i] = index_.match_at(i, req.blocks);
-            any_held = any_held || held[i] > 0;
-        }
-        // A new prefix while the replicas' events still report nothing, though this router has
-        // routed (clients starting at once, before the first step's events): in rendezvous
-        // order, so that other routers mostly agree, but not onto a replica already a request's
-        // worth fuller than the mean.
-        if (!any_held && std::all_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
-                return precise_at(pool, i) && precise_reading().size(pool.replicas[i].id) == 0;
-            }))
-            if (auto d = spread_by_hash(req, pool, candidates))
-                return *d;
-    }
+    const std::int64_t cap = load_cap(pool, candidates, load_factor_, cap_floor_);
+    const bool any_within = std::any_of(candidates.begin(), candidates.end(), [&](std::size_t i) {
+        return within_cap(pool.replicas[i], cap);
+    });
+    const rendezvous_order order(prefix_key(req.blocks, hash_prefix_blocks_), pool, candidates);
     std::vector<candidate_estimate> estimates;
     estimates.reserve(candidates.size());
-    std::size_t longest = 0;
-    std::optional<std::size_t> best;
-    double best_seconds = 0;
+    const candidate_estimate* best = nullptr;
+    for (const std::size_t i : candidates) {
+        const double queued = queued_tokens(pool, i, tokens_per_block);
+        const double uncached =
+            static_cast<double>(req.blocks.size() - std::min(held.blocks[i], req.blocks.size())) *
+            tokens_per_block;
+        estimates.push_back(
+            {i, held.blocks[i], queued, estimate(pool.replicas[i], cost, queued, uncached)});
+    }
+    for (const candidate_estimate& e : estimates)
+        if ((!any_within || within_cap(pool.replicas[e.replica], cap)) &&
+            (!best || ranks_before(e, *best, pool, held.longest == 0, order)))
+            best = &e;
+    const std::size_t chosen = best->replica;
+    route_reason reason = route_reason::prefix_miss;
+    if (held.longest > 0)
+        reason = held.blocks[chosen] < held.longest ? route_reason::prefix_overload
+                 : precise_at(pool, chosen) && held.by_events
+                     ? route_reason::prefix_match_precise
+                     : route_reason::prefix_match;
+    return {chosen, reason, held.blocks[chosen], std::move(estimates)};
+}
+
+bool prefix_policy::ranks_before(const candidate_estimate& a, const candidate_estimate& b,
+                                 const pool_snapshot& pool, bool new_prefix,
+                                 const rendezvous_order& order) const {
     const auto fill = [&](std::size_t i) {
         return static_cast<double>(index_.size_at(i)) /
                static_cast<double>(std::max<std::size_t>(index_.capacity_at(i), 1));
     };
-    // A prefix cached nowhere: the least full index (within the cap) becomes its home, SGLang's
-    // "smallest tree", so that new prefixes spread evenly; ties to the estimate.
-    const bool new_prefix = std::all_of(candidates.begin(), candidates.end(),
-                                        [&](std::size_t i) { return held[i] == 0; });
-    const auto before = [&](std::size_t a, double sa, std::size_t b, double sb) {
-        if (new_prefix && fill(a) != fill(b))
-            return fill(a) < fill(b);
-        if (sa != sb)
-            return sa < sb;
-        if (held[a] != held[b])
-            return held[a] > held[b];
-        const double la = load_score(pool.replicas[a], kv_weight_);
-        const double lb = load_score(pool.replicas[b], kv_weight_);
-        if (la != lb)
-            return la < lb;
-        if (fill(a) != fill(b))
-            return fill(a) < fill(b);
-        return order.before(a, b);
-    };
-    for (const std::size_t i : candidates) {
-        longest = std::max(longest, held[i]);
-        const double queued = queued_tokens(pool, i, tokens_per_block);
-        const double uncached =
-            static_cast<double>(req.blocks.size() - std::min(held[i], req.blocks.size())) *
-            tokens_per_block;
-        const double seconds = estimate(pool.replicas[i], cost, queued, uncached);
-        estimates.push_back({i, held[i], queued, seconds});
-        if (any_within && !within_cap(pool.replicas[i], cap))
-            continue;
-        if (!best || before(i, seconds, *best, best_seconds)) {
-            best = i;
-            best_seconds = seconds;
-        }
-    }
-    route_reason reason = route_reason::prefix_miss;
-    if (longest > 0)
-        reason = held[*best] < longest                  ? route_reason::prefix_overload
-                 : precise_at(pool, *best) && by_events ? route_reason::prefix_match_precise
-                                                        : route_reason::prefix_match;
-    return {*best, reason, held[*best], std::move(estimates)};
+    // A prefix cached nowhere: the least full index becomes its home, SGLang's "smallest tree",
+    // so that new prefixes spread evenly; ties to the estimate.
+    if (new_prefix && fill(a.replica) != fill(b.replica))
+        return fill(a.replica) < fill(b.replica);
+    if (a.seconds != b.seconds)
+        return a.seconds < b.seconds;
+    if (a.matched != b.matched)
+        return a.matched > b.matched;
+    const double la = load_score(pool.replicas[a.replica], kv_weight_);
+    const double lb = load_score(pool.replicas[b.replica], kv_weight_);
+    if (la != lb)
+        return la < lb;
+    if (fill(a.replica) != fill(b.replica))
+        return fill(a.replica) < fill(b.replica);
+    return order.before(a.replica, b.replica);
 }
 
 } // namespace lanes::router

@@ -22,6 +22,7 @@
 #include "router/index/prefix_index.hpp"
 #include "router/policies/least_loaded.hpp"
 #include "router/policies/policy.hpp"
+#include "router/policies/rendezvous.hpp"
 
 #include <optional>
 #include <string>
@@ -65,6 +66,20 @@ private:
     // (nullopt where every replica within the cap is fuller than that.)
     std::optional<decision> spread_by_hash(const route_request& req, const pool_snapshot& pool,
                                            const std::vector<std::size_t>& candidates) const;
+    // What each candidate holds of the prompt (indexed as the pool), whether the replicas'
+    // events said so, and the most any holds.
+    struct holdings {
+        std::vector<std::size_t> blocks;
+        bool by_events = false;
+        std::size_t longest = 0;
+    };
+    holdings held_by(const route_request& req, const pool_snapshot& pool,
+                     const std::vector<std::size_t>& candidates) const;
+    // Whether `a` goes before `b`: the lower estimate (for a new prefix, the less full index
+    // first), then the longer match, the lower load score, the less full index, rendezvous order.
+    bool ranks_before(const candidate_estimate& a, const candidate_estimate& b,
+                      const pool_snapshot& pool, bool new_prefix,
+                      const rendezvous_order& order) const;
     // The estimate over the candidates, and the choice.
     decision by_estimate(const route_request& req, const pool_snapshot& pool,
                          const std::vector<std::size_t>& candidates) const;

@@ -133,10 +133,10 @@ TEST_CASE("skewed workloads replay from the trace they write", "[workload]") {
     std::string error;
     const auto wl = make_workload(w, error);
     REQUIRE(error.empty());
-    workload_config t;
-    t.kind = "trace";
-    t.trace_file = file;
-    const auto replay = make_workload(t, error);
+    workload_config replay_cfg;
+    replay_cfg.kind = "trace";
+    replay_cfg.trace_file = file;
+    const auto replay = make_workload(replay_cfg, error);
     REQUIRE(error.empty());
     REQUIRE(replay.size() == 400);
     // The same prompts (their sharing exactly: equal prefixes give equal prefixes), each with its
