@@ -33,6 +33,15 @@ std::string random_text(std::mt19937_64& rng, std::size_t n) {
     return s;
 }
 
+// A request routed and answered, as the router tells a policy: its prefill over, its answer
+// taken. (Left pending, every request would stay queued at its replica for the rest of the run,
+// a fleet that never answers.)
+void answered(router::policy& p, const router::route_request& rr, const std::string& replica) {
+    const std::size_t recorded = p.on_routed(rr, replica);
+    p.on_first_byte(rr, replica, recorded);
+    p.on_outcome(rr, replica, recorded, true);
+}
+
 nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, int replicas,
                        int iterations, bool chat, bool kv_events) {
     router::policy_options options;
@@ -64,7 +73,7 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
             router::route_request rr;
             rr.blocks = blocks;
             rr.prompt_tokens = tokens.size();
-            policy->on_routed(rr, pool.replicas[static_cast<std::size_t>(i)].id);
+            answered(*policy, rr, pool.replicas[static_cast<std::size_t>(i)].id);
         }
     }
     // Requests: 8 shared system prompts (half the prompt) + a unique tail, so matches happen.
@@ -102,7 +111,7 @@ nlohmann::json measure(const std::string& policy_name, std::size_t prompt_len, i
         parse_us.push_back(std::chrono::duration<double, std::micro>(parsed_at - start).count());
         hash_us.push_back(std::chrono::duration<double, std::micro>(hashed_at - parsed_at).count());
         pick_us.push_back(std::chrono::duration<double, std::micro>(end - hashed_at).count());
-        policy->on_routed(rr, pool.replicas[*d.replica].id);
+        answered(*policy, rr, pool.replicas[*d.replica].id);
         micros.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
     }
     for (auto* v : {&micros, &parse_us, &hash_us, &pick_us})

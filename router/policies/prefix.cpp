@@ -213,8 +213,7 @@ prefill_cost fleet_cost(const pool_snapshot& pool, const std::vector<std::size_t
 
 } // namespace
 
-prefix_policy::holdings prefix_policy::held_by(const route_request& req,
-                                               const pool_snapshot& pool,
+prefix_policy::holdings prefix_policy::held_by(const route_request& req, const pool_snapshot& pool,
                                                const std::vector<std::size_t>& candidates) const {
     // The replicas' events where any of them holds some of the prompt; else this router's
     // memory of where the prefix went, so that a prefix evicted everywhere returns to its home
@@ -271,10 +270,9 @@ decision prefix_policy::by_estimate(const route_request& req, const pool_snapsho
     const std::size_t chosen = best->replica;
     route_reason reason = route_reason::prefix_miss;
     if (held.longest > 0)
-        reason = held.blocks[chosen] < held.longest ? route_reason::prefix_overload
-                 : precise_at(pool, chosen) && held.by_events
-                     ? route_reason::prefix_match_precise
-                     : route_reason::prefix_match;
+        reason = held.blocks[chosen] < held.longest           ? route_reason::prefix_overload
+                 : precise_at(pool, chosen) && held.by_events ? route_reason::prefix_match_precise
+                                                              : route_reason::prefix_match;
     return {chosen, reason, held.blocks[chosen], std::move(estimates)};
 }
 

@@ -68,7 +68,7 @@ TEST_CASE("prefill fit: alike prefills fold into the cost per token", "[prefill_
     CHECK(fit.cost()->per_token_s == Approx(2e-4));
 }
 
-TEST_CASE("prefill fit: a restart starts the deltas over; junk is ignored", "[prefill_fit]") {
+TEST_CASE("prefill fit: a restart starts the deltas over, and junk is ignored", "[prefill_fit]") {
     prefill_fit fit;
     replica_counters r;
     for (int i = 0; i < 10; ++i) {
