@@ -197,15 +197,8 @@ asio::awaitable<void> one_request(http::client_connection& conn, run_state& st,
 // open from an earlier stream.
 asio::awaitable<void> run_stream(run_state& st, std::size_t s, http::client_connection& conn) {
     const auto& turns = st.workload[s];
-    const bool open_loop = st.cfg.rate > 0 || st.cfg.trace_times;
     for (std::size_t t = 0; t < turns.size(); ++t) {
         request_record& rec = st.records[st.first_index[s] + t];
-        if (t > 0 && open_loop && turns[t].think_s > 0) { // a closed loop measures capacity
-            asio::steady_timer think(co_await asio::this_coro::executor);
-            think.expires_after(std::chrono::duration_cast<clock_type::duration>(
-                std::chrono::duration<double>(turns[t].think_s)));
-            co_await think.async_wait(asio::as_tuple(asio::use_awaitable));
-        }
         co_await one_request(conn, st, turns[t], rec);
         if (++st.done == st.records.size()) {
             st.finish = clock_type::now(); // the run's end, whatever timers are still set

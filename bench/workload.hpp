@@ -79,8 +79,9 @@ struct request_spec {
     std::int64_t max_tokens = 0;
     std::optional<std::string> session;
     double arrival_s = -1.0; // trace timestamp (scaled); < 0 when the arrival process decides
-    // Open loop: the wait after the previous turn of its stream ends before this one is sent (a
-    // user's or an agent's think time). Closed loops, which measure capacity, do not wait.
+    // With session arrivals (the skewed workloads, open loop): the least wait after the previous
+    // turn of its stream ends before this one is sent (a user's or an agent's think time).
+    // Closed loops, which measure capacity, do not wait.
     double think_s = 0;
 };
 
