@@ -1,7 +1,7 @@
 #include "bench/sim/simulator.hpp"
 
 #include "bench/sim/decision_log.hpp"
-#include "bench/stats.hpp"
+#include "bench/sim/request_figures.hpp"
 #include "common/prompt/block_hash.hpp"
 #include "common/prompt/tokenizer.hpp"
 #include "router/fleet/prefill_fit.hpp"
@@ -30,31 +30,11 @@ struct event {
     bool operator>(const event& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
 
-struct request_state {
-    std::size_t stream = 0;
-    std::size_t replica = 0;
-    double sent = 0;
-    double first = -1;
-    double end = -1;
-    std::size_t prompt_tokens = 0;
-    std::size_t output_tokens = 0;
-    std::vector<common::block_hash> blocks; // the router's, while in flight
-};
-
 struct scraped {
     double at = -1;
     replica_load load;
     std::optional<router::prefill_cost> prefill;
 };
-
-// lanes-bench's summary, with p95 (the DP x TP comparison's latency figure).
-nlohmann::json to_json(std::vector<double> samples) {
-    const summary s = summarize(samples);
-    std::sort(samples.begin(), samples.end());
-    const double p95 = samples.empty() ? 0.0 : percentile(samples, 0.95);
-    return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90},
-            {"p95", p95},       {"p99", s.p99},   {"max", s.max}};
-}
 
 class run {
 public:
@@ -120,7 +100,6 @@ private:
     void sample_kv(double now);
     void refresh_pool(double now);
     nlohmann::json report(double wall_s) const;
-    nlohmann::json per_request() const; // one row per request (sim_config::per_request)
 
     const sim_config& cfg_;
     const std::vector<stream>& workload_;
@@ -298,12 +277,10 @@ void run::step_end(std::size_t r, double now) {
         st.blocks.shrink_to_fit();
         ++finished_;
         if (next_turn_[st.stream] < workload_[st.stream].size()) {
-            // Open loop: the next turn after its think time; a closed loop measures capacity.
-            const double think = workload_[st.stream][next_turn_[st.stream]].think_s;
+            // Session arrivals: ready after its think time; otherwise at once.
             if (session_arrivals())
-                ready_.emplace(now + think, st.stream);
-            else if (think > 0 && (cfg_.rate > 0 || cfg_.trace_times))
-                push(now + think, event_kind::arrival, st.stream);
+                ready_.emplace(now + workload_[st.stream][next_turn_[st.stream]].think_s,
+                               st.stream);
             else
                 send(st.stream, now);
         } else
@@ -377,19 +354,6 @@ nlohmann::json run::go() {
 }
 
 nlohmann::json run::report(double wall_s) const {
-    std::vector<double> ttft, e2e, tpot;
-    std::int64_t in_tokens = 0, out_tokens = 0, done = 0;
-    for (const auto& st : requests_) {
-        if (st.end < 0)
-            continue;
-        ++done;
-        ttft.push_back(st.first - st.sent);
-        e2e.push_back(st.end - st.sent);
-        if (st.output_tokens > 1)
-            tpot.push_back((st.end - st.first) / static_cast<double>(st.output_tokens - 1));
-        in_tokens += static_cast<std::int64_t>(st.prompt_tokens);
-        out_tokens += static_cast<std::int64_t>(st.output_tokens);
-    }
     double hits = 0, queries = 0, max_count = 0, mean_count = 0;
     std::int64_t preemptions = 0, steps = 0;
     nlohmann::json per_replica = nlohmann::json::object();
@@ -415,15 +379,6 @@ nlohmann::json run::report(double wall_s) const {
           {"query_tokens", queries},
           {"ideal", ideal_hit_rate(workload_, cfg_.replica.block_size)},
           {"ideal_fleet", ideal_queries_ > 0 ? ideal_hits_ / ideal_queries_ : 0.0}}},
-        {"completed", done},
-        {"failed", static_cast<std::int64_t>(requests_.size()) - done},
-        {"duration_s", duration},
-        {"request_throughput", static_cast<double>(done) / duration},
-        {"input_token_throughput", static_cast<double>(in_tokens) / duration},
-        {"output_token_throughput", static_cast<double>(out_tokens) / duration},
-        {"ttft_s", to_json(std::move(ttft))},
-        {"tpot_s", to_json(std::move(tpot))},
-        {"e2e_s", to_json(std::move(e2e))},
         {"per_replica", per_replica},
         {"imbalance", mean_count > 0 ? max_count / mean_count : 0.0},
         {"reasons", decisions_->reasons()},
@@ -434,26 +389,10 @@ nlohmann::json run::report(double wall_s) const {
         {"kv_usage", kv_timeline_}, // [t, mean over replicas, max]
         {"simulation_wall_s", wall_s},
     };
+    out.update(latency_figures(requests_, duration));
     if (cfg_.per_request)
-        out["requests"] = per_request();
+        out["requests"] = request_rows(requests_, *decisions_);
     return out;
-}
-
-nlohmann::json run::per_request() const {
-    auto rows = nlohmann::json::array();
-    for (std::size_t id = 0; id < requests_.size(); ++id) {
-        const auto& st = requests_[id];
-        nlohmann::json row = {{"id", id},
-                              {"stream", st.stream},
-                              {"sent_s", st.sent},
-                              {"replica", st.replica},
-                              {"prompt_tokens", st.prompt_tokens},
-                              {"ttft_s", st.first >= 0 ? st.first - st.sent : -1.0},
-                              {"e2e_s", st.end >= 0 ? st.end - st.sent : -1.0}};
-        decisions_->add_row_fields(id, row);
-        rows.push_back(std::move(row));
-    }
-    return rows;
 }
 
 } // namespace
