@@ -1,5 +1,6 @@
 #include "common/log.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <unordered_map>
+#include <utility>
 
 namespace lanes::common::log {
 namespace {
@@ -206,6 +209,54 @@ bool throttle::admit(std::uint64_t& suppressed) {
         return false;
     }
     suppressed = held_.exchange(0, std::memory_order_relaxed);
+    return true;
+}
+
+struct keyed_throttle::state {
+    struct entry {
+        std::int64_t next_ns = 0;
+        std::uint64_t held = 0;
+        std::int64_t seen_ns = 0;
+    };
+    std::int64_t interval_ns;
+    std::size_t max_keys;
+    std::mutex mutex;
+    std::unordered_map<std::string, entry> entries;
+};
+
+keyed_throttle::keyed_throttle(std::int64_t interval_ms, std::size_t max_keys)
+    : state_(new state{interval_ms * 1'000'000, std::max<std::size_t>(1, max_keys), {}, {}}) {}
+
+keyed_throttle::~keyed_throttle() {
+    delete state_;
+}
+
+bool keyed_throttle::admit(std::string_view key, std::uint64_t& suppressed) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    std::lock_guard lock(state_->mutex);
+    auto& entries = state_->entries;
+    auto it = entries.find(std::string(key));
+    if (it == entries.end()) {
+        if (entries.size() >= state_->max_keys) {
+            // Forget the key heard of longest ago (a scan, but only on a new key past the cap).
+            auto oldest = entries.begin();
+            for (auto e = entries.begin(); e != entries.end(); ++e)
+                if (e->second.seen_ns < oldest->second.seen_ns)
+                    oldest = e;
+            entries.erase(oldest);
+        }
+        it = entries.emplace(std::string(key), state::entry{}).first;
+    }
+    state::entry& e = it->second;
+    e.seen_ns = now;
+    if (now < e.next_ns) {
+        ++e.held;
+        return false;
+    }
+    e.next_ns = now + state_->interval_ns;
+    suppressed = std::exchange(e.held, 0);
     return true;
 }
 

@@ -42,6 +42,22 @@ private:
     std::atomic<std::uint64_t> held_{0};
 };
 
+// As throttle, with one budget per key (a replica and what went wrong with it): a first failure
+// of each kind is logged at once whatever others are being held back. Keeps at most `max_keys`;
+// past it the ones not heard of for longest are forgotten (their held counts with them).
+class keyed_throttle {
+public:
+    explicit keyed_throttle(std::int64_t interval_ms = 1000, std::size_t max_keys = 1024);
+    ~keyed_throttle();
+    keyed_throttle(const keyed_throttle&) = delete;
+    keyed_throttle& operator=(const keyed_throttle&) = delete;
+    bool admit(std::string_view key, std::uint64_t& suppressed);
+
+private:
+    struct state;
+    state* state_;
+};
+
 // A log line's text, built in one expression (LANES_LOG's temporary).
 class line_builder {
 public:
@@ -76,6 +92,21 @@ private:
         if (::lanes::common::log::level::lvl >= ::lanes::common::log::current_level())             \
             ::lanes::common::log::write(::lanes::common::log::level::lvl, subsystem,               \
                                         (::lanes::common::log::line_builder{} << expr).str());     \
+    } while (0)
+
+// As LANES_LOG_THROTTLED, at most once per `interval_ms` for each value of `key` (a string) at
+// this call site: the first line of each key goes out at once.
+#define LANES_LOG_THROTTLED_BY(lvl, subsystem, key, interval_ms, expr)                             \
+    do {                                                                                           \
+        if (::lanes::common::log::level::lvl >= ::lanes::common::log::current_level()) {           \
+            static ::lanes::common::log::keyed_throttle lanes_log_throttle_(interval_ms);          \
+            std::uint64_t lanes_log_held_ = 0;                                                     \
+            if (lanes_log_throttle_.admit(key, lanes_log_held_))                                   \
+                LANES_LOG(lvl, subsystem,                                                          \
+                          expr << (lanes_log_held_ ? " (and " : "")                                \
+                               << (lanes_log_held_ ? std::to_string(lanes_log_held_) : "")         \
+                               << (lanes_log_held_ ? " more like it since the last)" : ""));       \
+        }                                                                                          \
     } while (0)
 
 // As LANES_LOG, at most once a second from this call site; the line then says how many like it

@@ -2,6 +2,9 @@
 
 #include "common/http/parse.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <vector>
 
 namespace lanes::common::http {
@@ -28,6 +31,27 @@ boost::asio::awaitable<void> response_writer::answer(response res) {
 
 std::optional<std::size_t> response_writer::write_framed_now(std::string_view /*chunks*/) {
     return 0;
+}
+
+bool acceptable_request_id(std::string_view id) {
+    if (id.empty() || id.size() > 128)
+        return false;
+    return std::all_of(id.begin(), id.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+    });
+}
+
+std::string make_request_id() {
+    static constexpr char hex[] = "0123456789abcdef";
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::string id = "req-";
+    for (int word = 0; word < 2; ++word) {
+        const std::uint64_t bits = rng();
+        for (int i = 15; i >= 0; --i)
+            id.push_back(hex[(bits >> (4 * i)) & 0xf]);
+    }
+    return id;
 }
 
 error_page plain_error_page(int /*status*/, std::string_view message) {

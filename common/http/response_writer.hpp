@@ -58,9 +58,47 @@ public:
     virtual void on_client_closed(std::function<void()> on_closed) = 0;
     virtual bool started() const = 0; // true once anything has been written
     virtual const boost::asio::ip::tcp::endpoint& remote() const = 0;
+
+    // The request's id, where the server gives requests one (server_config::request_ids): sent
+    // as x-request-id on every answer, refusals included. Empty otherwise.
+    const std::string& request_id() const { return request_id_; }
+    // The status of the answer begun (0 before one is).
+    int answered_status() const { return answered_status_; }
+    // Why the handler refused the request, a short token such as "invalid_api_key" (a string
+    // with static storage), for the server's access hook; empty when it did not say.
+    void note_refusal(std::string_view reason) { refusal_ = reason; }
+    std::string_view refusal() const { return refusal_; }
+    // The handler wrote the request's access line itself: the access hook adds none.
+    void mark_logged() { logged_ = true; }
+    bool logged() const { return logged_; }
+
+protected:
+    // A new request on the same connection: nothing of the last one's is kept.
+    void reset_answer_state(std::string id) {
+        request_id_ = std::move(id);
+        answered_status_ = 0;
+        refusal_ = {};
+        logged_ = false;
+    }
+    void note_status(beast_http::status status) { answered_status_ = static_cast<int>(status); }
+
+private:
+    std::string request_id_;
+    int answered_status_ = 0;
+    std::string_view refusal_;
+    bool logged_ = false;
 };
 
 using handler = std::function<boost::asio::awaitable<void>(request&, response_writer&)>;
+
+// Called once a request is answered (after the handler, or a refusal the server made itself):
+// `req` is null when the server refused bytes that never became a request.
+using answered_hook = std::function<void(const request* req, const response_writer& out)>;
+
+// Whether a client's x-request-id is taken as the request's id: 1 to 128 of A-Z a-z 0-9 . _ -
+bool acceptable_request_id(std::string_view id);
+// A fresh request id ("req-" and 32 hex digits).
+std::string make_request_id();
 
 // The body of an answer the server makes itself: a refusal (400, 413, 431) or a handler that
 // produced no answer (500). The server's user words it (an OpenAI server as OpenAI error JSON).

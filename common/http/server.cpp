@@ -154,6 +154,10 @@ void server::spread_over(std::vector<asio::io_context*> workers) {
     state_->workers = std::move(workers);
 }
 
+void server::on_answered(answered_hook hook) {
+    state_->ctx->answered = std::move(hook);
+}
+
 unsigned short server::listen(const std::string& host, unsigned short port) {
     auto& st = *state_;
     const auto& cfg = st.ctx->cfg;

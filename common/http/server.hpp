@@ -46,6 +46,11 @@ struct server_config {
     // and the kernel spreads new connections over them (several routers on one host, or a new
     // one started before the old one stops). Off: a second listener's bind fails.
     bool reuse_port = false;
+    // Every request gets an id, sent back as x-request-id on every answer (refusals included):
+    // the client's own x-request-id when acceptable_request_id() takes it, else a fresh one, and
+    // then the client's value goes on to the handler as x-client-request-id. The handler reads
+    // it from the request's x-request-id (or the writer's request_id()).
+    bool request_ids = false;
     // Accepting pauses this long when the process is out of file descriptors (EMFILE, ENFILE,
     // ENOBUFS, ENOMEM), doubling up to accept_backoff_max while it stays so, instead of
     // retrying at once.
@@ -77,6 +82,9 @@ public:
     // their own (see run_until_signal): a connection then lives on one thread and needs no
     // strand. Call before listen(). Without workers, connections stay on the server's io_context.
     void spread_over(std::vector<boost::asio::io_context*> workers);
+    // Called after every answer (see answered_hook), on the connection's thread. Call before
+    // listen().
+    void on_answered(answered_hook hook);
     // Binds and starts accepting; returns the bound port (port 0 picks a free one) and logs
     // "<name> listening on http(s)://host:port". Throws std::runtime_error when it cannot listen
     // (the message names the address and why) or cannot use the TLS certificate or key.

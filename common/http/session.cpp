@@ -107,9 +107,12 @@ asio::awaitable<void> session::run() {
         if (finish_serving(failure)) {
             const error_page page =
                 ctx_->errors(500, failure.empty() ? "no response produced" : "internal error");
+            note_status(beast_http::status::internal_server_error);
             co_await writer_.send(beast_http::status::internal_server_error, page.content_type, {},
                                   page.body);
         }
+        if (ctx_->answered)
+            ctx_->answered(&req_, *this);
         if (ctx_->stopping.load())
             writer_.close_after();
         if (writer_.broken() || !writer_.keep_alive())
@@ -186,8 +189,28 @@ bool session::take_plain_request() {
     return true;
 }
 
+void session::assign_request_id() {
+    static constexpr std::string_view field = "x-request-id";
+    const auto given = req_.find(field);
+    if (given && acceptable_request_id(*given)) {
+        reset_answer_state(std::string(*given));
+    } else {
+        reset_answer_state(make_request_id());
+        const std::string client_value(given.value_or(""));
+        req_.remove(field);
+        if (!client_value.empty())
+            req_.add("x-client-request-id", client_value);
+        req_.add(field, request_id());
+    }
+    writer_.set_request_id(request_id());
+}
+
 void session::start_serving() {
     writer_.start(version_, req_.keep_alive(), req_.method() == beast_http::verb::head);
+    if (ctx_->cfg.request_ids)
+        assign_request_id();
+    else
+        reset_answer_state({});
     ctx_->active.fetch_add(1);
     LANES_LOG(debug, "http",
               "request from " << remote_ << ": " << req_.method_string() << " " << req_.target());
@@ -229,9 +252,17 @@ asio::awaitable<void> session::refuse(int status, const std::string& message) {
     // Refused before any request was taken up: not a HEAD, and the connection closes after.
     refused_ = true;
     writer_.start(version_, false, false);
+    reset_answer_state(ctx_->cfg.request_ids ? make_request_id() : std::string());
+    writer_.set_request_id(request_id());
+    note_refusal(status == 413   ? "body_too_large"
+                 : status == 431 ? "header_too_large"
+                                 : "malformed_request");
+    note_status(static_cast<beast_http::status>(status));
     const error_page page = ctx_->errors(status, message);
     co_await writer_.send(static_cast<beast_http::status>(status), page.content_type, {},
                           page.body);
+    if (ctx_->answered)
+        ctx_->answered(nullptr, *this);
 }
 
 void session::on_client_closed(std::function<void()> on_closed) {

@@ -37,6 +37,7 @@ struct session_context {
     const error_writer errors;
     const std::string name;
     std::shared_ptr<tls_identity> tls; // set before the server listens: every connection is TLS
+    answered_hook answered;            // set before the server listens; may be empty
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> active{0}; // requests being served
 };
@@ -62,11 +63,13 @@ public:
     boost::asio::awaitable<bool> send(beast_http::status status, std::string_view content_type,
                                       std::span<const header_view> headers,
                                       std::string_view body) override {
+        note_status(status);
         return writer_.send(status, content_type, headers, body);
     }
     boost::asio::awaitable<bool> begin_stream(beast_http::status status,
                                               std::string_view content_type,
                                               std::span<const header_view> headers) override {
+        note_status(status);
         return writer_.begin_stream(status, content_type, headers);
     }
     boost::asio::awaitable<bool> write_chunk(std::string_view data) override {
@@ -92,6 +95,8 @@ private:
     boost::asio::awaitable<header_read> read_header_bytes();
     bool take_plain_request();
     void start_serving();
+    // The request's id (server_config::request_ids), the client's value set aside when unfit.
+    void assign_request_id();
     bool finish_serving(const std::string& failure);
     // Lets go of the read buffer and the request's buffers where a big request grew them, and
     // hands a large one's memory back to the system at once (common::return_free_memory).

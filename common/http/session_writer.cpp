@@ -12,6 +12,18 @@ namespace lanes::common::http {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// Whether `headers` has a field called `name` (any case).
+bool has_field(std::span<const header_view> headers, std::string_view name) {
+    return std::any_of(headers.begin(), headers.end(),
+                       [name](const header_view& h) { return syntax::iequals(h.first, name); });
+}
+
+constexpr std::string_view request_id_field = "x-request-id";
+
+} // namespace
+
 void session_writer::start(unsigned version, bool keep_alive, bool head_request) {
     version_ = version;
     keep_alive_ = keep_alive;
@@ -32,6 +44,9 @@ asio::awaitable<bool> session_writer::send(beast_http::status status, std::strin
     std::size_t bound = 128 + reason.size() + server_header.size() + content_type.size();
     for (const auto& [name, value] : headers)
         bound += name.size() + value.size() + 4;
+    const bool add_id = !request_id_.empty() && !has_field(headers, request_id_field);
+    if (add_id)
+        bound += request_id_field.size() + request_id_.size() + 4;
     // A small body is copied behind the head: one buffer is one send() (see write_now).
     const bool with_body = !head_request_ && body.size() <= copy_body_limit;
     if (with_body)
@@ -42,6 +57,8 @@ asio::awaitable<bool> session_writer::send(beast_http::status status, std::strin
     head.put("\r\nContent-Type: ").put(content_type).put("\r\n");
     for (const auto& [name, value] : headers)
         head.put(name).put(": ").put(value).put("\r\n");
+    if (add_id)
+        head.put(request_id_field).put(": ").put(request_id_).put("\r\n");
     // A HEAD answer has the GET answer's header (Content-Length included) and no body.
     head.put("Content-Length: ").put_number(body.size()).put("\r\n");
     // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
@@ -77,6 +94,9 @@ asio::awaitable<bool> session_writer::begin_stream(beast_http::status status,
     std::size_t bound = 160 + reason.size() + server_header.size() + content_type.size();
     for (const auto& [name, value] : headers)
         bound += name.size() + value.size() + 4;
+    const bool add_id = !request_id_.empty() && !has_field(headers, request_id_field);
+    if (add_id)
+        bound += request_id_field.size() + request_id_.size() + 4;
     head_writer head(head_buffer_, bound);
     head.put(version_text(version_)).put(" ").put_number(static_cast<unsigned>(status));
     head.put(" ").put(reason).put("\r\nServer: ").put(server_header);
@@ -88,6 +108,8 @@ asio::awaitable<bool> session_writer::begin_stream(beast_http::status status,
         head.put("Cache-Control: no-cache\r\n");
     for (const auto& [name, value] : headers)
         head.put(name).put(": ").put(value).put("\r\n");
+    if (add_id)
+        head.put(request_id_field).put(": ").put(request_id_).put("\r\n");
     if (chunked_)
         head.put("Transfer-Encoding: chunked\r\n");
     if (!keep_alive_ && version_ >= 11)

@@ -31,6 +31,9 @@ public:
     // A request is about to be answered: its HTTP version (10 or 11), whether it keeps the
     // connection, and whether it is a HEAD (whose answer has no body).
     void start(unsigned version, bool keep_alive, bool head_request);
+    // Sent as x-request-id on the answer, unless its headers have one; empty: none. The text
+    // must outlive the answer.
+    void set_request_id(std::string_view id) { request_id_ = id; }
 
     boost::asio::awaitable<bool> send(beast_http::status status, std::string_view content_type,
                                       std::span<const header_view> headers, std::string_view body);
@@ -69,6 +72,7 @@ private:
     bool broken_ = false;
     bool chunked_ = true;     // the stream being sent is chunked (not to an HTTP/1.0 client)
     std::string head_buffer_; // a whole response's head, kept for the next one
+    std::string_view request_id_;
 };
 
 } // namespace lanes::common::http

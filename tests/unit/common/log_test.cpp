@@ -204,3 +204,30 @@ TEST_CASE("a log that cannot keep up drops lines instead of blocking the caller"
     CHECK(dropped > 0);
     CHECK(took < std::chrono::seconds(2)); // (blocked, it would never have finished)
 }
+
+TEST_CASE("a keyed throttle holds back repeats of each key, not a different key", "[log]") {
+    log::keyed_throttle t(60'000, 2);
+    std::uint64_t held = 99;
+    CHECK(t.admit("r1 refused", held));
+    CHECK(held == 0);
+    CHECK_FALSE(t.admit("r1 refused", held));
+    CHECK_FALSE(t.admit("r1 refused", held));
+    // Another replica's failure, or the same replica's new reason, goes out at once.
+    CHECK(t.admit("r2 host not found", held));
+    CHECK_FALSE(t.admit("r2 host not found", held));
+    // Past max_keys the key heard of longest ago is forgotten (r1: heard before r2's repeat).
+    CHECK(t.admit("r1 timeout", held));
+    CHECK(t.admit("r1 refused", held));
+    CHECK(held == 0); // its held count went with it
+}
+
+TEST_CASE("a keyed throttle says how many it held back once the interval is over", "[log]") {
+    log::keyed_throttle t(20, 8);
+    std::uint64_t held = 0;
+    CHECK(t.admit("k", held));
+    CHECK_FALSE(t.admit("k", held));
+    CHECK_FALSE(t.admit("k", held));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK(t.admit("k", held));
+    CHECK(held == 2);
+}
