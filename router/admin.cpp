@@ -68,12 +68,18 @@ std::string_view media_type(std::string_view value) {
 
 } // namespace
 
+nlohmann::json models_of(const replica& r) {
+    const auto m = r.models();
+    return m->known ? nlohmann::json(m->ids) : nlohmann::json(nullptr);
+}
+
 nlohmann::json replica_state(replica& r) {
     const scraped_stats s = r.stats();
     auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
     return {{"url", r.id()},
             {"healthy", r.healthy()},
             {"draining", r.draining.load()},
+            {"models", models_of(r)},
             {"inflight", r.traffic.inflight.load()},
             {"kv_usage", opt(s.kv_usage)},
             {"waiting", opt(s.waiting)},

@@ -69,13 +69,18 @@ std::vector<std::string> router_app::load_keys() {
 }
 
 void router_app::listen() {
+    common::http::server_config traffic_http = cfg_.http;
+    traffic_http.request_ids = true;
     server_ = std::make_unique<common::http::server>(
-        *io_, cfg_.http,
+        *io_, traffic_http,
         [p = proxy_.get()](common::http::request& req, common::http::response_writer& out) {
             return p->handle(req, out);
         },
         "lanes-router", common::openai::error_page);
     server_->spread_over(workers_);
+    server_->on_answered(
+        [p = proxy_.get()](const common::http::request* req,
+                           const common::http::response_writer& out) { p->answered(req, out); });
     metrics_.read_connections_from([s = server_.get()] {
         return router_metrics::connection_counts{s->open_connections(), s->refused_connections()};
     });
@@ -86,6 +91,7 @@ void router_app::listen() {
     common::http::server_config admin_http = cfg_.http;
     admin_http.max_connections = cfg_.admin_max_connections;
     admin_http.reuse_port = false;
+    admin_http.request_ids = true;
     admin_server_ = std::make_unique<common::http::server>(
         *io_, admin_http,
         [p = proxy_.get()](common::http::request& req, common::http::response_writer& out) {

@@ -56,6 +56,7 @@ std::vector<std::string> validate(const router_config& cfg) {
         {cfg.monitor.models_interval, "models-interval"},
         {cfg.monitor.models_timeout, "models-timeout"},
         {cfg.monitor.models_refresh_gap, "models-refresh-gap"},
+        {cfg.monitor.hit_ratio_window, "hit-ratio-window"},
         {cfg.backpressure_backoff, "backpressure-backoff"},
         {cfg.max_backoff, "max-backoff"},
         {cfg.health.open_time, "eject-time"}};
@@ -67,6 +68,7 @@ std::vector<std::string> validate(const router_config& cfg) {
     need(cfg.health.max_ejection_percent >= 0 && cfg.health.max_ejection_percent <= 100,
          "--max-ejection-percent must be in 0..100");
     need(cfg.shutdown_delay.count() >= 0, "--shutdown-delay must be >= 0");
+    need(cfg.refusal_log_rate >= 0, "--refusal-log-rate must be >= 0");
     need(cfg.json_max_depth >= 2 && cfg.json_max_depth <= 1024,
          "--json-max-depth must be in 2..1024");
     need(cfg.monitor.bytes_per_token >= 1 && cfg.monitor.bytes_per_token <= 64,

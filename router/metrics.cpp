@@ -78,6 +78,14 @@ router_metrics::router_metrics()
     , replica_prefix_queries(registry_.add_counter(
           "lanes_router_replica_prefix_cache_queries_total",
           "Prefix-cache query tokens reported by each replica's /metrics (mirrored).", {"replica"}))
+    , prefix_hit_ratio(registry_
+                           .add_gauge("lanes_router_prefix_cache_hit_ratio",
+                                      "The fleet's prefix-cache hit rate over the last "
+                                      "--hit-ratio-window (60s): the replicas' own hit tokens "
+                                      "over their query tokens, as mirrored in "
+                                      "lanes_router_replica_prefix_cache_*; updated at each "
+                                      "scrape, NaN while nothing was queried.")
+                           .with({}))
     , replica_up(registry_.add_gauge("lanes_router_replica_up",
                                      "1 when the replica is healthy, else 0.", {"replica"}))
     , replica_draining(registry_.add_gauge("lanes_router_replica_draining",

@@ -55,6 +55,7 @@ public:
     common::metrics::counter& ideal_hit_tokens;
     common::metrics::family<common::metrics::counter>& replica_prefix_hits;    // replica
     common::metrics::family<common::metrics::counter>& replica_prefix_queries; // replica
+    common::metrics::gauge& prefix_hit_ratio; // the fleet's, over the monitor's window
     common::metrics::family<common::metrics::gauge>& replica_up;
     common::metrics::family<common::metrics::gauge>& replica_draining;
     common::metrics::family<common::metrics::gauge>& replica_inflight;

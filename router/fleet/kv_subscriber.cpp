@@ -121,7 +121,8 @@ bool kv_subscriber::apply(const subscription& s, const std::string& payload) {
     std::string error;
     if (!ev::decode(payload, b, error)) {
         metrics_.kv_event_errors.with({s.id}).inc();
-        LANES_LOG_THROTTLED(warn, "kv-events", s.id << ": a batch that does not decode: " << error);
+        LANES_LOG_THROTTLED_BY(warn, "kv-events", s.id, 1000,
+                               s.id << ": a batch that does not decode: " << error);
         return false;
     }
     apply_batch(s, b);
@@ -157,7 +158,7 @@ std::optional<std::int64_t> kv_subscriber::bootstrap(subscription& s) {
         r->address(), {cfg_.bootstrap_token, cfg_.bootstrap_timeout, cfg_.bootstrap_max_bytes});
     const auto fail = [&](dump_outcome outcome, const std::string& why) {
         metrics_.kv_bootstraps.with({s.id, std::string(to_string(outcome))}).inc();
-        LANES_LOG_THROTTLED(warn, "kv-events", s.id << ": no block dump: " << why);
+        LANES_LOG_THROTTLED_BY(warn, "kv-events", s.id, 1000, s.id << ": no block dump: " << why);
         return std::nullopt;
     };
     if (!read.dump)
@@ -198,10 +199,11 @@ std::optional<std::int64_t> kv_subscriber::catch_up(subscription& s, std::int64_
     index_.reset(s.id, false);
     if (const auto known = bootstrap(s))
         return known;
-    LANES_LOG_THROTTLED(info, "kv-events",
-                        s.id << ": batches " << from << ".." << upto - 1
-                             << " could not be replayed: approximate until its cache is cleared"
-                             << (cfg_.bootstrap_token.empty() ? "" : " or a block dump is read"));
+    LANES_LOG_THROTTLED_BY(
+        info, "kv-events", s.id, 1000,
+        s.id << ": batches " << from << ".." << upto - 1
+             << " could not be replayed: approximate until its cache is cleared"
+             << (cfg_.bootstrap_token.empty() ? "" : " or a block dump is read"));
     return std::nullopt;
 }
 
@@ -281,8 +283,8 @@ void kv_subscriber::join(const std::string& id, const std::string& endpoint,
             s.dealer->connect(s.replay_endpoint);
         }
     } catch (const zmq::error_t& e) {
-        LANES_LOG_THROTTLED(warn, "kv-events",
-                            id << ": cannot subscribe to " << s.endpoint << ": " << e.what());
+        LANES_LOG_THROTTLED_BY(warn, "kv-events", id, 1000,
+                               id << ": cannot subscribe to " << s.endpoint << ": " << e.what());
         return;
     }
     LANES_LOG(info, "kv-events",

@@ -27,7 +27,10 @@ replica_monitor::replica_monitor(asio::io_context& io, replica_pool& pool, route
     , cfg_(std::move(cfg))
     , connect_timeout_(upstream.connect_timeout)
     , max_idle_connections_(static_cast<std::size_t>(upstream.max_idle_connections))
-    , stopping_(std::make_shared<std::atomic<bool>>(false)) {}
+    , stopping_(std::make_shared<std::atomic<bool>>(false))
+    , fleet_hits_(cfg_.hit_ratio_window) {
+    metrics_.prefix_hit_ratio.set(fleet_hits_.ratio()); // NaN: nothing queried yet
+}
 
 // Every coroutine here runs on the io_context's own executor: one thread runs it (the router's
 // main thread; the I/O threads run io_contexts of their own), so no strand is needed, and a
@@ -168,9 +171,16 @@ void replica_monitor::mirror_counters(replica& r, const scraped_stats& s) {
     auto delta = [](double now, double before) { return now >= before ? now - before : now; };
     if (last.seen && *s.prefix_cache_queries < last.queries)
         r.epoch.fetch_add(1, std::memory_order_relaxed); // it restarted: its cache is empty
-    metrics_.replica_prefix_hits.with({r.id()}).inc(delta(*s.prefix_cache_hits, last.hits));
-    metrics_.replica_prefix_queries.with({r.id()}).inc(
-        delta(*s.prefix_cache_queries, last.queries));
+    const double hits = delta(*s.prefix_cache_hits, last.hits);
+    const double queries = delta(*s.prefix_cache_queries, last.queries);
+    metrics_.replica_prefix_hits.with({r.id()}).inc(hits);
+    metrics_.replica_prefix_queries.with({r.id()}).inc(queries);
+    // A replica's first scrape is its baseline: what it served before this router saw it is not
+    // the window's.
+    if (last.seen) {
+        fleet_hits_.add(hits, queries, clock_type::now());
+        metrics_.prefix_hit_ratio.set(fleet_hits_.ratio());
+    }
     last = {true, *s.prefix_cache_hits, *s.prefix_cache_queries};
 }
 
@@ -184,7 +194,9 @@ asio::awaitable<void> replica_monitor::probe(std::shared_ptr<replica> r) {
     r->monitor.probe_answered.store(true);
     if (!ok) {
         const std::string why = res.ec ? res.ec.message() : "status " + std::to_string(res.status);
-        LANES_LOG_THROTTLED(info, "health", r->id() << " /health probe failed: " << why);
+        // Each replica's first failure, and each new reason, at once; repeats twice a minute.
+        LANES_LOG_THROTTLED_BY(warn, "health", r->id() + " " + why, 30'000,
+                               r->id() << " /health probe failed: " << why);
         r->note_error("/health probe failed: " + why);
     }
     // Connected but no answer in time: busy or stuck, not gone, so capped as a failed request is.
@@ -219,8 +231,10 @@ asio::awaitable<void> replica_monitor::read_models(std::shared_ptr<replica> r) {
     if (before->known && before->ids == m.ids && before->lanes == m.lanes &&
         before->objects == m.objects)
         co_return; // nothing new
-    if (before->known && before->ids != m.ids)
-        LANES_LOG(info, "monitor", r->id() << " serves " << nlohmann::json(m.ids).dump());
+    if (!before->known || before->ids != m.ids)
+        LANES_LOG(info, "monitor",
+                  r->id() << (before->known ? " now serves " : " serves ")
+                          << nlohmann::json(m.ids).dump());
     r->set_models(std::move(m));
     pool_.update_fleet(cfg_.default_block_size, cfg_.bytes_per_token);
 }

@@ -12,6 +12,7 @@
 
 #include "common/http/client.hpp"
 #include "common/http/fetch.hpp"
+#include "router/fleet/hit_window.hpp"
 #include "router/fleet/replica_pool.hpp"
 #include "router/fleet/upstream_config.hpp"
 #include "router/metrics.hpp"
@@ -43,6 +44,8 @@ struct monitor_config {
     // lanes replica), and the most time one read may take.
     common::http::duration models_interval{5'000};
     common::http::duration models_timeout{2'000};
+    // The trailing window of lanes_router_prefix_cache_hit_ratio.
+    common::http::duration hit_ratio_window{60'000};
     // A request for a model no replica is known to serve reads every replica's list again before
     // its 404, but not more often than this (so bogus names cannot make the router hammer them).
     common::http::duration models_refresh_gap{1'000};
@@ -97,6 +100,7 @@ private:
     std::size_t max_idle_connections_;       // and give back at most this many to the pool
     std::shared_ptr<std::atomic<bool>> stopping_;
     std::atomic<std::int64_t> last_models_refresh_{0}; // steady ticks of refresh_models' last run
+    hit_window fleet_hits_; // lanes_router_prefix_cache_hit_ratio's window
 };
 
 } // namespace lanes::router

@@ -48,7 +48,8 @@ struct model_list {
     std::vector<std::string> ids;
     std::vector<std::string> objects; // each model's JSON object as the replica gave it
 
-    // Whether the replica serves `model`; one whose list is unknown (or empty) serves any.
+    // Whether the replica may serve `model`: its list names it, or is unknown or empty (the
+    // snapshot leaves out unread lists once any list was read; see snapshot_cache::serving).
     bool serves(std::string_view model) const;
 };
 

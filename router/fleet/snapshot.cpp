@@ -101,15 +101,28 @@ snapshot_cache::model_serving snapshot_cache::serving(std::string_view model,
     if (model.empty() || replicas_.empty())
         return model_serving::all;
     serves.assign(replicas_.size(), 0);
-    bool any = false, all = true;
+    // Once any replica's list was read, a replica serves what its own list names, and one whose
+    // list was never read serves nothing: a replica that cannot be reached does not turn a
+    // misspelled model into a retryable 5xx, nor take a model's requests when the replicas known
+    // to serve it are drained. (Dispatch reads every list again before it answers 404.) Before
+    // any list is read (at start, or engines without /v1/models) every replica serves anything.
+    bool any_list = false;
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
-        serves[i] = models_[i].second->serves(model) ? 1 : 0;
-        any = any || serves[i];
-        all = all && serves[i];
+        const model_list& m = *models_[i].second;
+        any_list = any_list || (m.known && !m.ids.empty());
     }
-    if (all)
+    if (!any_list)
         return model_serving::all;
-    return any ? model_serving::some : model_serving::none;
+    bool all = true, any = false;
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+        const model_list& m = *models_[i].second;
+        serves[i] = m.known && m.serves(model) ? 1 : 0;
+        all = all && serves[i];
+        any = any || serves[i];
+    }
+    if (!any)
+        return model_serving::none;
+    return all ? model_serving::all : model_serving::some;
 }
 
 std::chrono::milliseconds

@@ -42,7 +42,8 @@ public:
     void clear();
 
     // Which replicas serve `model` (all when it is empty): `serves` gets one entry per replica
-    // when only some do. None: every replica's list is known and none has it.
+    // when only some do. Once any list was read, a replica whose list never was serves nothing.
+    // None: no list that was read names it.
     enum class model_serving { all, some, none };
     model_serving serving(std::string_view model, std::vector<char>& serves) const;
     // The longest a replica (of those `serves` marks, all when empty) still backs off after a

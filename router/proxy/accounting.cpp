@@ -9,6 +9,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <utility>
 
 namespace lanes::router {
 
@@ -19,12 +20,50 @@ std::atomic<std::uint64_t> accountings_made{0};
 } // namespace
 
 accounting::accounting(router_metrics& metrics, const replica_pool& pool,
-                       std::size_t live_decisions, bool access_log)
+                       std::size_t live_decisions, bool access_log, double refusal_log_rate)
     : metrics_(metrics)
     , pool_(pool)
     , live_(live_decisions)
     , access_log_(access_log)
-    , instance_(++accountings_made) {}
+    , instance_(++accountings_made) {
+    refusals_.rate = std::max(0.0, refusal_log_rate);
+    refusals_.tokens = std::max(1.0, refusals_.rate);
+}
+
+void accounting::answered(const common::http::request* req,
+                          const common::http::response_writer& out) {
+    const int status = out.answered_status();
+    if (!access_log_ || out.logged() || status < 400)
+        return;
+    std::uint64_t held = 0;
+    {
+        std::lock_guard lock(refusals_.mutex);
+        const auto now = std::chrono::steady_clock::now();
+        const double burst = std::max(1.0, refusals_.rate);
+        if (refusals_.at != std::chrono::steady_clock::time_point{})
+            refusals_.tokens =
+                std::min(burst, refusals_.tokens +
+                                    std::chrono::duration<double>(now - refusals_.at).count() *
+                                        refusals_.rate);
+        refusals_.at = now;
+        if (refusals_.tokens < 1.0) {
+            ++refusals_.held;
+            return;
+        }
+        refusals_.tokens -= 1.0;
+        held = std::exchange(refusals_.held, 0);
+    }
+    const std::string_view reason = out.refusal().empty() ? "refused" : out.refusal();
+    // The target is printable ASCII without spaces (the parser refuses anything else); the
+    // request id is the client's only when it passed acceptable_request_id.
+    LANES_LOG(info, "access",
+              out.request_id() << " " << (req ? req->method_string() : "-") << " "
+                               << (req ? req->target() : "-")
+                               << " client=" << out.remote().address().to_string()
+                               << " status=" << status << " reason=" << reason
+                               << (held ? " (refusals not logged since the last: " : "")
+                               << (held ? std::to_string(held) + ")" : std::string()));
+}
 
 void accounting::count_for_key(const client& who, int status) {
     if (who.key)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/http/message.hpp"
+#include "common/http/response_writer.hpp"
 #include "common/metrics/registry.hpp"
 #include "router/access/client.hpp"
 #include "router/policies/policy.hpp"
@@ -11,8 +12,10 @@
 #include "router/proxy/upstream_call.hpp"
 #include "router/ui/live_state.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -24,7 +27,7 @@ class router_metrics;
 class accounting {
 public:
     accounting(router_metrics& metrics, const replica_pool& pool, std::size_t live_decisions,
-               bool access_log);
+               bool access_log, double refusal_log_rate = 20);
 
     // A request counted against its key (when keys are configured): lanes_router_api_key_*.
     void count_for_key(const client& who, int status);
@@ -35,6 +38,11 @@ public:
                  const std::string& replica_id, const decision& d, const attempt_result& last,
                  std::string_view request_id, std::int64_t attempts,
                  std::vector<weighed_candidate> weighed = {});
+    // Every answer of the traffic listener (the server's answered hook): a refusal the router
+    // made itself (status 400 and up, no access line yet) gets an access line with its status
+    // and reason, at most refusal_log_rate a second. `req` is null for bytes that never became a
+    // request.
+    void answered(const common::http::request* req, const common::http::response_writer& out);
     // The live page's state (`admin`: as the admin listener serves it, with its buttons).
     std::string live_json(bool admin) const;
 
@@ -48,6 +56,14 @@ private:
     const replica_pool& pool_;
     live_state live_; // the live page's latest decisions
     bool access_log_;
+    // The refusal lines' token bucket (whole lines), and the lines it held back since the last.
+    struct refusal_bucket {
+        std::mutex mutex;
+        double rate = 20;
+        double tokens = 20;
+        std::chrono::steady_clock::time_point at{};
+        std::uint64_t held = 0;
+    } refusals_;
     const std::uint64_t instance_; // this object's number, from 1 (requests_counter's key)
 };
 

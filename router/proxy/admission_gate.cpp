@@ -80,6 +80,7 @@ asio::awaitable<bool> admission_gate::admit(http::request& req, http::response_w
         co_return false;
     }
     const bool full = outcome == admission_outcome::queue_full;
+    out.note_refusal(full ? "queue_full" : "queue_timeout");
     metrics_.queue_rejections.with({full ? "full" : "timeout"}).inc();
     metrics_.requests.with({"none", "503", "queued", plan.model_label}).inc();
     counts_.count_for_key(plan.who, 503);

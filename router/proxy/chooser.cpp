@@ -69,6 +69,7 @@ pick_result chooser::pick(dispatch_plan& plan, const tried_set& tried, clock_typ
         // Nothing routable: how long until a replica of the model that is backing off takes
         // requests again (the client's Retry-After then).
         out.backoff_left = snapshot_.longest_backoff(plan.rr.serves, now);
+        out.unroutable = why_unroutable(plan, tried, full, now);
         return out;
     }
     out.chosen = snapshot_.replica_at(*out.d.replica);
@@ -82,6 +83,52 @@ pick_result chooser::pick(dispatch_plan& plan, const tried_set& tried, clock_typ
     out.by = &by;
     out.recorded = by.on_routed(plan.rr, out.chosen->id());
     return out;
+}
+
+std::string chooser::why_unroutable(const dispatch_plan& plan, const tried_set& tried,
+                                    const tried_set& full, clock_type::time_point now) {
+    const pool_snapshot& snap = snapshot_.view();
+    const auto in = [](const tried_set& set, const std::string& id) {
+        return std::find(set.begin(), set.end(), id) != set.end();
+    };
+    std::size_t serving = 0, draining = 0, ejected = 0, backing_off = 0, capped = 0, failed = 0;
+    const auto ticks = now.time_since_epoch().count();
+    for (std::size_t i = 0; i < snap.replicas.size(); ++i) {
+        if (!plan.rr.serves.empty() && (i >= plan.rr.serves.size() || !plan.rr.serves[i]))
+            continue;
+        ++serving;
+        const replica& r = *snapshot_.replica_at(i);
+        if (r.draining.load())
+            ++draining;
+        else if (r.traffic.backoff_until.load(std::memory_order_relaxed) > ticks)
+            ++backing_off;
+        else if (!snap.replicas[i].routable)
+            ++ejected;
+        else if (in(full, snap.replicas[i].id))
+            ++capped;
+        else if (in(tried, snap.replicas[i].id))
+            ++failed;
+    }
+    const std::string what = plan.model.empty() ? "the request" : "model '" + plan.model + "'";
+    if (snap.replicas.empty())
+        return "the router has no replicas (add them with --replica, --replica-dns or the admin "
+               "API)";
+    if (serving == 0)
+        return "no replica serves " + what + " yet";
+    std::string out = "no replica can take " + what + " now: " + std::to_string(serving) +
+                      (serving == 1 ? " serves it, " : " serve it, ");
+    std::string causes;
+    const auto add = [&causes](std::size_t n, std::string_view text) {
+        if (n == 0)
+            return;
+        causes += (causes.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(text);
+    };
+    add(draining, "draining");
+    add(ejected, "unhealthy (ejected after failed probes or requests)");
+    add(backing_off, "backing off after a 429 or 503");
+    add(capped, "at the in-flight or queue cap");
+    add(failed, "already tried for this request");
+    return out + (causes.empty() ? "none routable" : causes);
 }
 
 bool chooser::at_cap(std::size_t i) const {

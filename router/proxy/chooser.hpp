@@ -32,6 +32,7 @@ struct pick_result {
     std::size_t recorded = 0;        // what it noted in on_routed, for on_outcome
     bool unknown_model = false;      // no replica serves the model (every list known)
     std::chrono::milliseconds backoff_left{0}; // with no choice: the longest backoff in the way
+    std::string unroutable; // with no choice: why, for the client (the model, each cause's count)
     std::vector<weighed_candidate> weighed; // the policy's estimates by replica, for the live page
 };
 
@@ -67,6 +68,10 @@ private:
     bool at_cap(std::size_t i) const;
     // The snapshot replicas at their cap, by id (none when no cap is set).
     tried_set full_replicas() const;
+    // Why no replica of `plan`'s model can take it now: how many serve it and, of those, how
+    // many are draining, ejected, backing off, at their cap or already tried.
+    std::string why_unroutable(const dispatch_plan& plan, const tried_set& tried,
+                               const tried_set& full, std::chrono::steady_clock::time_point now);
     // The request's blocks through the ideal cache, once per request (the hit rate's ideal).
     void count_ideal(dispatch_plan& plan);
 

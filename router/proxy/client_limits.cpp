@@ -45,12 +45,12 @@ http::response client_limits::refusal(const http::request& req, const client& wh
     counts_.count_for_key(who, 429);
     const std::string k(kind);
     openai::api_error e = openai::api_error::of(
-        429,
-        "Rate limit reached for " + k + (who.key ? " of key " + who.key->name : std::string()) +
-            ": limit " + std::to_string(static_cast<long long>(v.state.limit)) +
-            (kind == "tokens" ? " a minute" : " at once") + ". Retry after " +
-            reset_text(v.retry_after) + ".",
-        k);
+        429, "Rate limit reached for " + k +
+                 (who.key ? " of key " + who.key->name : std::string()) + ": limit " +
+                 std::to_string(static_cast<long long>(v.state.limit)) +
+                 (kind == "tokens" ? " tokens a minute" : " requests in a burst") +
+                 ". Retry after " + reset_text(v.retry_after) + " (the whole limit is back in " +
+                 reset_text(v.state.reset) + ").");
     e.code = "rate_limit_exceeded";
     auto res = openai::error_response(req, e);
     http::set_retry_after(res, v.retry_after);

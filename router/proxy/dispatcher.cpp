@@ -51,7 +51,7 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
     tried_set tried;
     attempt_result last;
     bool refreshed = false;
-    std::chrono::milliseconds backoff_left{0};
+    no_choice nothing;
     std::chrono::seconds largest_retry_after{0};
     for (std::int64_t attempt = 0; attempt <= cfg_.max_retries;) {
         const auto decide_start = clock_type::now();
@@ -67,7 +67,7 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
             co_return;
         }
         if (!p.d.replica) {
-            backoff_left = p.backoff_left;
+            nothing = {p.backoff_left, std::move(p.unroutable)};
             break;
         }
         inflight_guard held(p.chosen); // releases the count pick() raised
@@ -89,6 +89,7 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
             // request was the point), or a stream that broke after its first byte.
             counts_.account(req, plan, p.chosen->id(), p.d, last, request_id, attempt + 1,
                             std::move(p.weighed));
+            out.mark_logged();
             co_return;
         }
         if (last.backpressure)
@@ -100,8 +101,8 @@ asio::awaitable<void> dispatcher::dispatch(http::request& req, http::response_wr
         ++attempt;
     }
     // Nothing reached the client.
-    co_await answer_unrouted(req, out, plan, last, !tried.empty(), backoff_left,
-                             largest_retry_after, request_id);
+    co_await answer_unrouted(req, out, plan, last, !tried.empty(), nothing, largest_retry_after,
+                             request_id);
 }
 
 void dispatcher::wire(upstream_call& call, attempt_notice& done, const pick_result& p,
@@ -134,16 +135,17 @@ asio::awaitable<void> dispatcher::reject_unknown_model(http::request& req,
                                                        const dispatch_plan& plan) {
     metrics_.requests.with({"none", "404", "unknown_model", "unknown"}).inc();
     counts_.count_for_key(plan.who, 404);
+    out.note_refusal("unknown_model");
     co_await out.send(openai::error_response(req, openai::api_error::model_not_found(plan.model)));
 }
 
 asio::awaitable<void> dispatcher::answer_unrouted(http::request& req, http::response_writer& out,
                                                   const dispatch_plan& plan,
                                                   const attempt_result& last, bool tried_any,
-                                                  std::chrono::milliseconds backoff_left,
+                                                  const no_choice& nothing,
                                                   std::chrono::seconds retry_after,
                                                   const std::string& request_id) {
-    http::response res = failure_response(req, last, tried_any, backoff_left);
+    http::response res = failure_response(req, last, tried_any, nothing, out);
     if (last.backpressure && retry_after.count() > 0)
         res.set(bhttp::field::retry_after, std::to_string(retry_after.count()));
     res.set(header_request_id, request_id);
@@ -165,9 +167,10 @@ std::chrono::seconds dispatcher::hold_off(replica& r, const attempt_result& last
 }
 
 http::response dispatcher::failure_response(const http::request& req, const attempt_result& last,
-                                            bool tried_any,
-                                            std::chrono::milliseconds backoff_left) {
+                                            bool tried_any, const no_choice& nothing,
+                                            http::response_writer& out) {
     if (!last.failed_body.empty() || last.backpressure) {
+        out.note_refusal(last.backpressure ? "backpressure" : "upstream_status");
         metrics_.errors.with({last.backpressure ? "backpressure" : "upstream_status"}).inc();
         auto res = http::make_response(req, static_cast<bhttp::status>(last.status),
                                        last.failed_body, last.failed_content_type);
@@ -176,21 +179,23 @@ http::response dispatcher::failure_response(const http::request& req, const atte
         return res;
     }
     if (!tried_any) {
+        out.note_refusal("no_replica");
         metrics_.errors.with({"no_replica"}).inc();
-        const bool backing_off = backoff_left.count() > 0;
-        auto res = openai::error_response(
-            req, openai::api_error::of(503, backing_off
-                                                ? "every replica is busy; retry later"
-                                                : "no healthy replica is available; retry later"));
-        http::set_retry_after(res, backing_off ? backoff_left : cfg_.retry_after);
+        const bool backing_off = nothing.backoff_left.count() > 0;
+        const std::string why =
+            nothing.why.empty() ? "no replica can take the request now" : nothing.why;
+        auto res = openai::error_response(req, openai::api_error::of(503, why + "; retry later"));
+        http::set_retry_after(res, backing_off ? nothing.backoff_left : cfg_.retry_after);
         return res;
     }
     if (last.failed == failure_class::timeout) {
+        out.note_refusal("upstream_timeout");
         metrics_.errors.with({"upstream_timeout"}).inc();
         return openai::error_response(
             req, openai::api_error::of(504, "the replica did not answer within "
                                             "--first-byte-timeout"));
     }
+    out.note_refusal("upstream_failed");
     metrics_.errors.with({"upstream_failed"}).inc();
     const std::string what = cfg_.retry.allows(last.failed)
                                  ? "every replica tried failed: "

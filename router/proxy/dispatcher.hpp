@@ -30,6 +30,12 @@ struct pick_result;
 class response_affinity;
 class router_metrics;
 
+// Why the last pick found no replica: the longest backoff in the way, and the causes in words.
+struct no_choice {
+    std::chrono::milliseconds backoff_left{0};
+    std::string why;
+};
+
 class dispatcher {
 public:
     // Reads every replica's model list again (the monitor's refresh_models); may be empty.
@@ -64,11 +70,12 @@ private:
     boost::asio::awaitable<void>
     answer_unrouted(common::http::request& req, common::http::response_writer& out,
                     const dispatch_plan& plan, const attempt_result& last, bool tried_any,
-                    std::chrono::milliseconds backoff_left, std::chrono::seconds retry_after,
+                    const no_choice& nothing, std::chrono::seconds retry_after,
                     const std::string& request_id);
     common::http::response failure_response(const common::http::request& req,
                                             const attempt_result& last, bool tried_any,
-                                            std::chrono::milliseconds backoff_left);
+                                            const no_choice& nothing,
+                                            common::http::response_writer& out);
     // A 429 or 503: the replica takes no request for its Retry-After, else the default backoff,
     // capped; returns that wait in whole seconds.
     std::chrono::seconds hold_off(replica& r, const attempt_result& last);

@@ -89,6 +89,7 @@ asio::awaitable<void> front::handle(http::request& req, http::response_writer& o
         who.key = keys_.table()->find(common::access::bearer_token(req["authorization"]));
         if (!who.key) {
             metrics_.access_refusals.with({"invalid_api_key"}).inc();
+            out.note_refusal("invalid_api_key");
             return out.answer(invalid_key(req));
         }
         req.remove("authorization"); // a client's key is the router's business, not the engine's
@@ -101,8 +102,10 @@ asio::awaitable<void> front::handle(http::request& req, http::response_writer& o
         who.identity =
             proxies_.client_address(out.remote().address(), req.joined("x-forwarded-for"));
     }
-    if (auto refused = limits_.take_request(req, who))
+    if (auto refused = limits_.take_request(req, who)) {
+        out.note_refusal("rate_limit_requests");
         return out.answer(std::move(*refused));
+    }
     return serve_client(req, out, path, std::move(who));
 }
 
@@ -148,8 +151,7 @@ asio::awaitable<void> front::handle_admin(http::request& req, http::response_wri
 
 http::response front::invalid_key(const http::request& req) {
     openai::api_error e = openai::api_error::of(
-        401, "Incorrect API key provided. Send it as 'Authorization: Bearer <key>'.",
-        "invalid_request_error");
+        401, "Incorrect API key provided. Send it as 'Authorization: Bearer <key>'.");
     e.code = "invalid_api_key";
     auto res = openai::error_response(req, e);
     res.set(bhttp::field::www_authenticate, "Bearer");
@@ -158,8 +160,11 @@ http::response front::invalid_key(const http::request& req) {
 
 asio::awaitable<void> front::unrouted(const http::request& req, http::response_writer& out,
                                       unsigned path_methods, std::string_view not_found) {
-    if (path_methods)
+    if (path_methods) {
+        out.note_refusal("method_not_allowed");
         return out.answer(openai::method_not_allowed(req, path_methods));
+    }
+    out.note_refusal("no_route");
     return out.answer(openai::error_response(
         req, openai::api_error::not_found(std::string(not_found) +
                                           std::string(http::path_of(req.target())))));

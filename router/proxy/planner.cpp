@@ -98,6 +98,7 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
     if (read.error) {
         metrics_.requests.with({"none", std::to_string(read.error->status), "invalid", ""}).inc();
         counts_.count_for_key(plan.who, read.error->status);
+        out.note_refusal("invalid_request");
         return out.answer(openai::error_response(req, *read.error));
     }
     request_view& view = *read.view;
@@ -107,6 +108,7 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
     if (cfg_.isolate_cache_by_key && plan.who.key) {
         if (has_field(req.body(), "cache_salt")) {
             counts_.count_for_key(plan.who, 400);
+            out.note_refusal("invalid_request");
             return out.answer(openai::error_response(
                 req,
                 openai::api_error::bad_request(
@@ -126,8 +128,10 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
     plan.block_tokens = key.block_tokens;
     plan.rr.prompt_tokens = key.prompt_tokens;
     plan.rr.session = request_session(req, view.user, cfg_.session_key_limit);
-    if (auto refused = limits_.take_tokens(req, plan.who, plan.rr.prompt_tokens))
+    if (auto refused = limits_.take_tokens(req, plan.who, plan.rr.prompt_tokens)) {
+        out.note_refusal("rate_limit_tokens");
         return out.answer(std::move(*refused));
+    }
     // Last: the view read above points into the body this replaces.
     if (!salt.empty())
         req.body() = with_cache_salt(req.body(), salt);
@@ -144,6 +148,7 @@ asio::awaitable<void> planner::forwarded(http::request& req, http::response_writ
         read_result read = read_request(body_kind::other, req.body(), {cfg_.json_max_depth});
         if (read.error) {
             counts_.count_for_key(plan.who, read.error->status);
+            out.note_refusal("invalid_request");
             return out.answer(openai::error_response(req, *read.error));
         }
         plan.model = resolve_model(read.view->model);
@@ -152,8 +157,10 @@ asio::awaitable<void> planner::forwarded(http::request& req, http::response_writ
     }
     plan.model_label = model_label(plan.model);
     const std::size_t bpt = std::max<std::size_t>(1, cfg_.monitor.bytes_per_token);
-    if (auto refused = limits_.take_tokens(req, plan.who, req.body().size() / bpt))
+    if (auto refused = limits_.take_tokens(req, plan.who, req.body().size() / bpt)) {
+        out.note_refusal("rate_limit_tokens");
         return out.answer(std::move(*refused));
+    }
     return dispatch_.dispatch(req, out, std::move(plan));
 }
 

@@ -7,7 +7,7 @@ namespace lanes::router {
 
 proxy::proxy(const proxy_config& cfg, replica_pool& pool, router_metrics& metrics,
              std::unique_ptr<policy> routing, models_refresher refresh_models)
-    : counts_(metrics, pool, cfg.ui_decisions, cfg.access_log)
+    : counts_(metrics, pool, cfg.ui_decisions, cfg.access_log, cfg.refusal_log_rate)
     , limits_(cfg.rate, metrics, counts_)
     , choose_(cfg, pool, metrics, std::move(routing))
     , gate_(cfg, metrics, choose_, counts_)

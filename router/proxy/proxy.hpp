@@ -49,6 +49,10 @@ public:
         return front_.handle_admin(req, out);
     }
 
+    // The traffic listener's answered hook: refusals get their access line.
+    void answered(const common::http::request* req, const common::http::response_writer& out) {
+        counts_.answered(req, out);
+    }
     // Reads the API keys (at start and on SIGHUP); false with `errors` set when they could not
     // be read, and then the keys in force stay. Without keys configured the router is open.
     bool load_keys(std::vector<std::string>& errors) { return front_.load_keys(errors); }

@@ -44,6 +44,9 @@ struct proxy_config {
     std::string admin_token;
     bool admin_insecure_loopback = false; // mutations from loopback peers without a token
     bool access_log = true;
+    // Access lines for refused requests (4xx and 5xx the router answers itself) a second, at
+    // most; past it they are counted and the next line says how many were left out.
+    double refusal_log_rate = 20;
 
     upstream_config upstream;
     std::int64_t max_retries = 2; // extra attempts on other replicas before any byte

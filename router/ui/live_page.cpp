@@ -62,7 +62,7 @@ constexpr std::string_view page = R"lanes(<!doctype html>
   <section class="card scroll">
     <h2>Replicas</h2>
     <table id="replicas"><thead><tr>
-      <th>replica</th><th>health</th><th>in flight</th><th>waiting</th><th>running</th><th>KV usage</th>
+      <th>replica</th><th>models</th><th>health</th><th>in flight</th><th>waiting</th><th>running</th><th>KV usage</th>
       <th>hit rate</th><th>requests by reason</th><th>last error</th><th></th>
     </tr></thead><tbody></tbody></table>
   </section>
@@ -130,6 +130,7 @@ function render(s) {
     const row = body.insertRow();
     row.dataset.replica = r.url;
     cell(row, r.url);
+    cell(row, r.models ? r.models.join(", ") : "–", "models");
     const h = cell(row, "");
     const pill = document.createElement("span");
     pill.className = "pill " + (!r.healthy ? "down" : r.draining ? "drain" : "up");

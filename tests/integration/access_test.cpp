@@ -86,7 +86,7 @@ TEST_CASE("API keys: missing or wrong is 401 invalid_api_key, right is served as
         CHECK(r.status == 401);
         const auto doc = json::parse(r.body);
         CHECK(doc["error"]["code"] == "invalid_api_key");
-        CHECK(doc["error"]["type"] == "invalid_request_error");
+        CHECK(doc["error"]["type"] == "AuthenticationError");
         CHECK(r.header("www-authenticate") == "Bearer");
     }
     // Every path past the probes needs the key: models, the forwarded API, unknown paths.
@@ -185,7 +185,10 @@ TEST_CASE("rate limits: a key's request bucket, 429 with Retry-After and x-ratel
     CHECK(over.header("x-ratelimit-reset-requests").ends_with("s"));
     const auto doc = json::parse(over.body);
     CHECK(doc["error"]["code"] == "rate_limit_exceeded");
-    CHECK(doc["error"]["type"] == "requests");
+    CHECK(doc["error"]["type"] == "RateLimitError");
+    CHECK(
+        doc["error"]["message"].get<std::string>().starts_with("Rate limit reached for requests"));
+    CHECK(!over.header("x-request-id").empty());                 // refusals are traceable too
     CHECK(engine.requests("/v1/completions").size() == reached); // never reached the engine
     // Another key is not held back by it.
     for (int i = 0; i < 5; ++i)
@@ -199,7 +202,9 @@ TEST_CASE("rate limits: a key's request bucket, 429 with Retry-After and x-ratel
     CHECK(post_json(port, "/v1/completions", big, bearer("sk-tok")).status == 200);
     const auto tokens = post_json(port, "/v1/completions", big, bearer("sk-tok"));
     REQUIRE(tokens.status == 429);
-    CHECK(json::parse(tokens.body)["error"]["type"] == "tokens");
+    CHECK(json::parse(tokens.body)["error"]["type"] == "RateLimitError");
+    CHECK(json::parse(tokens.body)["error"]["message"].get<std::string>().starts_with(
+        "Rate limit reached for tokens"));
     CHECK(tokens.header("x-ratelimit-limit-tokens") == "100");
     CHECK(std::stoi(tokens.header("retry-after")) >= 40); // ~90 tokens at 100 a minute
     CHECK(metric(port, "lanes_router_access_refusals_total{reason=\"rate_limit_tokens\"}",

@@ -86,6 +86,9 @@ try {
   const estimates = await page.$$eval("#decisions tbody tr td:nth-child(8)", (tds) => tds.map((t) => t.title));
   check(estimates.some((t) => / ms \(\d+ blocks cached, \d+ tokens queued\)/.test(t)),
         "decisions show each candidate's estimate (prefix policy)");
+  await until("each replica's models are shown", async () =>
+    (await page.$$eval("#replicas tbody td.models", (tds) => tds.map((t) => t.textContent)))
+      .every((t) => t.length > 0 && t !== "–"));
   await until("the hit rate is shown", async () => (await page.textContent("#hit")).includes("%"));
   console.log("fleet hit rate on the page:", await page.textContent("#hit"));
   await until("the request-rate chart has points", async () =>

@@ -142,6 +142,7 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
         {"lanes_router_predicted_prefix_query_tokens_total", "counter"},
         {"lanes_router_replica_prefix_cache_hits_total", "counter"},
         {"lanes_router_replica_prefix_cache_queries_total", "counter"},
+        {"lanes_router_prefix_cache_hit_ratio", "gauge"},
         {"lanes_router_replica_up", "gauge"},
         {"lanes_router_replica_draining", "gauge"},
         {"lanes_router_replica_inflight", "gauge"},

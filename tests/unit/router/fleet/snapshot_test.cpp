@@ -121,7 +121,10 @@ TEST_CASE("which replicas serve a model, from their last models read", "[pool]")
     cache.replica_at(1)->set_models({true, false, {"b"}, {"{}"}});
     cache.refresh(std::chrono::steady_clock::now(), 2'000ms);
     CHECK(cache.serving("a", serves) == router::snapshot_cache::model_serving::some);
-    CHECK(serves == std::vector<char>{1, 0, 1}); // the third's list is unknown: it may serve it
+    // The third's list was never read: it serves nothing while others' lists are known (a
+    // replica that cannot be reached makes a misspelled model no 5xx).
+    CHECK(serves == std::vector<char>{1, 0, 0});
+    CHECK(cache.serving("c", serves) == router::snapshot_cache::model_serving::none);
     cache.replica_at(2)->set_models({true, false, {"b"}, {"{}"}});
     cache.refresh(std::chrono::steady_clock::now(), 2'000ms);
     CHECK(cache.serving("c", serves) == router::snapshot_cache::model_serving::none);
