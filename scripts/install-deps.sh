@@ -1,30 +1,43 @@
 #!/usr/bin/env bash
-# Installs, from Debian 12's packages, whatever lanes needs to build and test that is missing.
+# Installs, from Debian 12's packages, whatever lanes needs that is missing.
 # Idempotent: installs nothing (and touches no package list) when everything is present.
-#   scripts/install-deps.sh           build and test
+#   scripts/install-deps.sh --run     build and run the servers (what scripts/run.sh needs)
+#   scripts/install-deps.sh           and test: Catch2, clang, Prometheus, Chromium, Node.js...
 #   scripts/install-deps.sh --bench   and what bench/scripts/ runs: gnuplot for the charts, the
 #                                     proxies it compares with (nginx, HAProxy), perf (system
 #                                     calls per relayed event)
 set -euo pipefail
 
+mode=${1:-test}
+case "$mode" in
+--run | test | --bench) ;;
+*)
+    echo "usage: scripts/install-deps.sh [--run | --bench]" >&2
+    exit 2
+    ;;
+esac
+
 packages=(
     cmake ninja-build g++ pkg-config ccache git curl
     libboost1.81-dev libboost-system1.81-dev   # Asio, Beast (compiled once, see common/)
     nlohmann-json3-dev libxxhash-dev libopenblas-dev libsimdjson-dev
-    catch2                                     # v2, header catch2/catch.hpp
-    clang-format                               # the format check in the test suite
-    prometheus                                 # promtool: /metrics lint, the rules' tests
-    systemd                                    # systemd-analyze verify of deploy/systemd
-    chromium                                   # the live page's test, headless
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
-    libssl-dev openssl                         # key digests and TLS; certificates in the tests
+    libssl-dev openssl                         # key digests and TLS
     libzmq3-dev cppzmq-dev                     # KV events (ZeroMQ; msgpack is our own, see common/kv_events)
-    clang-14 libclang-rt-14-dev                # the sanitizer tiers and libFuzzer targets (CI)
-    python3                                    # scripts/check-coawait.py, the soak driver
-    util-linux                                 # prlimit, for the fd-starved router test
 )
-
-if [ "${1:-}" = "--bench" ]; then
+if [ "$mode" != "--run" ]; then
+    packages+=(
+        catch2                                 # v2, header catch2/catch.hpp
+        clang-format                           # the format check in the test suite
+        prometheus                             # promtool: /metrics lint, the rules' tests
+        systemd                                # systemd-analyze verify of deploy/systemd
+        chromium                               # the live page's test, headless
+        clang-14 libclang-rt-14-dev            # the sanitizer tiers and libFuzzer targets (CI)
+        python3                                # scripts/check-coawait.py, the soak driver
+        util-linux                             # prlimit, for the fd-starved router test
+    )
+fi
+if [ "$mode" = "--bench" ]; then
     packages+=(gnuplot-nox nginx-light haproxy linux-perf)
 fi
 
@@ -34,8 +47,10 @@ for p in "${packages[@]}"; do
 done
 # Node.js and npm (kubernetes-models for deploy/k8s, playwright-core for the live page's test):
 # Debian's only where there are none, so a Node.js installed otherwise (with its own npm) stays.
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
+if [ "$mode" != "--run" ]; then
+    command -v node >/dev/null || missing+=(nodejs)
+    command -v npm >/dev/null || missing+=(npm)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

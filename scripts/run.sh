@@ -9,7 +9,7 @@
 #   here (--route-headers true; off by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --run # what building and running the servers needs, no test toolchain
 scripts/build.sh
 bin="${LANES_BUILD_DIR:-build}"
 n="${LANES_REPLICAS:-4}"
