@@ -2,13 +2,11 @@
 
 namespace lanes::common::http {
 
-void add_server_flags(flag_set& f, server_config& cfg) {
-    f.add("header-limit", cfg.header_limit, "largest request header, bytes");
-    f.add("body-limit", cfg.body_limit, "largest request body on the wire, bytes");
-    f.add("chunk-extension-limit", cfg.chunk_extension_limit,
-          "longest extensions of one chunk of a chunked request body, bytes");
-    f.add("framing-buffer-limit", cfg.framing_buffer_limit,
-          "most bytes of a chunk-size line or trailer section held at once");
+void add_server_flags(flag_set& f, server_config& cfg, const server_flag_sections& sections) {
+    f.section(sections.listening);
+    f.add("reuse-port", cfg.reuse_port,
+          "let other processes listen on the same address and port (SO_REUSEPORT): the kernel "
+          "spreads new connections over them");
     f.add("max-connections", cfg.max_connections,
           "open client connections past which new ones are closed at once (0: fit the "
           "open-file limit, raised to its hard limit at start)");
@@ -16,29 +14,42 @@ void add_server_flags(flag_set& f, server_config& cfg) {
           "descriptor slots made at start (at most the open-file limit), so that the kernel "
           "does not grow the table while serving, which stalls the thread that opens a "
           "descriptor for an RCU grace period (0: grow as needed)");
-    f.add("reuse-port", cfg.reuse_port,
-          "let other processes listen on the same address and port (SO_REUSEPORT): the kernel "
-          "spreads new connections over them");
     f.add("accept-backoff", cfg.accept_backoff,
           "pause in accepting when out of file descriptors (doubles while it lasts)");
     f.add("accept-backoff-max", cfg.accept_backoff_max, "longest such pause");
-    f.add("idle-buffer-bytes", cfg.idle_buffer_bytes,
-          "read buffer and request storage a connection keeps between requests, bytes each");
+    f.add("shutdown-grace", cfg.shutdown_grace, "how long SIGTERM lets requests finish");
+
+    f.section(sections.limits);
+    f.add("body-limit", cfg.body_limit, "largest request body on the wire").value_name("BYTES");
+    f.add("header-limit", cfg.header_limit, "largest request header").value_name("BYTES");
     f.add("idle-timeout", cfg.idle_timeout, "client keep-alive idle timeout");
     f.add("header-read-timeout", cfg.header_read_timeout, "time to receive the headers");
     f.add("body-read-timeout", cfg.body_read_timeout, "time to receive the body");
     f.add("write-timeout", cfg.write_timeout, "time for each response write");
+    f.add("client-watch-delay", cfg.client_watch_delay,
+          "how soon a request starts watching for its client leaving (0: at once)");
+    f.add("idle-buffer-bytes", cfg.idle_buffer_bytes,
+          "read buffer and request storage a connection keeps between requests, each")
+        .value_name("BYTES");
+    f.add("chunk-extension-limit", cfg.chunk_extension_limit,
+          "longest extensions of one chunk of a chunked request body")
+        .value_name("BYTES");
+    f.add("framing-buffer-limit", cfg.framing_buffer_limit,
+          "most bytes of a chunk-size line or trailer section held at once")
+        .value_name("BYTES");
     f.add("lingering-timeout", cfg.lingering_timeout,
           "after a refusal, how long the rest of the client's bytes are read and dropped before "
           "closing, so the refusal arrives");
-    f.add("lingering-bytes", cfg.lingering_bytes, "most bytes dropped that way");
-    f.add("shutdown-grace", cfg.shutdown_grace, "how long SIGTERM lets requests finish");
-    f.add("client-watch-delay", cfg.client_watch_delay,
-          "how soon a request starts watching for its client leaving (0: at once)");
+    f.add("lingering-bytes", cfg.lingering_bytes, "most bytes dropped that way")
+        .value_name("BYTES");
+
+    f.section(sections.tls);
     f.add("tls-cert", cfg.tls_cert_file,
           "PEM certificate chain: serve TLS (1.2 and later, ALPN http/1.1) with it; re-read on "
-          "SIGHUP");
-    f.add("tls-key", cfg.tls_key_file, "PEM private key of --tls-cert; re-read on SIGHUP");
+          "SIGHUP")
+        .value_name("PATH");
+    f.add("tls-key", cfg.tls_key_file, "PEM private key of --tls-cert; re-read on SIGHUP")
+        .value_name("PATH");
     f.add("tls-handshake-timeout", cfg.tls_handshake_timeout,
           "time from accepting a TLS connection to the end of its handshake");
     f.add("tls-close-timeout", cfg.tls_close_timeout,

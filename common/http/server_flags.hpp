@@ -10,7 +10,15 @@
 
 namespace lanes::common::http {
 
-void add_server_flags(flag_set& flags, server_config& cfg);
+// The --help sections the server's flags go to: each binary names its own.
+struct server_flag_sections {
+    std::string listening = "Listening"; // connections, descriptors, shutdown
+    std::string limits = "Limits";       // request sizes and the client's timeouts
+    std::string tls = "TLS";
+};
+
+void add_server_flags(flag_set& flags, server_config& cfg,
+                      const server_flag_sections& sections = {});
 // Appends a message for every value out of its range.
 void check_server_config(const server_config& cfg, std::vector<std::string>& errors);
 
