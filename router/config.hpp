@@ -54,7 +54,8 @@ struct router_config : proxy_config {
 common::flag_set make_flags(router_config& cfg);
 // Flags, then the --config file (a JSON object whose keys are flag names, e.g.
 // {"policy": "prefix", "replica": ["http://127.0.0.1:8001"], "connect-timeout": "2s"}), with
-// command-line flags winning. Returns every problem found; sets `help` when --help was given.
+// command-line flags winning. Returns every problem found; sets `help` when --help or --version
+// was given, with what to print (the usage or the version line) in `usage`.
 std::vector<std::string> load_config(int argc, const char* const* argv, router_config& cfg,
                                      bool& help, std::string& usage);
 // Every problem with a parsed config (empty when valid).

@@ -1,5 +1,10 @@
 #include "router/config.hpp"
 
+#include "common/log.hpp"
+#include "router/policies/factory.hpp"
+#include "router/proxy/retry_policy.hpp"
+#include "tests/unit/common/help_text.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -190,4 +195,119 @@ TEST_CASE("router config: the admin listener's settings", "[config][admin]") {
     const auto errors = problems({"--admin-token", "a", "--admin-token-file", "f"}, cfg);
     REQUIRE(errors.size() == 1);
     CHECK(errors[0].find("not both") != std::string::npos);
+}
+
+using lanes::test::unwrapped;
+
+TEST_CASE("router --help: its sections in order, 100 columns, choices from the factory",
+          "[config]") {
+    router_config cfg;
+    const std::string usage = make_flags(cfg).usage();
+    INFO(usage);
+    for (const auto& line : lanes::test::lines_of(usage)) {
+        INFO(line);
+        CHECK(line.size() <= 100);
+    }
+    const char* sections[] = {"Listening",          "Replicas and discovery", "Routing",
+                              "Health and retries", "Limits and admission",   "Access and TLS",
+                              "KV events",          "Observability",          "General"};
+    std::size_t last = 0;
+    for (const char* s : sections) {
+        INFO(s);
+        const auto at = usage.find("\n\n" + std::string(s) + ":\n");
+        REQUIRE(at != std::string::npos);
+        CHECK(at > last);
+        last = at;
+    }
+    // Every flag is in one of them: none is left in a section of no name.
+    CHECK(usage.find("Other options") == std::string::npos);
+    for (const auto& line : lanes::test::lines_of(usage))
+        CHECK(!(line.starts_with("  --") && line.find(" VALUE") != std::string::npos));
+    const std::string flat = unwrapped(usage);
+    // The policies, from the list the config's check uses.
+    std::string known;
+    for (const auto& name : policy_names())
+        known += (known.empty() ? "" : ", ") + name;
+    CHECK(flat.find("(one of: " + known + "; default: prefix)") != std::string::npos);
+    CHECK(flat.find("(one of: debug, info, warn, error; default: info)") != std::string::npos);
+    CHECK(flat.find("--session-ttl DURATION") != std::string::npos);
+    CHECK(flat.find("(default: 30m)") != std::string::npos);
+    CHECK(flat.find("--replica URL") != std::string::npos);
+    CHECK(flat.find("--api-key-file PATH") != std::string::npos);
+    CHECK(flat.find("--upstream-body-limit BYTES") != std::string::npos);
+    CHECK(flat.find("--route-headers[=BOOL]") != std::string::npos);
+}
+
+TEST_CASE("router --help lists values its checks accept", "[config]") {
+    for (const char* level : {"debug", "info", "warn", "error"}) {
+        lanes::common::log::level parsed{};
+        CHECK(lanes::common::log::parse_level(level, parsed));
+    }
+    // --retry-on's help names each failure class by the name its parser reads.
+    for (const char* name :
+         {"connect-failure", "reset", "backpressure", "5xx", "timeout", "broken-answer", "none"}) {
+        INFO(name);
+        CHECK(retry_policy::parse(name).has_value());
+        router_config cfg;
+        CHECK(unwrapped(make_flags(cfg).usage()).find(name) != std::string::npos);
+    }
+}
+
+TEST_CASE("router config: booleans in every spelling, a misspelt flag named, --version",
+          "[config]") {
+    router_config cfg;
+    CHECK(
+        problems({"--route-headers", "yes", "--kv-events", "0", "--access-log=off"}, cfg).empty());
+    CHECK(cfg.upstream.route_headers);
+    CHECK(!cfg.kv_events);
+    CHECK(!cfg.access_log);
+    router_config bad;
+    auto errors = problems({"--route-headers=maybe", "--polcy", "prefix"}, bad);
+    REQUIRE(errors.size() == 2);
+    CHECK(errors[0] ==
+          "--route-headers expects true/false/yes/no/on/off/1/0 (or no value), not 'maybe'");
+    CHECK(errors[1] == "unknown option --polcy (did you mean --policy?)");
+
+    const char* argv[] = {"lanes-router", "--version"};
+    bool help = false;
+    std::string text;
+    router_config v;
+    CHECK(load_config(2, argv, v, help, text).empty());
+    CHECK(help);
+    CHECK(text.starts_with("lanes-router "));
+}
+
+TEST_CASE("router config: a JSON syntax error says where and what", "[config]") {
+    char path[] = "/tmp/lanes-config-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    // The third line lacks a comma before "max-retries".
+    std::ofstream(path)
+        << "{\n  \"policy\": \"prefix\",\n  \"port\": 8000\n  \"max-retries\": 2\n}\n";
+    const char* argv[] = {"lanes-router", "--config", path};
+    router_config cfg;
+    bool help = false;
+    std::string usage;
+    const auto errors = load_config(3, argv, cfg, help, usage);
+    REQUIRE(errors.size() == 1);
+    INFO(errors[0]);
+    CHECK(errors[0].starts_with("--config: '" + std::string(path) +
+                                "' is not valid JSON: line 4, column 15 (byte 54): "));
+    CHECK(errors[0].find("syntax error") != std::string::npos);
+    CHECK(errors[0].find("[json.exception") == std::string::npos);
+
+    // Cut short: the position is the end of the file.
+    std::ofstream(path) << "{\"policy\": ";
+    const auto cut = load_config(3, argv, cfg, help, usage);
+    REQUIRE(cut.size() == 1);
+    INFO(cut[0]);
+    CHECK(cut[0].find("line 1, column 12 (byte 12)") != std::string::npos);
+
+    // Valid JSON that is not an object.
+    std::ofstream(path) << "[1, 2]";
+    const auto array = load_config(3, argv, cfg, help, usage);
+    REQUIRE(array.size() == 1);
+    CHECK(array[0] ==
+          "--config: '" + std::string(path) + "' holds a JSON array, not an object of flags");
+    std::remove(path);
 }
