@@ -1,10 +1,32 @@
 #include "replica/config.hpp"
 
 #include "common/http/server_flags.hpp"
-#include "common/log.hpp"
-#include "replica/backends/backend.hpp"
+
+#include <algorithm>
 
 namespace lanes::replica {
+
+namespace {
+
+// The values of the flags that take one of a set: --help lists them, validate() checks them.
+const std::vector<std::string> backend_names = {"auto", "cuda", "cpu", "sim"};
+const std::vector<std::string> preset_names = {"tiny", "small", "base", "1b"};
+const std::vector<std::string> cuda_dtypes = {"bf16", "fp32"};
+const std::vector<std::string> log_levels = {"debug", "info", "warn", "error"};
+
+bool one_of(const std::vector<std::string>& names, const std::string& value) {
+    return std::find(names.begin(), names.end(), value) != names.end();
+}
+
+// "a, b or c"
+std::string listed(const std::vector<std::string>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return out;
+}
+
+} // namespace
 
 void add_sim_cost_flags(common::flag_set& f, sim_cost_model& m) {
     f.add("sim-prefill-a", m.prefill_a, "sim: ms per squared uncached prompt token");
@@ -17,65 +39,94 @@ void add_sim_cost_flags(common::flag_set& f, sim_cost_model& m) {
 }
 
 void add_engine_flags(common::flag_set& f, replica_config& cfg) {
-    f.add("backend", cfg.backend, "model backend: auto, cuda, cpu or sim");
-    f.add("preset", cfg.preset, "model size: tiny, small, base or 1b");
-    f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
-    f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget in MiB when --kv-blocks is 0");
-    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks,
-          "cap on blocks derived from --kv-cache-mb or --gpu-memory-utilization");
-    f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
-          "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
-    f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage, bf16 or fp32");
+    f.section("Model and backend");
+    f.add("backend", cfg.backend, "model backend (auto: cuda when a GPU is usable, else cpu)")
+        .value_name("NAME")
+        .choices(backend_names);
+    f.add("preset", cfg.preset, "model size").value_name("NAME").choices(preset_names);
+    f.add("seed", cfg.seed, "seed for the weights (a request without a seed gets a fresh one)")
+        .value_name("NUMBER");
+    f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage")
+        .value_name("NAME")
+        .choices(cuda_dtypes);
     f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");
-    add_sim_cost_flags(f, cfg.sim);
-    f.add("block-size", cfg.block_size, "tokens per KV cache block");
-    f.add("seed", cfg.seed, "seed for the weights (a request without a seed gets a fresh one)");
-    f.add("max-model-len", cfg.max_model_len, "longest prompt + output, in tokens");
+
+    f.section("KV cache");
+    f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
+    f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget when --kv-blocks is 0")
+        .value_name("MIB");
+    f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
+          "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
+    f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks,
+          "cap on blocks derived from --kv-cache-mb or --gpu-memory-utilization");
+    f.add("block-size", cfg.block_size, "tokens per KV cache block").value_name("TOKENS");
+
+    f.section("Scheduler");
+    f.add("max-model-len", cfg.max_model_len, "longest prompt + output").value_name("TOKENS");
     f.add("max-num-seqs", cfg.max_num_seqs, "most requests running in one step");
-    f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "most tokens computed per step");
+    f.add("max-num-batched-tokens", cfg.max_num_batched_tokens, "most tokens computed per step")
+        .value_name("TOKENS");
+
+    f.section("Simulated backend (--backend sim)");
+    add_sim_cost_flags(f, cfg.sim);
 }
 
 common::flag_set make_flags(replica_config& cfg) {
     common::flag_set f("lanes-replica",
                        "A small OpenAI-compatible inference server with vLLM-compatible metrics.");
-    f.add("host", cfg.host, "address to listen on");
+    f.section("Listening");
+    f.add("host", cfg.host, "address to listen on").value_name("HOST");
     f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
-    f.add("model-name", cfg.model_name, "model name served and reported in metrics");
+    f.add("threads", cfg.threads, "HTTP I/O threads");
+    f.section("Model and backend");
+    f.add("model-name", cfg.model_name, "model name served and reported in metrics")
+        .value_name("MODEL");
     add_engine_flags(f, cfg);
+    f.section("Scheduler");
     f.add("max-waiting", cfg.max_waiting, "most queued requests; more are refused with 503");
     f.add("default-max-tokens", cfg.default_max_tokens,
           "max_tokens of chat requests that do not set it, within the context; 0: the rest of "
           "the context, as vLLM (completions default to 16, as OpenAI)");
+    f.section("Request limits");
     f.add("json-max-depth", cfg.request_limits.max_depth,
           "deepest nesting of arrays and objects in a request body");
     f.add("json-max-values", cfg.request_limits.max_values,
           "most JSON values (arrays, objects, their elements) in a request body");
     f.add("max-stop-strings", cfg.request_limits.max_stop_strings,
           "most stop strings in one request (0: no cap; OpenAI allows 4)");
-    f.add("max-stop-bytes", cfg.request_limits.max_stop_bytes, "longest stop string, bytes");
-    f.add("threads", cfg.threads, "HTTP I/O threads");
+    f.add("max-stop-bytes", cfg.request_limits.max_stop_bytes, "longest stop string")
+        .value_name("BYTES");
+    f.section("KV events");
     f.add("kv-events-endpoint", cfg.kv_events.endpoint,
           "publish KV-cache events (vLLM's format) on a ZeroMQ PUB socket bound here, e.g. "
-          "tcp://127.0.0.1:5557 (a port of * picks one and logs it); off when empty");
+          "tcp://127.0.0.1:5557 (a port of * picks one and logs it); off when empty")
+        .value_name("ENDPOINT");
     f.add("kv-events-replay-endpoint", cfg.kv_events.replay_endpoint,
-          "ZeroMQ ROUTER socket bound here answering replay requests (vLLM's); none when empty");
+          "ZeroMQ ROUTER socket bound here answering replay requests (vLLM's); none when empty")
+        .value_name("ENDPOINT");
     f.add("kv-events-topic", cfg.kv_events.topic, "topic frame of every published batch");
     f.add("kv-events-buffer-steps", cfg.kv_events.buffer_steps, "batches kept for replay requests");
     f.add("kv-events-queue", cfg.kv_events.max_queue,
           "batches waiting to be sent; past it a batch is dropped (and counted)");
     f.add("kv-dump-token", cfg.kv_dump_token,
           "bearer token GET /kv-events/blocks (the cached blocks, for routers warming up) "
-          "requires; the dump is off without one");
+          "requires; the dump is off without one")
+        .value_name("TOKEN");
     f.add("kv-dump-token-file", cfg.kv_dump_token_file,
-          "file whose first line is the --kv-dump-token");
+          "file whose first line is the --kv-dump-token")
+        .value_name("PATH");
     f.add("kv-dump-timeout", cfg.kv_dump_timeout,
           "how long a dump request waits for the engine's pause between steps");
-    f.add("log-level", cfg.log_level, "debug, info, warn or error");
+    common::http::add_server_flags(f, cfg.http,
+                                   {.listening = "Listening", .limits = "Request limits"});
+    f.section("Observability");
+    f.add("log-level", cfg.log_level, "least severe level logged")
+        .value_name("LEVEL")
+        .choices(log_levels);
     f.add("log-queue-bytes", cfg.log_queue_bytes,
-          "log lines held for the log's writer thread, bytes (past it lines are dropped and "
-          "counted)");
-    common::http::add_server_flags(f, cfg.http);
+          "log lines held for the log's writer thread (past it lines are dropped and counted)")
+        .value_name("BYTES");
     return f;
 }
 
@@ -85,11 +136,10 @@ std::vector<std::string> validate(const replica_config& cfg) {
         if (!ok)
             errors.push_back(std::move(message));
     };
-    need(cfg.backend == "auto" || parse_backend_kind(cfg.backend),
-         "--backend must be auto, cuda, cpu or sim (got '" + cfg.backend + "')");
-    need(cfg.preset == "tiny" || cfg.preset == "small" || cfg.preset == "base" ||
-             cfg.preset == "1b",
-         "--preset must be tiny, small, base or 1b (got '" + cfg.preset + "')");
+    need(one_of(backend_names, cfg.backend),
+         "--backend must be " + listed(backend_names) + " (got '" + cfg.backend + "')");
+    need(one_of(preset_names, cfg.preset),
+         "--preset must be " + listed(preset_names) + " (got '" + cfg.preset + "')");
     need(!cfg.model_name.empty(), "--model-name must not be empty");
     need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
     need(cfg.kv_blocks == 0 || cfg.kv_blocks >= 2, "--kv-blocks must be 0 (auto) or at least 2");
@@ -97,8 +147,8 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.max_auto_kv_blocks >= 16, "--max-auto-kv-blocks must be at least 16");
     need(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1,
          "--gpu-memory-utilization must be in (0, 1]");
-    need(cfg.cuda_dtype == "bf16" || cfg.cuda_dtype == "fp32",
-         "--cuda-dtype must be bf16 or fp32 (got '" + cfg.cuda_dtype + "')");
+    need(one_of(cuda_dtypes, cfg.cuda_dtype),
+         "--cuda-dtype must be " + listed(cuda_dtypes) + " (got '" + cfg.cuda_dtype + "')");
     need(cfg.cpu_threads >= 1 && cfg.cpu_threads <= 256, "--cpu-threads must be in 1..256");
     need(cfg.sim.speedup > 0, "--sim-speedup must be positive");
     need(cfg.max_model_len >= 2, "--max-model-len must be at least 2");
@@ -112,9 +162,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
     need(cfg.request_limits.max_values >= 16, "--json-max-values must be at least 16");
     need(cfg.request_limits.max_stop_bytes >= 1, "--max-stop-bytes must be at least 1");
     common::http::check_server_config(cfg.http, errors);
-    common::log::level lvl;
-    need(common::log::parse_level(cfg.log_level, lvl),
-         "--log-level must be debug, info, warn or error");
+    need(one_of(log_levels, cfg.log_level), "--log-level must be " + listed(log_levels));
     need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");
     need(cfg.kv_events.endpoint.empty() || cfg.kv_events.endpoint.starts_with("tcp://") ||
              cfg.kv_events.endpoint.starts_with("ipc://"),

@@ -22,10 +22,8 @@ int main(int argc, char** argv) {
     replica::replica_config cfg;
     common::flag_set flags = replica::make_flags(cfg);
     std::vector<std::string> errors = flags.parse(argc, argv);
-    if (flags.help_requested()) {
-        std::fputs(flags.usage().c_str(), stdout);
+    if (flags.print_if_requested())
         return 0;
-    }
     auto more = replica::validate(cfg);
     errors.insert(errors.end(), more.begin(), more.end());
     if (!errors.empty())

@@ -1,5 +1,8 @@
 #include "replica/config.hpp"
 
+#include "replica/backends/model.hpp"
+#include "tests/unit/common/help_text.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace lanes::replica;
@@ -34,4 +37,35 @@ TEST_CASE("the replica's flags fill its config, and bad values are all reported"
     REQUIRE(errors.size() == 2);
     CHECK(errors[0].find("--backend") != std::string::npos);
     CHECK(errors[1].find("--preset") != std::string::npos);
+}
+
+TEST_CASE("replica --help: sections, 100 columns, and the choices it lists pass validation",
+          "[config]") {
+    replica_config cfg;
+    const std::string usage = make_flags(cfg).usage();
+    INFO(usage);
+    for (const auto& line : lanes::test::lines_of(usage)) {
+        INFO(line);
+        CHECK(line.size() <= 100);
+    }
+    for (const char* s : {"Listening", "Model and backend", "KV cache", "Scheduler", "KV events",
+                          "Observability", "General"})
+        CHECK(usage.find("\n" + std::string(s) + ":\n") != std::string::npos);
+    CHECK(usage.find("Other options") == std::string::npos);
+    const std::string flat = lanes::test::unwrapped(usage);
+    CHECK(flat.find("(one of: auto, cuda, cpu, sim; default: auto)") != std::string::npos);
+    CHECK(flat.find("(one of: tiny, small, base, 1b; default: tiny)") != std::string::npos);
+    for (const char* backend : {"auto", "cuda", "cpu", "sim"})
+        for (const char* preset_name : {"tiny", "small", "base", "1b"}) {
+            replica_config c;
+            c.backend = backend;
+            c.preset = preset_name;
+            CHECK(validate(c).empty());
+            CHECK(preset(preset_name).has_value());
+        }
+    replica_config wrong;
+    wrong.backend = "gpu";
+    const auto errors = validate(wrong);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == "--backend must be auto, cuda, cpu or sim (got 'gpu')");
 }
