@@ -140,16 +140,14 @@ int main(int argc, char** argv) {
     std::int64_t replicas = 16, iterations = 20000;
     bool kv_events = false;
     common::flag_set f("lanes-decision-bench", "Routing decision time of lanes-router.");
-    f.add("policies", policies, "comma-separated policies");
-    f.add("sizes", sizes, "comma-separated prompt sizes (bytes = tokens)");
+    f.add("policies", policies, "comma-separated policies").value_name("LIST");
+    f.add("sizes", sizes, "comma-separated prompt sizes (bytes = tokens)").value_name("LIST");
     f.add("replicas", replicas, "replicas in the pool");
     f.add("iterations", iterations, "decisions per measurement");
     f.add("kv-events", kv_events, "every replica's KV events live (pick asks the precise index)");
     auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
+    if (f.print_if_requested())
         return 0;
-    }
     if (!errors.empty())
         return common::report_config_errors("lanes-decision-bench", errors);
     nlohmann::json out = nlohmann::json::array();

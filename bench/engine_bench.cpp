@@ -225,20 +225,21 @@ int main(int argc, char** argv) {
     cfg.backend = "cpu";
     bench_options o;
     common::flag_set f("lanes-engine-bench", "Decode throughput and TTFT of the replica engine.");
-    replica::add_engine_flags(f, cfg); // the replica's own engine flags (backend defaults to cpu)
-    f.add("batches", o.batches, "comma-separated decode batch sizes");
+    f.section("Benchmark");
+    f.add("batches", o.batches, "comma-separated decode batch sizes").value_name("LIST");
     f.add("decode-tokens", o.decode_tokens, "tokens generated per request in decode runs");
-    f.add("decode-prompt-len", o.decode_prompt_len, "prompt bytes per request in decode runs");
-    f.add("prompt-len", o.prompt_len, "prompt tokens for the TTFT runs");
-    f.add("cached-len", o.cached_len, "prefix shared with an earlier request in the cached run");
+    f.add("decode-prompt-len", o.decode_prompt_len, "prompt bytes per request in decode runs")
+        .value_name("BYTES");
+    f.add("prompt-len", o.prompt_len, "prompt tokens for the TTFT runs").value_name("TOKENS");
+    f.add("cached-len", o.cached_len, "prefix shared with an earlier request in the cached run")
+        .value_name("TOKENS");
     f.add("repeats", o.repeats, "repetitions of each TTFT run (the median is reported)");
     f.add("hbm-tb-s", o.hbm_tb_s, "memory bandwidth for the decode bound, TB/s (H200: 4.8)");
-    f.add("out", o.out, "also write the JSON here");
+    f.add("out", o.out, "also write the JSON here").value_name("PATH");
+    replica::add_engine_flags(f, cfg); // the replica's own engine flags (backend defaults to cpu)
     auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
+    if (f.print_if_requested())
         return 0;
-    }
     auto more = replica::validate(cfg);
     errors.insert(errors.end(), more.begin(), more.end());
     if (!errors.empty())

@@ -66,23 +66,26 @@ int main(int argc, char** argv) {
     bench::bench_config cfg;
     bench::workload_config w;
     std::int64_t block_size = 16;
-    common::flag_set f("lanes-bench", "Load generator for OpenAI-compatible LLM servers.");
-    f.add("url", cfg.url, "router or replica base URL (loopback only for load tests)");
-    bench::add_workload_flags(f, w);
+    common::flag_set f("lanes-bench",
+                       "Load generator for OpenAI-compatible LLM servers. The offline "
+                       "simulator is lanes-bench simulate (see lanes-bench simulate --help).");
+    f.section("Target");
+    f.add("url", cfg.url, "router or replica base URL (loopback only for load tests)")
+        .value_name("URL");
+    f.add("model", cfg.model, "model name to send (default: none)").value_name("MODEL");
+    f.add("out", cfg.out, "result JSON file").value_name("PATH");
+    f.add("request-timeout", cfg.request_timeout, "per-operation timeout");
+    f.add("block-size", block_size, "block size for the ideal hit rate").value_name("TOKENS");
+    f.section("Load");
     f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
     f.add("rate", cfg.rate,
           "open loop: Poisson arrivals per second (0: closed loop): of streams, or for agents, "
           "hot-tenant and bursty of requests (a session's next turn, else a new session)");
     f.add("trace-times", cfg.trace_times, "open loop at the trace's timestamps");
-    f.add("block-size", block_size, "block size for the ideal hit rate");
-    f.add("model", cfg.model, "model name to send (default: none)");
-    f.add("out", cfg.out, "result JSON file");
-    f.add("request-timeout", cfg.request_timeout, "per-operation timeout");
+    bench::add_workload_flags(f, w);
     auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
+    if (f.print_if_requested())
         return 0;
-    }
     std::string why;
     const auto target = common::http::parse_url(cfg.url, &why);
     if (!target)

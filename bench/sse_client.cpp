@@ -221,17 +221,15 @@ asio::awaitable<void> start_all(state& st) {
 int main(int argc, char** argv) {
     client_config cfg;
     lanes::common::flag_set f("lanes-sse-client", "Streaming benchmark client (loopback only).");
-    f.add("host", cfg.host, "server address (loopback)");
+    f.add("host", cfg.host, "server address (loopback)").value_name("HOST");
     f.add("port", cfg.port, "server port");
     f.add("streams", cfg.streams, "concurrent streams, one connection each");
     f.add("ramp", cfg.ramp, "streams started per millisecond");
     f.add("hold", cfg.hold, "after this long, print how many streams are open (0: never)");
-    f.add("out", cfg.out, "JSON report");
+    f.add("out", cfg.out, "JSON report").value_name("PATH");
     auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
+    if (f.print_if_requested())
         return 0;
-    }
     if (cfg.streams < 1 || cfg.ramp < 1)
         errors.push_back("--streams and --ramp must be at least 1");
     if (!errors.empty())

@@ -166,18 +166,18 @@ int main(int argc, char** argv) {
     source_config cfg;
     lanes::common::flag_set f("lanes-sse-source",
                               "SSE event source for streaming benchmarks (no model).");
-    f.add("host", cfg.host, "address to listen on (loopback only for benchmarks)");
+    f.add("host", cfg.host, "address to listen on (loopback only for benchmarks)")
+        .value_name("HOST");
     f.add("port", cfg.port, "port (0: any free one, printed)");
     f.add("events", cfg.events, "events per stream");
     f.add("interval", cfg.interval, "time between a stream's events (0: back to back)");
-    f.add("interval-us", cfg.interval_us, "the same in microseconds (overrides --interval)");
+    f.add("interval-us", cfg.interval_us, "the same in microseconds, over --interval (-1: not set)")
+        .value_name("MICROSECONDS");
     f.add("delay", cfg.delay,
           "wait this long before a stream's first event (lets thousands of streams open first)");
     auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
+    if (f.print_if_requested())
         return 0;
-    }
     if (cfg.events < 1)
         errors.push_back("--events must be at least 1");
     if (!errors.empty())

@@ -227,44 +227,59 @@ std::vector<stream> azure_trace(const workload_config& cfg, std::string& error) 
 } // namespace
 
 void add_workload_flags(common::flag_set& f, workload_config& w) {
-    f.add("workload", w.kind,
-          "shared-prefix, multi-turn, agents, hot-tenant, bursty, trace, azure or random");
-    f.add("seed", w.seed, "seed for the workload and arrivals");
-    f.add("groups", w.groups, "shared-prefix: groups (system prompts)");
-    f.add("prompts-per-group", w.prompts_per_group, "shared-prefix: questions per group");
-    f.add("system-len", w.system_len, "shared-prefix: system prompt bytes");
-    f.add("question-len", w.question_len, "shared-prefix: question bytes");
-    f.add("session-per-group", w.session_per_group, "shared-prefix: x-session-id per group");
-    f.add("sessions", w.sessions, "multi-turn: conversations");
-    f.add("turns", w.turns, "multi-turn: turns per conversation");
-    f.add("turn-len", w.turn_len, "multi-turn: user bytes per turn");
-    f.add("requests", w.requests, "random: requests");
-    f.add("input-len", w.input_len, "random: prompt bytes");
-    f.add("output-len", w.output_len, "max_tokens per request (not for trace)");
-    f.add("trace", w.trace_file, "trace: Mooncake-format JSONL file; azure: Azure LLM trace CSV");
-    f.add("time-scale", w.time_scale, "trace: multiply timestamps by this");
-    f.add("length-scale", w.length_scale, "trace: multiply lengths (and its 512-token blocks)");
-    f.add("trace-limit", w.trace_limit, "trace: use the first N requests (0: all)");
-    f.add("skew-requests", w.skew_requests, "agents, hot-tenant, bursty: requests in all");
-    f.add("tenants", w.tenants, "agents, hot-tenant, bursty: tenants (system prompts)");
+    f.section("Workload");
+    f.add("workload", w.kind, "the requests sent: generated, or replayed from a trace")
+        .value_name("NAME")
+        .choices({"shared-prefix", "multi-turn", "agents", "hot-tenant", "bursty", "trace", "azure",
+                  "random"});
+    f.add("seed", w.seed, "seed for the workload and arrivals").value_name("NUMBER");
+    f.add("output-len", w.output_len, "max_tokens per request (not for trace)")
+        .value_name("TOKENS");
+
+    f.section("Shared-prefix workload");
+    f.add("groups", w.groups, "groups (system prompts)");
+    f.add("prompts-per-group", w.prompts_per_group, "questions per group");
+    f.add("system-len", w.system_len, "system prompt length").value_name("BYTES");
+    f.add("question-len", w.question_len, "question length").value_name("BYTES");
+    f.add("session-per-group", w.session_per_group, "x-session-id per group");
+
+    f.section("Multi-turn workload");
+    f.add("sessions", w.sessions, "conversations");
+    f.add("turns", w.turns, "turns per conversation");
+    f.add("turn-len", w.turn_len, "user text per turn").value_name("BYTES");
+
+    f.section("Random workload");
+    f.add("requests", w.requests, "requests");
+    f.add("input-len", w.input_len, "prompt length").value_name("BYTES");
+
+    f.section("Trace and azure workloads");
+    f.add("trace", w.trace_file, "trace: Mooncake-format JSONL file; azure: Azure LLM trace CSV")
+        .value_name("PATH");
+    f.add("time-scale", w.time_scale, "multiply timestamps by this");
+    f.add("length-scale", w.length_scale, "multiply lengths (and the trace's 512-token blocks)");
+    f.add("trace-limit", w.trace_limit, "use the first N requests (0: all)");
+
+    f.section("Skewed workloads (agents, hot-tenant, bursty)");
+    f.add("skew-requests", w.skew_requests, "requests in all");
+    f.add("tenants", w.tenants, "tenants (system prompts)");
     f.add("zipf", w.zipf, "agents, bursty: Zipf exponent of tenant popularity");
-    f.add("system-blocks-min", w.system_blocks_min,
-          "skewed: fewest system prompt blocks (16 tokens)");
-    f.add("system-blocks-max", w.system_blocks_max, "skewed: most system prompt blocks");
-    f.add("turns-min", w.turns_min, "skewed: fewest turns in a session");
-    f.add("turns-max", w.turns_max, "skewed: most turns in a session");
-    f.add("growth-min", w.growth_min, "skewed: fewest blocks a turn adds");
-    f.add("growth-max", w.growth_max, "skewed: most blocks a turn adds");
-    f.add("max-prompt", w.max_prompt,
-          "skewed: a session ends before its prompt passes this (tokens)");
-    f.add("think-time", w.think_time, "skewed: mean think time between turns (open loop only)");
+    f.add("system-blocks-min", w.system_blocks_min, "fewest system prompt blocks (16 tokens)");
+    f.add("system-blocks-max", w.system_blocks_max, "most system prompt blocks");
+    f.add("turns-min", w.turns_min, "fewest turns in a session");
+    f.add("turns-max", w.turns_max, "most turns in a session");
+    f.add("growth-min", w.growth_min, "fewest blocks a turn adds");
+    f.add("growth-max", w.growth_max, "most blocks a turn adds");
+    f.add("max-prompt", w.max_prompt, "a session ends before its prompt passes this")
+        .value_name("TOKENS");
+    f.add("think-time", w.think_time, "mean think time between turns (open loop only)");
     f.add("continue-share", w.continue_share,
-          "skewed, open loop: share of arrivals that continue a ready session (else a new one)");
+          "open loop: share of arrivals that continue a ready session (else a new one)");
     f.add("hot-share", w.hot_share, "hot-tenant: share of sessions on the hot tenant");
     f.add("burst-on", w.burst_on, "bursty: mean on period of a tenant, in sessions started");
     f.add("burst-off", w.burst_off, "bursty: mean off period of a tenant, in sessions started");
     f.add("write-trace", w.write_trace,
-          "skewed: also write the workload as a replayable trace (JSONL, with session_id)");
+          "also write the workload as a replayable trace (JSONL, with session_id)")
+        .value_name("PATH");
     f.add("trace-rate", w.trace_rate, "with --write-trace: sessions started per second");
 }
 

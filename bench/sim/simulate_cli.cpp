@@ -94,11 +94,12 @@ int simulate_main(int argc, const char* const* argv) {
     common::flag_set f("lanes-bench simulate",
                        "Offline replay of a workload through simulated replicas and routing "
                        "policies on a virtual clock (results are modelled: sim).");
-    add_workload_flags(f, w);
+    f.section("Simulation");
     f.add("policy", policies,
           "comma-separated policies: lanes' (" + std::to_string(router::policy_names().size()) +
               "), the peers' (bench/sim/peers), or all, lanes, peers; NAME+kv-events runs NAME "
-              "(prefix, kv_aware, dynamo_kv) with the replicas publishing KV events to it");
+              "(prefix, kv_aware, dynamo_kv) with the replicas publishing KV events to it")
+        .value_name("LIST");
     f.add("replicas", replicas, "simulated replicas");
     f.add("concurrency", cfg.concurrency, "closed loop: streams in flight");
     f.add("rate", cfg.rate,
@@ -108,18 +109,21 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("load", load,
           "open loop at this fraction of the fleet's capacity (its closed-loop throughput under "
           "--capacity-policy with its default knobs); overrides --rate and --trace-times");
-    f.add("capacity-policy", capacity_policy, "policy whose saturated throughput is the capacity");
+    f.add("capacity-policy", capacity_policy, "policy whose saturated throughput is the capacity")
+        .value_name("NAME");
+    f.add("out", out_file, "result JSON file").value_name("PATH");
+    f.add("per-request", cfg.per_request,
+          "each result lists its requests (replica, cache found against the best, in flight "
+          "there, reason, TTFT, e2e)");
+    add_workload_flags(f, w);
+    f.section("Replicas");
     f.add("kv-blocks", kv_blocks, "KV cache blocks per replica");
-    f.add("block-size", block_size, "tokens per KV block (and the router's hash block)");
+    f.add("block-size", block_size, "tokens per KV block (and the router's hash block)")
+        .value_name("TOKENS");
     f.add("max-num-seqs", max_num_seqs, "most requests running in one step");
-    f.add("max-num-batched-tokens", max_batched, "most tokens computed per step");
-    f.add("max-model-len", max_model_len, "longest prompt + output, in tokens");
-    replica::add_sim_cost_flags(f, cost);
-    f.add("tp", cost.tp, "tensor-parallel GPUs per replica (modelled, see sim_cost_model.hpp)");
-    f.add("tp-layers", cost.tp_layers, "TP model: layers (two all-reduces each)");
-    f.add("tp-hidden", cost.tp_hidden, "TP model: hidden size (activation elements per token)");
-    f.add("tp-link-gb-per-s", cost.tp_link_gb_per_s, "TP model: all-reduce link bandwidth, GB/s");
-    f.add("tp-link-latency-us", cost.tp_link_latency_us, "TP model: latency per all-reduce, us");
+    f.add("max-num-batched-tokens", max_batched, "most tokens computed per step")
+        .value_name("TOKENS");
+    f.add("max-model-len", max_model_len, "longest prompt + output").value_name("TOKENS");
     double gpu_memory_gb = 0, weights_gb = 16, gpu_util = 0.9;
     std::int64_t kv_bytes_per_token = 131072;
     f.add("gpu-memory-gb", gpu_memory_gb,
@@ -127,7 +131,19 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("weights-gb", weights_gb, "with --gpu-memory-gb: the model's weights, split --tp ways");
     f.add("gpu-memory-utilization", gpu_util, "with --gpu-memory-gb: the share vLLM would take");
     f.add("kv-bytes-per-token", kv_bytes_per_token,
-          "with --gpu-memory-gb: K and V bytes per token, all layers (Llama-3-8B bf16: 131072)");
+          "with --gpu-memory-gb: K and V bytes per token, all layers (Llama-3-8B bf16: 131072)")
+        .value_name("BYTES");
+    f.add("report-num-blocks", cfg.report_num_blocks,
+          "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM "
+          "do, and their max_num_seqs, as lanes replicas do");
+    f.section("Replica cost model");
+    replica::add_sim_cost_flags(f, cost);
+    f.add("tp", cost.tp, "tensor-parallel GPUs per replica (modelled, see sim_cost_model.hpp)");
+    f.add("tp-layers", cost.tp_layers, "TP model: layers (two all-reduces each)");
+    f.add("tp-hidden", cost.tp_hidden, "TP model: hidden size (activation elements per token)");
+    f.add("tp-link-gb-per-s", cost.tp_link_gb_per_s, "TP model: all-reduce link bandwidth, GB/s");
+    f.add("tp-link-latency-us", cost.tp_link_latency_us, "TP model: latency per all-reduce, us");
+    f.section("Router");
     std::chrono::milliseconds kv_event_delay{1};
     f.add("kv-event-delay", kv_event_delay,
           "with NAME+kv-events: from a step's end to its KV events reaching the router");
@@ -135,18 +151,9 @@ int simulate_main(int argc, const char* const* argv) {
     f.add("stale-after", stale, "scraped load older than this is ignored");
     // lanes' policies' knobs: lanes-router's own flags.
     router::add_policy_flags(f, po.lanes);
-    f.add("report-num-blocks", cfg.report_num_blocks,
-          "replicas report their KV capacity (sizing lanes' index), as lanes replicas and vLLM "
-          "do, and their max_num_seqs, as lanes replicas do");
-    f.add("per-request", cfg.per_request,
-          "each result lists its requests (replica, cache found against the best, in flight "
-          "there, reason, TTFT, e2e)");
-    f.add("out", out_file, "result JSON file");
     auto errors = f.parse(argc, argv);
-    if (f.help_requested()) {
-        std::fputs(f.usage().c_str(), stdout);
+    if (f.print_if_requested())
         return 0;
-    }
     router::check_policy_options(po.lanes, errors);
     if (replicas < 1 || kv_blocks < 1 || block_size < 1 || max_num_seqs < 1 || max_batched < 1 ||
         max_model_len < 2)
