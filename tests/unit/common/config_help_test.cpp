@@ -32,7 +32,8 @@ TEST_CASE("wrap_text keeps every line within the width, continuations indented",
     CHECK(wrap_text("", 40, 4, 4) == "\n");
 }
 
-TEST_CASE("--help: sections, typed placeholders, choices, defaults, 100 columns", "[config]") {
+TEST_CASE("flag_set --help: sections, typed placeholders, choices, defaults, 100 columns",
+          "[config]") {
     std::string host = "0.0.0.0", file, level = "info";
     unsigned short port = 8000;
     std::int64_t threads = 0;
@@ -120,7 +121,7 @@ TEST_CASE("--help: sections, typed placeholders, choices, defaults, 100 columns"
         CHECK(!line.ends_with("(default:"));
 }
 
-TEST_CASE("--help-markdown: a table a section, flag | default | meaning", "[config]") {
+TEST_CASE("flag_set --help-markdown: a table a section of flag, default and meaning", "[config]") {
     std::string policy = "prefix";
     std::chrono::milliseconds ttl = 5min;
     bool on = true;
@@ -147,7 +148,8 @@ TEST_CASE("--help-markdown: a table a section, flag | default | meaning", "[conf
     CHECK(f.usage().find("help-markdown") == std::string::npos);
 }
 
-TEST_CASE("--help of flags in no section: one list, --help and --version at its end", "[config]") {
+TEST_CASE("flag_set --help of flags in no section: one list, --help and --version last",
+          "[config]") {
     std::int64_t n = 1;
     flag_set f("prog", "test");
     f.add("n", n, "a number");

@@ -176,7 +176,7 @@ TEST_CASE("durations print as people write them, and read back", "[config]") {
     CHECK((parse_duration("0.5h", back) && back == 30min));
 }
 
-TEST_CASE("--version and --help are answered, not parsed as flags", "[config]") {
+TEST_CASE("flag_set answers --version and --help, not parsed as flags", "[config]") {
     flag_set f("prog", "test");
     const char* argv[] = {"prog", "--version"};
     CHECK(f.parse(2, argv).empty());
