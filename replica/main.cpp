@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <string_view>
 
 int main(int argc, char** argv) {
     using namespace lanes;
@@ -93,7 +94,10 @@ int main(int argc, char** argv) {
         return code;
     } catch (const std::exception& e) {
         common::log::flush();
-        std::fprintf(stderr, "lanes-replica: %s\n", e.what());
+        // (A listener's message already starts with the program's name.)
+        const std::string_view what = e.what();
+        std::fprintf(stderr, "%s%s\n",
+                     what.starts_with("lanes-replica ") ? "" : "lanes-replica: ", e.what());
         return 1;
     }
 }

@@ -126,6 +126,10 @@ int router_app::run() {
     monitor_->start();
     if (subscriber_)
         subscriber_->start();
+    if (pool_.all().empty() && cfg_.monitor.dns_names.empty())
+        LANES_LOG(warn, "router",
+                  "no replicas: every request is answered 503 until some are added (--replica, "
+                  "--replica-dns, or POST /admin/replicas on the admin listener)");
     LANES_LOG(info, "router",
               "policy " << cfg_.policy << ", " << pool_.all().size() << " replica(s), " << threads_
                         << " I/O thread(s)"

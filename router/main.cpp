@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -37,7 +38,10 @@ int main(int argc, char** argv) {
         return app.run();
     } catch (const std::exception& e) {
         common::log::flush();
-        std::fprintf(stderr, "lanes-router: %s\n", e.what());
+        // (A listener's message already starts with the program's name.)
+        const std::string_view what = e.what();
+        std::fprintf(stderr, "%s%s\n",
+                     what.starts_with("lanes-router ") ? "" : "lanes-router: ", e.what());
         return 1;
     }
 }

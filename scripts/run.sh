@@ -6,7 +6,8 @@
 #   LANES_POLICY, LANES_BACKEND,
 #   LANES_PRESET, LANES_START_TIMEOUT_S (how long to wait for the replicas to listen, 60);
 #   extra arguments go to lanes-router. Answers carry x-lanes-replica and x-lanes-route-reason
-#   here (--route-headers true; off by default).
+#   here (--route-headers true; off by default). Each line of output says whose it is
+#   ([router], [replica :8001], ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --run # what building and running the servers needs, no test toolchain
@@ -32,7 +33,8 @@ for i in $(seq 0 $((n - 1))); do
     # /metrics), so the router routes on what they hold (docs/kv-events.md).
     "$bin/replica/lanes-replica" --host 127.0.0.1 --port "$p" --seed "$i" \
         --backend "${LANES_BACKEND:-auto}" --preset "${LANES_PRESET:-tiny}" \
-        --kv-events-endpoint 'tcp://127.0.0.1:*' --kv-events-replay-endpoint 'tcp://127.0.0.1:*' &
+        --kv-events-endpoint 'tcp://127.0.0.1:*' --kv-events-replay-endpoint 'tcp://127.0.0.1:*' \
+        > >(sed -u "s/^/[replica :$p] /") 2>&1 &
     pids+=($!)
     router_args+=(--replica "http://127.0.0.1:$p")
 done
@@ -51,7 +53,8 @@ for i in $(seq 0 $((n - 1))); do
     done
 done
 "$bin/router/lanes-router" --host 0.0.0.0 --port "$port" --admin-port "$admin_port" --route-headers true \
-    ${LANES_POLICY:+--policy "$LANES_POLICY"} "${router_args[@]}" "$@" &
+    ${LANES_POLICY:+--policy "$LANES_POLICY"} "${router_args[@]}" "$@" \
+    > >(sed -u "s/^/[router] /") 2>&1 &
 pids+=($!)
 echo "lanes: router on http://localhost:$port in front of $n replicas (admin API on" \
     "http://127.0.0.1:$admin_port, read-only without --admin-token; the live page at" \

@@ -1,5 +1,7 @@
 #include "router/access/api_keys.hpp"
 
+#include "common/log.hpp"
+
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -146,6 +148,9 @@ bool key_store::load(std::vector<std::string>& errors) {
                          (file_.empty() ? std::string("LANES_API_KEYS") : file_) + ")");
     if (errors.size() != before)
         return false;
+    LANES_LOG(info, "router",
+              next->size() << " API key(s) loaded" << (file_.empty() ? "" : " from " + file_)
+                           << (env_text_.empty() ? "" : " and LANES_API_KEYS"));
     table_.store(std::move(next));
     return true;
 }

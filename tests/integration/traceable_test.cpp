@@ -58,6 +58,7 @@ TEST_CASE("every answer carries x-request-id and every refusal an access line",
     REQUIRE(eventually(
         [&] { return post_json(router.port(), "/v1/completions", body, key).status == 200; }, 5s));
     const auto port = router.port();
+    CHECK(router.log().find("1 API key(s) loaded from " + keys_path) != std::string::npos);
     const auto with_id = [&](std::string id) {
         common::http::header_list h = key;
         h.emplace_back("x-request-id", std::move(id));
@@ -217,4 +218,14 @@ TEST_CASE("the fleet hit rate is one gauge, from the replicas' own counters", "[
         },
         5s));
     CHECK(ratio < 1.0);
+}
+
+TEST_CASE("a router with no replicas says so at start and in each 503", "[router]") {
+    process router(LANES_ROUTER_BIN, {"--host", "127.0.0.1", "--port", "0"});
+    REQUIRE(wait_healthy(router.port(), 10s));
+    const auto r = post_json(router.port(), "/v1/completions", body);
+    CHECK(r.status == 503);
+    CHECK(json::parse(r.body)["error"]["message"].get<std::string>().starts_with(
+        "the router has no replicas"));
+    CHECK(router.log().find("WARN router no replicas") != std::string::npos);
 }

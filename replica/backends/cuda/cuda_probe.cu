@@ -6,14 +6,20 @@
 
 #include <string>
 
+#include <unistd.h>
+
 namespace lanes::replica {
 
 bool cuda_device_usable(std::string* why) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
+        // Without the NVIDIA kernel driver the runtime says the driver is "insufficient": on a
+        // machine with no GPU at all, say that instead.
+        const bool no_driver = ::access("/proc/driver/nvidia/version", R_OK) != 0;
         if (why)
-            *why = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+            *why = no_driver ? std::string("no NVIDIA GPU driver on this machine")
+                             : std::string("no usable CUDA device: ") + cudaGetErrorString(err);
         return false;
     }
     if (count == 0) {
