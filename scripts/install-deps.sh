@@ -24,6 +24,7 @@ packages=(
     libmimalloc-dev                            # malloc for the servers (common/allocator.hpp)
     libssl-dev openssl                         # key digests and TLS
     libzmq3-dev cppzmq-dev                     # KV events (ZeroMQ; msgpack is our own, see common/kv_events)
+    libpcre2-dev libutf8proc-dev               # model tokenizers: split regexes (JIT), NFC (common/prompt)
 )
 if [ "$mode" != "--run" ]; then
     packages+=(
