@@ -145,7 +145,7 @@ TEST_CASE("ignore_merges: a pre-token that is itself in the vocabulary is one to
     REQUIRE(t.load().encode("abcd", false) == std::vector<token_id>{ab, 'c', 'd'});
 }
 
-TEST_CASE("added tokens split the text first; decode skips only the special ones", "[bpe]") {
+TEST_CASE("added tokens split the text first, and decode skips only the special ones", "[bpe]") {
     tiny t;
     t.merges = {{"h", "i"}};
     t.added = json::array({added_token(300, "<x>", true), added_token(301, "<x>y", false),
