@@ -1,0 +1,579 @@
+// Jinja values as Python sees them: truthiness, str() and repr(), json.dumps, equality and order.
+#include "common/prompt/jinja_impl.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace lanes::common::jinja_detail {
+
+value value::with_kind(kind k) {
+    value v;
+    v.k = k;
+    return v;
+}
+value value::boolean_v(bool x) {
+    value v = with_kind(kind::boolean);
+    v.b = x;
+    return v;
+}
+value value::integer_v(std::int64_t x) {
+    value v = with_kind(kind::integer);
+    v.i = x;
+    return v;
+}
+value value::floating_v(double x) {
+    value v = with_kind(kind::floating);
+    v.f = x;
+    return v;
+}
+value value::string_v(std::string x) {
+    value v = with_kind(kind::string);
+    v.s = std::move(x);
+    return v;
+}
+namespace {
+std::uint8_t nested(int deepest) {
+    if (deepest + 1 > max_value_depth) {
+        fail("lists and dicts nested over " + std::to_string(max_value_depth) + " deep");
+    }
+    return static_cast<std::uint8_t>(deepest + 1);
+}
+} // namespace
+
+value value::list_v(list_t x) {
+    value v = with_kind(kind::list);
+    int deepest = 0;
+    for (const auto& item : x) {
+        deepest = std::max<int>(deepest, item.depth);
+    }
+    v.depth = nested(deepest);
+    v.l = std::make_shared<list_t>(std::move(x));
+    return v;
+}
+value value::dict_v(dict_t x) {
+    value v = with_kind(kind::dict);
+    int deepest = 0;
+    for (const auto& item : x.items) {
+        deepest = std::max<int>(deepest, item.second.depth);
+    }
+    v.depth = nested(deepest);
+    v.d = std::make_shared<dict_t>(std::move(x));
+    return v;
+}
+value value::undefined_v(std::string hint) {
+    value v;
+    v.s = std::move(hint);
+    return v;
+}
+
+const value* dict_t::find(std::string_view key) const {
+    for (const auto& [k, v] : items) {
+        if (k == key) {
+            return &v;
+        }
+    }
+    return nullptr;
+}
+
+void dict_t::set(const std::string& key, value v) {
+    for (auto& [k, old] : items) {
+        if (k == key) {
+            old = std::move(v);
+            return;
+        }
+    }
+    items.emplace_back(key, std::move(v));
+}
+
+void fail(const std::string& message) {
+    throw template_render_error("chat template: " + message);
+}
+
+void check_size(std::size_t bytes) {
+    if (bytes > max_output_bytes) {
+        fail("output over " + std::to_string(max_output_bytes) + " bytes");
+    }
+}
+
+namespace {
+
+template <typename Json>
+value convert(const Json& j) {
+    switch (j.type()) {
+    case nlohmann::json::value_t::null:
+        return value::none_v();
+    case nlohmann::json::value_t::boolean:
+        return value::boolean_v(j.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+        return value::integer_v(j.template get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned: {
+        const auto u = j.template get<std::uint64_t>();
+        if (u > static_cast<std::uint64_t>(INT64_MAX)) {
+            return value::floating_v(static_cast<double>(u));
+        }
+        return value::integer_v(static_cast<std::int64_t>(u));
+    }
+    case nlohmann::json::value_t::number_float:
+        return value::floating_v(j.template get<double>());
+    case nlohmann::json::value_t::string:
+        return value::string_v(j.template get<std::string>());
+    case nlohmann::json::value_t::array: {
+        list_t items;
+        items.reserve(j.size());
+        for (const auto& item : j) {
+            items.push_back(convert(item));
+        }
+        return value::list_v(std::move(items));
+    }
+    case nlohmann::json::value_t::object: {
+        dict_t d;
+        d.items.reserve(j.size());
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            d.items.emplace_back(it.key(), convert(it.value()));
+        }
+        return value::dict_v(std::move(d));
+    }
+    default:
+        return value::none_v();
+    }
+}
+
+// Python's float repr: the shortest round-trip digits, positional for exponents -4..15.
+std::string float_repr(double x) {
+    if (std::isnan(x)) {
+        return "nan";
+    }
+    if (std::isinf(x)) {
+        return x < 0 ? "-inf" : "inf";
+    }
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+    const std::string sci(buf, res.ptr);
+    const auto e = sci.find('e');
+    std::string mantissa = sci.substr(0, e);
+    const int exponent = std::stoi(sci.substr(e + 1));
+    std::string sign;
+    if (mantissa[0] == '-') {
+        sign = "-";
+        mantissa.erase(0, 1);
+    }
+    std::string digits;
+    for (const char c : mantissa) {
+        if (c != '.') {
+            digits += c;
+        }
+    }
+    if (exponent >= -4 && exponent < 16) {
+        std::string out;
+        if (exponent < 0) {
+            out = "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+        } else if (static_cast<int>(digits.size()) <= exponent + 1) {
+            out = digits +
+                  std::string(static_cast<std::size_t>(exponent + 1) - digits.size(), '0') + ".0";
+        } else {
+            out = digits.substr(0, static_cast<std::size_t>(exponent + 1)) + "." +
+                  digits.substr(static_cast<std::size_t>(exponent + 1));
+        }
+        return sign + out;
+    }
+    std::string out = digits.substr(0, 1);
+    if (digits.size() > 1) {
+        out += "." + digits.substr(1);
+    }
+    std::snprintf(buf, sizeof buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return sign + out + buf;
+}
+
+void repr_string(const std::string& s, std::string& out) {
+    const bool has_single = s.find('\'') != std::string::npos;
+    const bool has_double = s.find('"') != std::string::npos;
+    const char quote = has_single && !has_double ? '"' : '\'';
+    out += quote;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == quote || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (u < 0x20 || u == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    out += quote;
+}
+
+void repr_into(const value& v, std::string& out) {
+    switch (v.k) {
+    case kind::string:
+        repr_string(v.s, out);
+        return;
+    case kind::list:
+        out += v.tuple ? '(' : '[';
+        for (std::size_t n = 0; n < v.l->size(); ++n) {
+            out += n ? ", " : "";
+            repr_into((*v.l)[n], out);
+        }
+        out += v.tuple ? (v.l->size() == 1 ? ",)" : ")") : "]";
+        return;
+    case kind::dict:
+        out += '{';
+        for (std::size_t n = 0; n < v.d->items.size(); ++n) {
+            out += n ? ", " : "";
+            repr_string(v.d->items[n].first, out);
+            out += ": ";
+            repr_into(v.d->items[n].second, out);
+        }
+        out += '}';
+        return;
+    case kind::undefined:
+        out += "Undefined";
+        return;
+    default:
+        out += to_str(v);
+    }
+}
+
+void json_string(const std::string& s, std::string& out) {
+    out += '"';
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        default:
+            if (u < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", u);
+                out += buf;
+            } else {
+                out += c;
+            }
+        }
+    }
+    out += '"';
+}
+
+void json_into(const value& v, int indent, int level, std::string& out) {
+    const auto newline = [&](int depth) {
+        out += '\n';
+        out.append(static_cast<std::size_t>(indent * depth), ' ');
+    };
+    switch (v.k) {
+    case kind::none:
+        out += "null";
+        return;
+    case kind::boolean:
+        out += v.b ? "true" : "false";
+        return;
+    case kind::integer:
+        out += std::to_string(v.i);
+        return;
+    case kind::floating:
+        out += std::isnan(v.f)   ? "NaN"
+               : std::isinf(v.f) ? (v.f < 0 ? "-Infinity" : "Infinity")
+                                 : float_repr(v.f);
+        return;
+    case kind::string:
+        json_string(v.s, out);
+        return;
+    case kind::list:
+    case kind::dict: {
+        const bool is_list = v.k == kind::list;
+        const std::size_t size = is_list ? v.l->size() : v.d->items.size();
+        out += is_list ? '[' : '{';
+        if (size == 0) {
+            out += is_list ? ']' : '}';
+            return;
+        }
+        for (std::size_t n = 0; n < size; ++n) {
+            if (n) {
+                out += indent < 0 ? ", " : ",";
+            }
+            if (indent >= 0) {
+                newline(level + 1);
+            }
+            if (is_list) {
+                json_into((*v.l)[n], indent, level + 1, out);
+            } else {
+                json_string(v.d->items[n].first, out);
+                out += ": ";
+                json_into(v.d->items[n].second, indent, level + 1, out);
+            }
+            check_size(out.size());
+        }
+        if (indent >= 0) {
+            newline(level);
+        }
+        out += is_list ? ']' : '}';
+        return;
+    }
+    default:
+        fail(std::string("Object of type ") + type_name(v) + " is not JSON serializable");
+    }
+}
+
+} // namespace
+
+value from_json(const nlohmann::json& j) {
+    return convert(j);
+}
+value from_json(const nlohmann::ordered_json& j) {
+    return convert(j);
+}
+
+bool truthy(const value& v) {
+    switch (v.k) {
+    case kind::undefined:
+    case kind::none:
+        return false;
+    case kind::boolean:
+        return v.b;
+    case kind::integer:
+        return v.i != 0;
+    case kind::floating:
+        return v.f != 0;
+    case kind::string:
+        return !v.s.empty();
+    case kind::list:
+        return !v.l->empty();
+    case kind::dict:
+        return !v.d->items.empty();
+    default:
+        return true;
+    }
+}
+
+std::string to_str(const value& v) {
+    switch (v.k) {
+    case kind::undefined:
+        return "";
+    case kind::none:
+        return "None";
+    case kind::boolean:
+        return v.b ? "True" : "False";
+    case kind::integer:
+        return std::to_string(v.i);
+    case kind::floating:
+        return float_repr(v.f);
+    case kind::string:
+        return v.s;
+    case kind::list:
+    case kind::dict: {
+        std::string out;
+        repr_into(v, out);
+        return out;
+    }
+    case kind::ns:
+        return "<Namespace>";
+    case kind::function:
+        return "<function " + v.fn->name + ">";
+    }
+    return "";
+}
+
+std::string to_repr(const value& v) {
+    std::string out;
+    repr_into(v, out);
+    return out;
+}
+
+std::string to_json(const value& v, int indent) {
+    std::string out;
+    json_into(v, indent, 0, out);
+    return out;
+}
+
+const char* type_name(const value& v) {
+    switch (v.k) {
+    case kind::undefined:
+        return "Undefined";
+    case kind::none:
+        return "NoneType";
+    case kind::boolean:
+        return "bool";
+    case kind::integer:
+        return "int";
+    case kind::floating:
+        return "float";
+    case kind::string:
+        return "str";
+    case kind::list:
+        return "list";
+    case kind::dict:
+        return "dict";
+    case kind::ns:
+        return "Namespace";
+    case kind::function:
+        return "function";
+    }
+    return "object";
+}
+
+double as_double(const value& v) {
+    switch (v.k) {
+    case kind::boolean:
+        return v.b ? 1 : 0;
+    case kind::integer:
+        return static_cast<double>(v.i);
+    case kind::floating:
+        return v.f;
+    default:
+        fail(std::string("expected a number, got ") + type_name(v));
+    }
+}
+
+bool equal(const value& a, const value& b) {
+    if (a.is_number() && b.is_number()) {
+        if (a.k != kind::floating && b.k != kind::floating) {
+            return (a.k == kind::boolean ? a.b : a.i) == (b.k == kind::boolean ? b.b : b.i);
+        }
+        return as_double(a) == as_double(b);
+    }
+    if (a.k != b.k) {
+        return false;
+    }
+    switch (a.k) {
+    case kind::undefined:
+    case kind::none:
+        return true;
+    case kind::string:
+        return a.s == b.s;
+    case kind::list:
+        if (a.l->size() != b.l->size()) {
+            return false;
+        }
+        for (std::size_t n = 0; n < a.l->size(); ++n) {
+            if (!equal((*a.l)[n], (*b.l)[n])) {
+                return false;
+            }
+        }
+        return true;
+    case kind::dict:
+        if (a.d->items.size() != b.d->items.size()) {
+            return false;
+        }
+        for (const auto& [key, item] : a.d->items) {
+            const value* other = b.d->find(key);
+            if (!other || !equal(item, *other)) {
+                return false;
+            }
+        }
+        return true;
+    case kind::ns:
+        return a.d == b.d;
+    default:
+        return a.fn == b.fn;
+    }
+}
+
+int compare(const value& a, const value& b) {
+    if (a.is_number() && b.is_number()) {
+        if (a.k == kind::integer && b.k == kind::integer) {
+            return a.i < b.i ? -1 : (a.i > b.i ? 1 : 0);
+        }
+        const double x = as_double(a);
+        const double y = as_double(b);
+        return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    if (a.k == kind::string && b.k == kind::string) {
+        const int c = a.s.compare(b.s);
+        return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    }
+    if (a.k == kind::list && b.k == kind::list) {
+        const std::size_t n = std::min(a.l->size(), b.l->size());
+        for (std::size_t x = 0; x < n; ++x) {
+            if (const int c = compare((*a.l)[x], (*b.l)[x]); c != 0) {
+                return c;
+            }
+        }
+        return a.l->size() < b.l->size() ? -1 : (a.l->size() > b.l->size() ? 1 : 0);
+    }
+    fail(std::string("'<' not supported between instances of '") + type_name(a) + "' and '" +
+         type_name(b) + "'");
+}
+
+std::u32string code_points(std::string_view s) {
+    std::u32string out;
+    out.reserve(s.size());
+    for (std::size_t n = 0; n < s.size();) {
+        const auto c = static_cast<unsigned char>(s[n]);
+        const int len = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 1;
+        char32_t cp = len == 1 ? c : c & (0x3f >> (len - 1));
+        for (int x = 1; x < len && n + static_cast<std::size_t>(x) < s.size(); ++x) {
+            cp =
+                (cp << 6) | (static_cast<unsigned char>(s[n + static_cast<std::size_t>(x)]) & 0x3f);
+        }
+        out += cp;
+        n += static_cast<std::size_t>(len);
+    }
+    return out;
+}
+
+std::string encode(const std::u32string& cps) {
+    std::string out;
+    out.reserve(cps.size());
+    for (const char32_t cp : cps) {
+        if (cp < 0x80) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+            out += static_cast<char>(0xc0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out += static_cast<char>(0xe0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        } else {
+            out += static_cast<char>(0xf0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        }
+    }
+    return out;
+}
+
+std::size_t code_point_count(std::string_view s) {
+    std::size_t n = 0;
+    for (const char c : s) {
+        n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+    }
+    return n;
+}
+
+} // namespace lanes::common::jinja_detail
