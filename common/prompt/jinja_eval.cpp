@@ -29,9 +29,6 @@ bool holds_namespace(const value& v) {
 
 using scope = std::vector<std::pair<std::string, value>>;
 
-constexpr std::string_view builtin_names[] = {"raise_exception", "strftime_now", "namespace",
-                                              "range", "dict"};
-
 class renderer {
 public:
     explicit renderer(std::time_t now)
@@ -68,12 +65,10 @@ private:
         if (const value* v = find(name)) {
             return *v;
         }
-        for (const auto b : builtin_names) {
-            if (b == name) {
-                value f = value::with_kind(kind::function);
-                f.fn = std::make_shared<callable>(callable{name, nullptr});
-                return f;
-            }
+        if (is_global(name)) {
+            value f = value::with_kind(kind::function);
+            f.fn = std::make_shared<callable>(callable{name, nullptr});
+            return f;
         }
         return value::undefined_v(name);
     }
@@ -86,12 +81,6 @@ private:
             }
         }
         scopes_.back().emplace_back(name, std::move(v));
-    }
-
-    void count_iteration() {
-        if (++iterations_ > max_iterations) {
-            fail("over " + std::to_string(max_iterations) + " loop iterations");
-        }
     }
 
     flow exec(const body_t& body, std::string& out) {
@@ -181,7 +170,7 @@ private:
         if (n.exprs[1]) {
             list_t kept;
             for (auto& item : items) {
-                count_iteration();
+                count_iteration(iterations_);
                 bind(n.names, item);
                 if (truthy(eval(*n.exprs[1]))) {
                     kept.push_back(std::move(item));
@@ -191,7 +180,7 @@ private:
         }
         const auto length = static_cast<std::int64_t>(items.size());
         for (std::int64_t x = 0; x < length; ++x) {
-            count_iteration();
+            count_iteration(iterations_);
             scopes_.back().clear();
             bind(n.names, items[static_cast<std::size_t>(x)]);
             dict_t loop;
@@ -375,7 +364,7 @@ private:
         if (f.fn->name.starts_with("method ")) {
             fail(f.fn->name + " is not supported here");
         }
-        return call_builtin(f.fn->name, args, kwargs);
+        return call_global(f.fn->name, args, kwargs, now_, iterations_);
     }
 
     value call_macro(const node& m, const std::vector<value>& args, const kwargs_t& kwargs) {
@@ -405,52 +394,6 @@ private:
         return value::string_v(std::move(out));
     }
 
-    value call_builtin(const std::string& name, const std::vector<value>& args,
-                       const kwargs_t& kwargs) {
-        if (name == "raise_exception") {
-            throw template_raised(args.empty() ? "" : to_str(args[0]));
-        }
-        if (name == "strftime_now") {
-            const std::string format = args.empty() ? "" : to_str(args[0]);
-            std::tm tm{};
-            gmtime_r(&now_, &tm);
-            char buf[512];
-            const std::size_t len =
-                format.size() < 128 ? std::strftime(buf, sizeof buf, format.c_str(), &tm) : 0;
-            return value::string_v(std::string(buf, len));
-        }
-        if (name == "namespace" || name == "dict") {
-            dict_t d;
-            if (!args.empty() && args[0].k == kind::dict) {
-                d = *args[0].d;
-            }
-            for (const auto& [key, v] : kwargs) {
-                d.set(key, v);
-            }
-            value out = value::dict_v(std::move(d));
-            out.k = name == "namespace" ? kind::ns : kind::dict;
-            return out;
-        }
-        // range(stop) / range(start, stop[, step])
-        std::int64_t bounds[3] = {0, 0, 1};
-        for (std::size_t n = 0; n < args.size() && n < 3; ++n) {
-            if (args[n].k != kind::integer) {
-                fail("range() takes integers");
-            }
-            bounds[args.size() == 1 ? 1 : n] = args[n].i;
-        }
-        if (bounds[2] == 0) {
-            fail("range() step must not be zero");
-        }
-        list_t items;
-        for (std::int64_t x = bounds[0]; bounds[2] > 0 ? x < bounds[1] : x > bounds[1];
-             x += bounds[2]) {
-            count_iteration();
-            items.push_back(value::integer_v(x));
-        }
-        return value::list_v(std::move(items));
-    }
-
     std::time_t now_;
     std::vector<scope> scopes_;
     std::size_t base_ = 0;
@@ -465,25 +408,3 @@ std::string render_program(const program& p, value context, std::time_t now) {
 }
 
 } // namespace lanes::common::jinja_detail
-
-namespace lanes::common {
-
-jinja_template::jinja_template(std::unique_ptr<jinja_detail::program> program)
-    : program_(std::move(program)) {}
-jinja_template::jinja_template(jinja_template&&) noexcept = default;
-jinja_template& jinja_template::operator=(jinja_template&&) noexcept = default;
-jinja_template::~jinja_template() = default;
-
-jinja_template jinja_template::parse(std::string_view source) {
-    return jinja_template(jinja_detail::parse_program(source));
-}
-
-std::string jinja_template::render(const nlohmann::json& context, std::time_t now) const {
-    return jinja_detail::render_program(*program_, jinja_detail::from_json(context), now);
-}
-
-std::string jinja_template::render(const nlohmann::ordered_json& context, std::time_t now) const {
-    return jinja_detail::render_program(*program_, jinja_detail::from_json(context), now);
-}
-
-} // namespace lanes::common

@@ -1,4 +1,4 @@
-// Jinja's builtin filters and tests that chat templates use, with Jinja's argument names and
+// Jinja's builtin filters that chat templates use, with Jinja's argument names and
 // defaults; tojson is transformers' json.dumps(ensure_ascii=False, sort_keys=False).
 #include "common/prompt/jinja_impl.hpp"
 
@@ -370,92 +370,6 @@ value apply_filter(const std::string& name, const value& subject, const std::vec
         return value::integer_v(static_cast<std::int64_t>(words.l->size()));
     }
     fail("no filter named '" + name + "'");
-}
-
-bool apply_test(const std::string& name, const value& subject, const std::vector<value>& args) {
-    const value other = args.empty() ? value() : args[0];
-    if (name == "defined" || name == "undefined") {
-        return subject.defined() == (name == "defined");
-    }
-    if (name == "none") {
-        return subject.k == kind::none;
-    }
-    if (name == "string") {
-        return subject.k == kind::string;
-    }
-    if (name == "number") {
-        return subject.is_number();
-    }
-    if (name == "integer") {
-        return subject.k == kind::integer;
-    }
-    if (name == "float") {
-        return subject.k == kind::floating;
-    }
-    if (name == "boolean") {
-        return subject.k == kind::boolean;
-    }
-    if (name == "true" || name == "false") {
-        return subject.k == kind::boolean && subject.b == (name == "true");
-    }
-    if (name == "mapping") {
-        return subject.k == kind::dict;
-    }
-    if (name == "iterable" || name == "sequence") {
-        return subject.k == kind::string || subject.k == kind::list || subject.k == kind::dict ||
-               subject.k == kind::undefined;
-    }
-    if (name == "callable") {
-        return subject.k == kind::function;
-    }
-    if (name == "equalto" || name == "eq" || name == "==") {
-        return equal(subject, other);
-    }
-    if (name == "ne" || name == "!=") {
-        return !equal(subject, other);
-    }
-    if (name == "sameas") {
-        if (subject.k != other.k) {
-            return false;
-        }
-        if (subject.k == kind::list) {
-            return subject.l == other.l;
-        }
-        if (subject.k == kind::dict || subject.k == kind::ns) {
-            return subject.d == other.d;
-        }
-        return equal(subject, other);
-    }
-    if (name == "lt" || name == "<" || name == "le" || name == "<=" || name == "gt" ||
-        name == ">" || name == "ge" || name == ">=") {
-        const int c = compare(subject, other);
-        return name[0] == 'l' || name[0] == '<'
-                   ? (name.size() == 1 || name[1] == 't' ? c < 0 : c <= 0)
-                   : (name.size() == 1 || name[1] == 't' ? c > 0 : c >= 0);
-    }
-    if (name == "odd" || name == "even" || name == "divisibleby") {
-        if (subject.k != kind::integer) {
-            fail("test '" + name + "' needs an integer");
-        }
-        const std::int64_t by =
-            name == "divisibleby" ? (other.k == kind::integer ? other.i : 0) : 2;
-        if (by == 0) {
-            fail("divisibleby: divisor must be a nonzero integer");
-        }
-        const bool divisible = subject.i % by == 0;
-        return name == "odd" ? !divisible : divisible;
-    }
-    if (name == "in") {
-        return contains(other, subject);
-    }
-    if (name == "lower" || name == "upper") {
-        const std::string s = to_str(subject);
-        return std::none_of(s.begin(), s.end(), [&](char c) {
-            return name == "lower" ? std::isupper(static_cast<unsigned char>(c)) != 0
-                                   : std::islower(static_cast<unsigned char>(c)) != 0;
-        });
-    }
-    fail("no test named '" + name + "'");
 }
 
 } // namespace lanes::common::jinja_detail

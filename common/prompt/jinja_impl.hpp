@@ -195,6 +195,13 @@ std::string render_program(const program& p, value context, std::time_t now);
 value apply_filter(const std::string& name, const value& subject, const std::vector<value>& args,
                    const kwargs_t& kwargs);
 bool apply_test(const std::string& name, const value& subject, const std::vector<value>& args);
+// globals (jinja_globals.cpp): raise_exception, strftime_now, namespace, range, dict
+bool is_global(const std::string& name);
+// One more loop iteration of the render's max_iterations.
+void count_iteration(std::size_t& iterations);
+value call_global(const std::string& name, const std::vector<value>& args, const kwargs_t& kwargs,
+                  std::time_t now, std::size_t& iterations);
+
 // operators and lookups (jinja_ops.cpp)
 value binary_op(const std::string& op, const value& a, const value& b);
 value get_attr(const value& obj, const std::string& name);
