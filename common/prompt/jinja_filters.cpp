@@ -364,6 +364,11 @@ value apply_filter(const std::string& name, const value& subject, const std::vec
                                       truthy(arg(args, kwargs, 1, "first")),
                                       truthy(arg(args, kwargs, 2, "blank"))));
     }
+    if (name == "format") {
+        value tuple = value::list_v(args);
+        tuple.tuple = true;
+        return value::string_v(percent_format(to_str(subject), tuple));
+    }
     if (name == "wordcount") {
         value words;
         call_method(value::string_v(to_str(subject)), "split", {}, words);

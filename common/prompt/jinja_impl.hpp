@@ -91,6 +91,8 @@ bool truthy(const value& v);
 std::string to_str(const value& v);              // Python str()
 std::string to_repr(const value& v);             // Python repr()
 std::string to_json(const value& v, int indent); // json.dumps, indent < 0: none
+// Python's format % args (a tuple spreads; %s %r %d %i %x %o %f %e %g and %%).
+std::string percent_format(const std::string& format, const value& args);
 bool equal(const value& a, const value& b);
 int compare(const value& a, const value& b); // <0, 0, >0; throws when unordered
 double as_double(const value& v);

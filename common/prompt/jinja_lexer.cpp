@@ -75,11 +75,29 @@ private:
         }
         const char type = src_[tag + 1];
         const char sign = tag + 2 < src_.size() ? src_[tag + 2] : '\0';
+        text = strip_before_tag(text, sign, type != '{');
+        if (!text.empty()) {
+            push(tok::text, std::string(text), start);
+        }
+        pos_ = tag + 2 + ((sign == '-' || sign == '+') ? 1 : 0);
+        if (type == '#') {
+            comment(tag);
+        } else if (type == '%' && raw_block(tag)) {
+            return;
+        } else {
+            push(type == '{' ? tok::var_begin : tok::block_begin, "", tag);
+            inside_tag(type == '{');
+        }
+    }
+
+    // The text before a tag: '-' strips all whitespace; lstrip_blocks (block and comment tags,
+    // unless '+') the blanks between the line's start and the tag.
+    std::string_view strip_before_tag(std::string_view text, char sign, bool lstrip) const {
         if (sign == '-') {
             while (!text.empty() && is_space(text.back())) {
                 text.remove_suffix(1);
             }
-        } else if (sign != '+' && type != '{') {
+        } else if (sign != '+' && lstrip) {
             const auto nl = text.rfind('\n');
             const std::size_t l_pos = nl == std::string_view::npos ? 0 : nl + 1;
             if ((l_pos > 0 || line_starting_) && l_pos < text.size()) {
@@ -92,16 +110,61 @@ private:
                 }
             }
         }
-        if (!text.empty()) {
-            push(tok::text, std::string(text), start);
+        return text;
+    }
+
+    // Where a tag's keyword is: after its blanks.
+    std::size_t skip_blanks(std::size_t p) const {
+        while (p < src_.size() && is_space(src_[p])) {
+            ++p;
         }
-        pos_ = tag + 2 + ((sign == '-' || sign == '+') ? 1 : 0);
-        if (type == '#') {
-            comment(tag);
-        } else {
-            push(type == '{' ? tok::var_begin : tok::block_begin, "", tag);
-            inside_tag(type == '{');
+        return p;
+    }
+
+    // {% raw %}...{% endraw %}: the text between as is. pos_ is past "{%" and its sign.
+    bool raw_block(std::size_t tag) {
+        std::size_t p = skip_blanks(pos_);
+        if (src_.compare(p, 3, "raw") != 0) {
+            return false;
         }
+        p = skip_blanks(p + 3);
+        const bool strip_after = src_.compare(p, 3, "-%}") == 0;
+        if (!strip_after && src_.compare(p, 2, "%}") != 0) {
+            return false;
+        }
+        pos_ = p + (strip_after ? 3 : 2);
+        if (strip_after) {
+            skip_space_after();
+        }
+        line_starting_ = src_[pos_ - 1] == '\n';
+        for (std::size_t n = src_.find("{%", pos_); n != std::string::npos;
+             n = src_.find("{%", n + 1)) {
+            const char sign = n + 2 < src_.size() ? src_[n + 2] : '\0';
+            std::size_t q = skip_blanks(n + 2 + ((sign == '-' || sign == '+') ? 1 : 0));
+            if (src_.compare(q, 6, "endraw") != 0) {
+                continue;
+            }
+            q = skip_blanks(q + 6);
+            const bool minus = src_.compare(q, 3, "-%}") == 0;
+            const bool plus = src_.compare(q, 3, "+%}") == 0;
+            if (!minus && !plus && src_.compare(q, 2, "%}") != 0) {
+                continue;
+            }
+            const std::string_view text =
+                strip_before_tag(std::string_view(src_).substr(pos_, n - pos_), sign, true);
+            if (!text.empty()) {
+                push(tok::text, std::string(text), pos_);
+            }
+            pos_ = q + (minus || plus ? 3 : 2);
+            if (minus) {
+                skip_space_after();
+            } else if (!plus) {
+                trim_newline();
+            }
+            line_starting_ = src_[pos_ - 1] == '\n';
+            return true;
+        }
+        error_at(tag, "missing end of raw directive");
     }
 
     void comment(std::size_t begin) {

@@ -171,6 +171,9 @@ value binary_op(const std::string& op, const value& a, const value& b) {
     if (a.is_number() && b.is_number()) {
         return arithmetic(op, a, b);
     }
+    if (op == "%" && a.k == kind::string) {
+        return value::string_v(percent_format(a.s, b));
+    }
     if (op == "+" && a.k == b.k && (a.k == kind::string || a.k == kind::list)) {
         if (a.k == kind::string) {
             check_size(a.s.size() + b.s.size());

@@ -95,6 +95,17 @@ private:
             end_tag();
             return n;
         }
+        if (keyword == "generation") {
+            // transformers' AssistantTracker marks the assistant's text; rendering keeps it.
+            auto n = make(st::if_, t);
+            auto always = make_expr(ex::literal, t);
+            always->literal = value::boolean_v(true);
+            n->exprs.push_back(std::move(always));
+            n->bodies.push_back(block_body({"endgeneration"}));
+            ++at_;
+            end_tag();
+            return n;
+        }
         if (keyword == "break" || keyword == "continue") {
             if (loop_depth_ == 0) {
                 error(t, "'" + keyword + "' outside a loop");

@@ -3,6 +3,7 @@
 // separators, or "," and newlines with an indent).
 #include "common/prompt/jinja_impl.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,8 @@
 namespace lanes::common::jinja_detail {
 
 namespace {
+
+constexpr auto npos = std::string::npos;
 
 // Python's float repr: the shortest round-trip digits, positional for exponents -4..15.
 std::string float_repr(double x) {
@@ -246,6 +249,83 @@ std::string to_str(const value& v) {
 std::string to_repr(const value& v) {
     std::string out;
     repr_into(v, out);
+    return out;
+}
+
+std::string percent_format(const std::string& format, const value& args) {
+    const list_t items = args.k == kind::list && args.tuple ? *args.l : list_t{args};
+    std::size_t next = 0;
+    std::string out;
+    for (std::size_t n = 0; n < format.size(); ++n) {
+        if (format[n] != '%') {
+            out += format[n];
+            continue;
+        }
+        // %[flags][width][.precision]type, kept for snprintf (numbers are ASCII)
+        std::string spec = "%";
+        while (++n < format.size() && std::string_view("-+ 0#").find(format[n]) != npos) {
+            spec += format[n];
+        }
+        const bool left = spec.find('-') != std::string::npos;
+        std::size_t width = 0;
+        for (; n < format.size() && std::isdigit(static_cast<unsigned char>(format[n])); ++n) {
+            width =
+                std::min<std::size_t>(width * 10 + static_cast<std::size_t>(format[n] - '0'), 999);
+        }
+        std::size_t precision = npos;
+        if (n < format.size() && format[n] == '.') {
+            precision = 0;
+            for (++n; n < format.size() && std::isdigit(static_cast<unsigned char>(format[n]));
+                 ++n) {
+                precision = std::min<std::size_t>(
+                    precision * 10 + static_cast<std::size_t>(format[n] - '0'), 99);
+            }
+        }
+        if (n >= format.size()) {
+            fail("incomplete format");
+        }
+        const char type = format[n];
+        if (type == '%') {
+            out += '%';
+            continue;
+        }
+        if (next >= items.size()) {
+            fail("not enough arguments for format string");
+        }
+        const value& v = items[next++];
+        std::string text;
+        if (type == 's' || type == 'r') {
+            const std::u32string cps = code_points(type == 's' ? to_str(v) : to_repr(v));
+            text = encode(cps.substr(0, precision));
+            const std::size_t length = std::min(cps.size(), precision);
+            const std::string pad(width > length ? width - length : 0, ' ');
+            text = left ? text + pad : pad + text;
+        } else {
+            spec += std::to_string(width);
+            if (precision != npos) {
+                spec += "." + std::to_string(precision);
+            }
+            char buf[1200];
+            if (std::string_view("dixXo").find(type) != npos) {
+                const double d = as_double(v);
+                const auto whole = v.k == kind::floating
+                                       ? static_cast<long long>(std::trunc(d))
+                                       : static_cast<long long>(v.k == kind::boolean ? v.b : v.i);
+                std::snprintf(buf, sizeof buf, (spec + "ll" + (type == 'i' ? 'd' : type)).c_str(),
+                              whole);
+            } else if (std::string_view("fFeEgG").find(type) != npos) {
+                std::snprintf(buf, sizeof buf, (spec + type).c_str(), as_double(v));
+            } else {
+                fail(std::string("unsupported format character '") + type + "'");
+            }
+            text = buf;
+        }
+        out += text;
+        check_size(out.size());
+    }
+    if (next < items.size()) {
+        fail("not all arguments converted during string formatting");
+    }
     return out;
 }
 

@@ -178,6 +178,31 @@ end)j"},
         {"nested loops",
          R"j({% for a in [1, 2] %}{% for b in [3, 4] %}{{ loop.index }}{{ a }}{{ b }}{% if b == 3 %}{% continue %}{% endif %}|{% endfor %}{{ loop.index }};{% endfor %})j",
          R"j(113214|1;123224|2;)j"},
+        {"raw blocks",
+         R"j(a
+  {% raw %}{{ not evaluated }} {% if %}{% endraw %}
+b {%- raw -%}  x  {%- endraw -%}  c
+  {% raw %}
+  y
+  {% endraw %}
+d)j",
+         R"j(a
+{{ not evaluated }} {% if %}bxc
+
+  y
+d)j"},
+        {"percent formatting",
+         R"j({{ '%s and %s' % ('a', 1) }}|{{ '%d%%' % 42.9 }}|{{ '%5.2f|%-4s|%04d|%x' % (3.14159, 'é', 7, 255) }}|{{ '%r' % 'q' }}|{{ '%s' % [1, 2] }}|{{ '%s-%s' | format('a', none) }}|{{ '%.3s' % 'abcdef' }})j",
+         R"j(a and 1|42%| 3.14|é   |0007|ff|'q'|[1, 2]|a-None|abc)j"},
+        {"a recursive macro",
+         R"j({%- macro py_type(spec) -%}{%- if spec.type == 'array' -%}list[{{ py_type(spec['items']) }}]{%- elif spec.type == 'object' -%}dict[str, {{ py_type(spec.additionalProperties) if spec.additionalProperties is defined else 'Any' }}]{%- elif spec.type is string -%}{{ {'string': 'str', 'integer': 'int', 'number': 'float', 'boolean': 'bool'}.get(spec.type, spec.type) }}{%- else -%}Any{%- endif -%}{%- endmacro -%}{{ py_type({'type': 'array', 'items': {'type': 'object', 'additionalProperties': {'type': 'integer'}}}) }} {{ py_type({'type': 'number'}) }} {{ py_type({}) }})j",
+         R"j(list[dict[str, int]] float Any)j"},
+        {"namespace lists",
+         R"j({% set ns = namespace(first=true, out=[]) %}{% for m in msgs %}{% if m.role == 'user' %}{% set ns.out = ns.out + [m.content] %}{% endif %}{% if ns.first %}{% set ns.first = false %}<s>{% endif %}{% endfor %}{{ ns.out }})j",
+         R"j(<s>['hi'])j"},
+        {"first of a selection",
+         R"j({{ msgs | selectattr('role', 'eq', 'tool') | first }}{{ (msgs | selectattr('role', 'eq', 'none') | first) is defined }}{{ msgs | map(attribute='role') | unique | list }}{{ msgs | map(attribute='x', default='-') | join }})j",
+         R"j({'role': 'tool', 'content': 'r'}False['user', 'assistant', 'tool']---)j"},
         {"more methods",
          R"j({{ s.upper() }}{{ s.lower() }}{{ s.replace('l', 'L', 2) }}{{ l.index(1) }})j",
          R"j(HELLO WORLDhello worldHeLLo World1)j"},
@@ -197,6 +222,11 @@ TEST_CASE("jinja normalizes newlines and drops one trailing newline as Jinja's l
     REQUIRE(render("{{ 'x' }}\r\n{{ 'y' }}\r{{ 'z' }}\n") == "x\ny\nz");
     REQUIRE(render("a\n\n") == "a\n");
     REQUIRE(render("{% if true %}\nyes\n{% endif %}\n") == "yes\n");
+}
+
+TEST_CASE("jinja renders transformers' generation block as its content", "[jinja]") {
+    REQUIRE(render("{% for i in [1, 2] %}{% generation %}{{ i }}{% endgeneration %}{% endfor %}") ==
+            "12");
 }
 
 TEST_CASE("jinja keeps the key order of ordered_json and sorts that of json", "[jinja]") {
