@@ -63,7 +63,7 @@ private:
 
     value lookup(const std::string& name) const {
         if (const value* v = find(name)) {
-            return *v;
+            return charged_copy(*v);
         }
         if (is_global(name)) {
             value f = value::with_kind(kind::function);
@@ -251,7 +251,7 @@ private:
     value eval(const expr& e) {
         switch (e.type) {
         case ex::literal:
-            return e.literal;
+            return charged_copy(e.literal);
         case ex::name:
             return lookup(e.name);
         case ex::getattr:

@@ -23,6 +23,9 @@ constexpr std::size_t max_iterations = 1'000'000;
 constexpr int max_call_depth = 16;
 constexpr int max_parse_depth = 100;
 constexpr int max_value_depth = 128;
+// Bytes one render may build or copy in all (strings, list slots): bounds the work of quadratic
+// loops (s = s + t, l = l + [x]) that the iteration bound alone lets run for hours.
+constexpr std::size_t max_work_bytes = std::size_t{2} << 30;
 
 struct value;
 struct node;
@@ -99,6 +102,11 @@ double as_double(const value& v);
 const char* type_name(const value& v);
 [[noreturn]] void fail(const std::string& message);
 void check_size(std::size_t bytes);
+// Counts bytes against the render's max_work_bytes (per thread; reset as a render starts).
+void charge(std::size_t bytes);
+void reset_work();
+// A copy of v, charged for the bytes it copies.
+value charged_copy(const value& v);
 
 // UTF-8 code points (jinja_value.cpp)
 std::u32string code_points(std::string_view s);

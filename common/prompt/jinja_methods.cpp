@@ -347,8 +347,14 @@ bool has_method(const value& obj, std::string_view name) {
 
 list_t iterate(const value& v) {
     switch (v.k) {
-    case kind::list:
+    case kind::list: {
+        std::size_t bytes = v.l->size() * sizeof(value);
+        for (const auto& item : *v.l) {
+            bytes += item.s.size();
+        }
+        charge(bytes);
         return *v.l;
+    }
     case kind::dict: {
         list_t keys;
         keys.reserve(v.d->items.size());

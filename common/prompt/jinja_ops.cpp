@@ -209,7 +209,7 @@ value lookup(const value& obj, const std::string& name, bool attribute_first) {
     case kind::dict:
     case kind::ns:
         if (const value* v = obj.d->find(name)) {
-            return *v;
+            return charged_copy(*v);
         }
         break;
     case kind::undefined:
@@ -250,7 +250,7 @@ value get_item(const value& obj, const value& key) {
         if (at < 0 || at >= size) {
             return value::undefined_v("list object' has no element " + to_str(key));
         }
-        return (*obj.l)[static_cast<std::size_t>(at)];
+        return charged_copy((*obj.l)[static_cast<std::size_t>(at)]);
     }
     if (key.k == kind::string) {
         return lookup(obj, key.s, false);

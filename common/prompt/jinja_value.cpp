@@ -29,6 +29,7 @@ value value::floating_v(double x) {
     return v;
 }
 value value::string_v(std::string x) {
+    charge(x.size());
     value v = with_kind(kind::string);
     v.s = std::move(x);
     return v;
@@ -49,6 +50,7 @@ value value::list_v(list_t x) {
         deepest = std::max<int>(deepest, item.depth);
     }
     v.depth = nested(deepest);
+    charge(x.size() * sizeof(value));
     v.l = std::make_shared<list_t>(std::move(x));
     return v;
 }
@@ -59,6 +61,7 @@ value value::dict_v(dict_t x) {
         deepest = std::max<int>(deepest, item.second.depth);
     }
     v.depth = nested(deepest);
+    charge(x.items.size() * sizeof(x.items[0]));
     v.d = std::make_shared<dict_t>(std::move(x));
     return v;
 }
@@ -89,6 +92,26 @@ void dict_t::set(const std::string& key, value v) {
 
 void fail(const std::string& message) {
     throw template_render_error("chat template: " + message);
+}
+
+namespace {
+thread_local std::size_t work_bytes = 0;
+} // namespace
+
+void charge(std::size_t bytes) {
+    work_bytes += bytes;
+    if (work_bytes > max_work_bytes) {
+        fail("over " + std::to_string(max_work_bytes) + " bytes built or copied");
+    }
+}
+
+void reset_work() {
+    work_bytes = 0;
+}
+
+value charged_copy(const value& v) {
+    charge(v.s.size());
+    return v;
 }
 
 void check_size(std::size_t bytes) {

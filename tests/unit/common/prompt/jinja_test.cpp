@@ -292,6 +292,13 @@ TEST_CASE("jinja bounds loops, output, macro recursion and nesting", "[jinja]") 
         render("{% set s = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' * 4096 %}"
                "{% for i in range(2000) %}{{ s }}{% endfor %}"),
         Catch::Contains("bytes"));
+    // Quadratic work within the iteration bound: copies of a large string, a growing list.
+    REQUIRE_THROWS_WITH(render("{% set s = 'x' * 10000000 %}{% for i in range(100000) %}"
+                               "{% set t = s %}{% endfor %}"),
+                        Catch::Contains("copied"));
+    REQUIRE_THROWS_WITH(render("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
+                               "{% set ns.l = ns.l + [i] %}{% endfor %}"),
+                        Catch::Contains("copied"));
     REQUIRE_THROWS_WITH(render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
                         Catch::Contains("nested"));
     REQUIRE_THROWS_AS(jinja_template::parse("{{ " + std::string(5000, '(') + "1" +
