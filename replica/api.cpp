@@ -8,6 +8,7 @@
 #include "common/openai/error.hpp"
 #include "common/openai/request.hpp"
 #include "common/openai/response.hpp"
+#include "replica/prompt_ids.hpp"
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
@@ -108,7 +109,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
         unsigned methods;
         asio::awaitable<void> (api::*serve)(http::request&, http::response_writer&);
     };
-    static constexpr std::array<route, 8> routes{{
+    static constexpr std::array<route, 9> routes{{
         {"/v1/completions", http::method_post, &api::completions},
         {"/v1/chat/completions", http::method_post, &api::chat_completions},
         {"/v1/models", http::method_get, &api::models},
@@ -117,6 +118,7 @@ asio::awaitable<void> api::handle(http::request& req, http::response_writer& out
         {"/load", http::method_get, &api::load},
         {common::kv_events::dump_path, http::method_get, &api::kv_blocks},
         {"/tokenize", http::method_post, &api::tokenize},
+        {"/detokenize", http::method_post, &api::detokenize},
     }};
     const std::string_view path = http::path_of(req.target());
     const auto match = http::match_route(routes, path, req.method());
@@ -161,13 +163,16 @@ asio::awaitable<void> api::load(http::request& req, http::response_writer& out) 
 }
 
 asio::awaitable<void> api::models(http::request& req, http::response_writer& out) {
-    const nlohmann::json model = {{"id", cfg_.model_name},
-                                  {"object", "model"},
-                                  {"created", created_},
-                                  {"owned_by", "lanes"},
-                                  {"root", cfg_.model_name},
-                                  {"parent", nullptr},
-                                  {"max_model_len", engine_.max_sequence_tokens()}};
+    nlohmann::json model = {{"id", cfg_.model_name},
+                            {"object", "model"},
+                            {"created", created_},
+                            {"owned_by", "lanes"},
+                            {"root", cfg_.model_name},
+                            {"parent", nullptr},
+                            {"max_model_len", engine_.max_sequence_tokens()}};
+    // A model's tokenizer: routers hash in its ids (and can tell whether theirs is the same).
+    if (const auto* t = engine_.vocab().model())
+        model["lanes_tokenizer"] = t->digest();
     const nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
     co_await out.send(http::make_response(req, status::ok, j.dump()));
 }
@@ -274,38 +279,67 @@ http::response api::tokenize_answer(const http::request& req) const {
     const openai::generation_request& g = *parsed.request;
     if (g.model && *g.model != cfg_.model_name)
         return openai::error_response(req, openai::api_error::model_not_found(*g.model));
-    std::vector<common::token_id> tokens;
-    if (!g.prompt_token_ids.empty()) {
-        tokens.assign(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
-        if (tokens.front() != common::bos_token)
-            tokens.insert(tokens.begin(), common::bos_token);
-    } else {
-        tokens = common::encode_prompt(g.prompt);
-    }
-    const auto special = j.find("add_special_tokens");
-    if (special != j.end() && special->is_boolean() && !special->get<bool>() && !tokens.empty() &&
-        tokens.front() == common::bos_token)
-        tokens.erase(tokens.begin());
+    prompt_ids_result prompt = prompt_ids(g, req.body(), engine_.vocab(), std::time(nullptr));
+    if (prompt.error)
+        return openai::error_response(req, *prompt.error);
+    const std::vector<common::token_id>& tokens = prompt.ids;
     nlohmann::json ids = nlohmann::json::array();
     for (const auto t : tokens)
         ids.push_back(static_cast<std::uint64_t>(t));
-    const nlohmann::json answer = {{"count", tokens.size()},
-                                   {"max_model_len", engine_.max_sequence_tokens()},
-                                   {"tokens", std::move(ids)}};
-    return http::make_response(req, status::ok, answer.dump());
+    nlohmann::json answer = {{"count", tokens.size()},
+                             {"max_model_len", engine_.max_sequence_tokens()},
+                             {"tokens", std::move(ids)}};
+    if (const auto strs = j.find("return_token_strs");
+        strs != j.end() && strs->is_boolean() && strs->get<bool>())
+        answer["token_strs"] = token_strings(engine_.vocab(), tokens);
+    return http::make_response(
+        req, status::ok, answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// vLLM's POST /detokenize: {"tokens": [ids]} -> {"prompt": text}, special tokens kept.
+asio::awaitable<void> api::detokenize(http::request& req, http::response_writer& out) {
+    http::response res = detokenize_answer(req);
+    co_await out.send(std::move(res));
+}
+
+http::response api::detokenize_answer(const http::request& req) const {
+    if (const auto bad = openai::check_json_shape(req.body(), cfg_.request_limits))
+        return openai::error_response(req, *bad);
+    const nlohmann::json j = nlohmann::json::parse(req.body(), nullptr, false);
+    const auto tokens = j.is_object() ? j.find("tokens") : j.end();
+    if (!j.is_object() || tokens == j.end() || !tokens->is_array())
+        return openai::error_response(req, openai::api_error::bad_request(
+                                               "'tokens' must be an array of token ids", "tokens"));
+    if (const auto model = j.find("model");
+        model != j.end() && model->is_string() && model->get<std::string>() != cfg_.model_name)
+        return openai::error_response(
+            req, openai::api_error::model_not_found(model->get<std::string>()));
+    const std::size_t size = engine_.vocab().size();
+    std::vector<common::token_id> ids;
+    ids.reserve(tokens->size());
+    for (const auto& t : *tokens) {
+        if (!t.is_number_unsigned() || t.get<std::uint64_t>() >= size)
+            return openai::error_response(
+                req, openai::api_error::bad_request(
+                         "token ids must be integers below " + std::to_string(size), "tokens"));
+        ids.push_back(t.get<common::token_id>());
+    }
+    const auto* model = engine_.vocab().model();
+    const std::string text = model != nullptr ? model->decode(ids, false) : common::decode(ids);
+    const nlohmann::json answer = {{"prompt", text}};
+    return http::make_response(
+        req, status::ok, answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::optional<openai::api_error> api::make_engine_request(const openai::generation_request& g,
-                                                          bool chat, engine_request& er) {
+                                                          std::string_view body, bool chat,
+                                                          engine_request& er) {
     er.arrival = engine_.now();
     er.id = openai::make_id(chat ? "chatcmpl-" : "cmpl-");
-    if (!g.prompt_token_ids.empty()) {
-        er.prompt.assign(g.prompt_token_ids.begin(), g.prompt_token_ids.end());
-        if (er.prompt.front() != common::bos_token)
-            er.prompt.insert(er.prompt.begin(), common::bos_token);
-    } else {
-        er.prompt = common::encode_prompt(g.prompt);
-    }
+    prompt_ids_result prompt = prompt_ids(g, body, engine_.vocab(), std::time(nullptr));
+    if (prompt.error)
+        return prompt.error;
+    er.prompt = std::move(prompt.ids);
     std::int64_t max_tokens = 0;
     const auto max_len = static_cast<std::int64_t>(engine_.max_sequence_tokens());
     if (auto e = check_request(cfg_, g, static_cast<std::int64_t>(er.prompt.size()), max_len,
@@ -333,7 +367,7 @@ asio::awaitable<void> api::generate(http::request& req, http::response_writer& o
     }
     const openai::generation_request& g = *parsed.request;
     engine_request er;
-    if (auto e = make_engine_request(g, chat, er)) {
+    if (auto e = make_engine_request(g, req.body(), chat, er)) {
         co_await send_error(req, out, *e);
         co_return;
     }

@@ -1,7 +1,8 @@
 // The replica's HTTP surface: OpenAI completions and chat completions (stream and non-stream),
-// /v1/models, /tokenize (vLLM's), /health, /metrics, /load and, behind its token, /kv-events/blocks
-// (the KV cache's blocks in the event form, for a router warming up). Handlers validate, hand the
-// request to the engine and relay its events; every refusal is OpenAI error JSON.
+// /v1/models, /tokenize and /detokenize (vLLM's), /health, /metrics, /load and, behind its token,
+// /kv-events/blocks (the KV cache's blocks in the event form, for a router warming up). Handlers
+// validate, hand the request to the engine and relay its events; every refusal is OpenAI error
+// JSON.
 #pragma once
 
 #include "common/access/secret.hpp"
@@ -47,11 +48,15 @@ private:
     boost::asio::awaitable<void> tokenize(common::http::request& req,
                                           common::http::response_writer& out);
     common::http::response tokenize_answer(const common::http::request& req) const;
+    boost::asio::awaitable<void> detokenize(common::http::request& req,
+                                            common::http::response_writer& out);
+    common::http::response detokenize_answer(const common::http::request& req) const;
     boost::asio::awaitable<void> generate(common::http::request& req,
                                           common::http::response_writer& out, bool chat);
     // The engine's request for `g`, or the 4xx the replica answers instead.
     std::optional<common::openai::api_error>
-    make_engine_request(const common::openai::generation_request& g, bool chat, engine_request& er);
+    make_engine_request(const common::openai::generation_request& g, std::string_view body,
+                        bool chat, engine_request& er);
     boost::asio::awaitable<void> answer_whole(common::http::request& req,
                                               common::http::response_writer& out,
                                               request_stream& stream,

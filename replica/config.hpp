@@ -22,8 +22,11 @@ struct replica_config {
     std::string backend = "auto"; // auto | cuda | cpu | sim
     std::string preset = "tiny";  // tiny | small | base | 1b
     std::string model_name = "lanes-tiny";
-    std::int64_t kv_blocks = 0;             // KV cache blocks in the pool; 0 = from kv_cache_mb
-    std::int64_t kv_cache_mb = 256;         // KV memory budget when kv_blocks is 0 (fp32 K and V)
+    std::string tokenizer; // a model's tokenizer directory; empty: the byte vocabulary
+    std::size_t tokenizer_cache_tokens = std::size_t{1} << 22; // ids the segment cache holds
+    std::size_t vocab_size = 0;     // set at start from `tokenizer` (0: the byte vocabulary)
+    std::int64_t kv_blocks = 0;     // KV cache blocks in the pool; 0 = from kv_cache_mb
+    std::int64_t kv_cache_mb = 256; // KV memory budget when kv_blocks is 0 (fp32 K and V)
     std::int64_t max_auto_kv_blocks = 4096; // cap on the budget-derived block count
     // cuda, when kv_blocks is 0: the KV cache takes this fraction of the device memory still
     // free once the weights and activation buffers are counted (capped by max_auto_kv_blocks).

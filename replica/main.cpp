@@ -46,13 +46,26 @@ int main(int argc, char** argv) {
         const replica::backend_kind kind = replica::resolve_backend(cfg.backend, note);
         if (!note.empty())
             LANES_LOG(info, "engine", note);
+        std::shared_ptr<const common::model_tokenizer> tokenizer;
+        if (!cfg.tokenizer.empty()) {
+            tokenizer = common::model_tokenizer::load(cfg.tokenizer, {cfg.tokenizer_cache_tokens});
+            cfg.vocab_size = tokenizer->vocab_size();
+            cfg.request_limits.vocab_size = cfg.vocab_size;
+            LANES_LOG(info, "engine",
+                      "tokenizer " << cfg.tokenizer << ": " << tokenizer->vocab_size() << " ids, "
+                                   << tokenizer->eos_ids().size() << " end ids"
+                                   << (tokenizer->has_chat_template() ? ", a chat template"
+                                                                      : ", no chat template"));
+        }
         cfg.kv_blocks = static_cast<std::int64_t>(
-            replica::resolve_kv_blocks(cfg, *replica::preset(cfg.preset), kind));
+            replica::resolve_kv_blocks(cfg, replica::replica_model(cfg), kind));
         replica::replica_metrics metrics(cfg.model_name, static_cast<long>(cfg.block_size),
                                          static_cast<long>(cfg.kv_blocks));
         metrics.announce_scheduler(static_cast<long>(cfg.max_num_seqs),
                                    static_cast<long>(cfg.max_num_batched_tokens));
         replica::engine eng(cfg, metrics, replica::build_backend(cfg, kind));
+        if (tokenizer)
+            eng.use_vocabulary(replica::vocabulary(tokenizer));
         std::unique_ptr<replica::kv_event_publisher> events;
         if (!cfg.kv_events.endpoint.empty()) {
             events = std::make_unique<replica::kv_event_publisher>(cfg.kv_events);

@@ -90,6 +90,14 @@ void add_routing_flags(common::flag_set& f, router_config& cfg) {
         .value_name("BYTES");
     f.add("response-affinity-capacity", cfg.response_affinity_capacity,
           "/v1/responses ids remembered, to send continuations where their state is");
+    f.add("tokenizer", cfg.local_tokenizer.directories,
+          "a model's tokenizer directory (tokenizer.json, tokenizer_config.json), as DIR for "
+          "every model or MODEL=DIR: chats rendered and prompts encoded in process, hashed in "
+          "the engine's own token ids")
+        .value_name("[MODEL=]DIR");
+    f.add("tokenizer-cache-tokens", cfg.local_tokenizer.cache_tokens,
+          "token ids of encoded text runs kept per tokenizer, so that a growing chat encodes "
+          "only its new turn (0: none)");
     f.add("tokenize-endpoint", cfg.tokenizer.endpoint,
           "base URL of an engine whose POST /tokenize gives text prompts their token ids in the "
           "engine's vocabulary (chat template applied), so they hash as its KV events do; off "

@@ -14,6 +14,9 @@ const std::vector<double> duration_buckets = {0.001, 0.005, 0.01,  0.025, 0.05, 
 // Routing decision time: 1 µs .. 10 ms.
 const std::vector<double> decision_buckets = {1e-06,  2.5e-06, 5e-06,  1e-05, 2.5e-05, 5e-05,
                                               0.0001, 0.00025, 0.0005, 0.001, 0.0025,  0.01};
+// Rendering and encoding in process: 5 µs .. 50 ms.
+const std::vector<double> local_tokenize_buckets = {5e-06,  1e-05, 2.5e-05, 5e-05, 0.0001, 0.00025,
+                                                    0.0005, 0.001, 0.0025,  0.005, 0.01,   0.05};
 // A /tokenize round trip: 50 µs .. 1 s.
 const std::vector<double> tokenize_buckets = {5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                               0.01,  0.025,  0.05,    0.1,    0.25,  1.0};
@@ -151,14 +154,21 @@ router_metrics::router_metrics()
           {"replica", "outcome"}))
     , tokenize(registry_.add_counter(
           "lanes_router_tokenize_total",
-          "Requests given the engine's token ids (--tokenize-endpoint): cached (from the LRU), "
-          "fetched, failed (routed on their text), skipped (token-id prompts, batches).",
+          "Requests given the engine's token ids: local (--tokenizer, in process), cached (from "
+          "the --tokenize-endpoint LRU), fetched, failed (routed on their text), skipped "
+          "(token-id prompts, batches).",
           {"outcome"}))
     , tokenize_seconds(registry_
                            .add_histogram("lanes_router_tokenize_seconds",
                                           "Time of one /tokenize round trip (LRU misses).",
                                           tokenize_buckets)
-                           .with({})) {}
+                           .with({}))
+    , local_tokenize_seconds(
+          registry_
+              .add_histogram("lanes_router_local_tokenize_seconds",
+                             "Time to render and encode one request in process (--tokenizer).",
+                             local_tokenize_buckets)
+              .with({})) {}
 
 std::string router_metrics::expose(const std::vector<replica_reading>& replicas) {
     std::lock_guard lock(expose_mutex_);

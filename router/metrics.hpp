@@ -76,6 +76,7 @@ public:
     common::metrics::family<common::metrics::counter>& kv_bootstraps;    // replica, outcome
     common::metrics::family<common::metrics::counter>& tokenize;         // outcome
     common::metrics::histogram& tokenize_seconds;
+    common::metrics::histogram& local_tokenize_seconds;
 
     // The client listener's counts, read at each expose(): open connections and those closed at
     // once for --max-connections since start. Set once, before the listener serves.

@@ -99,13 +99,13 @@ maybe_error read_string(const json& obj, const char* key, std::optional<std::str
     return read_field<std::string>(obj, key, &json::is_string, "a string", out);
 }
 
-// Token ids: every element an integer in [0, vocab_size).
-bool read_token_ids(const json& arr, std::vector<std::uint32_t>& out) {
+// Token ids: every element an integer in [0, vocab).
+bool read_token_ids(const json& arr, std::size_t vocab, std::vector<std::uint32_t>& out) {
     out.clear();
     out.reserve(arr.size());
     for (const auto& el : arr) {
         if (!el.is_number_integer() || el.get<std::int64_t>() < 0 ||
-            el.get<std::int64_t>() >= static_cast<std::int64_t>(vocab_size)) {
+            el.get<std::int64_t>() >= static_cast<std::int64_t>(vocab)) {
             return false;
         }
         out.push_back(static_cast<std::uint32_t>(el.get<std::int64_t>()));
@@ -113,7 +113,8 @@ bool read_token_ids(const json& arr, std::vector<std::uint32_t>& out) {
     return true;
 }
 
-maybe_error parse_prompt(const json& body, generation_request& req) {
+maybe_error parse_prompt(const json& body, std::size_t vocab, generation_request& req) {
+    const std::string ids_in = "an array of token ids in [0, " + std::to_string(vocab - 1) + "]";
     const json* p = find_field(body, "prompt");
     const std::string name = "prompt";
     if (p == nullptr) {
@@ -136,13 +137,13 @@ maybe_error parse_prompt(const json& body, generation_request& req) {
             req.prompt = first.get<std::string>();
             return std::nullopt;
         }
-        if (!first.empty() && read_token_ids(first, req.prompt_token_ids)) {
+        if (!first.empty() && read_token_ids(first, vocab, req.prompt_token_ids)) {
             return std::nullopt;
         }
-        return must_be(name, "an array of token ids in [0, 257]");
+        return must_be(name, ids_in);
     }
-    if (!read_token_ids(*p, req.prompt_token_ids)) {
-        return must_be(name, "an array of token ids in [0, 257]");
+    if (!read_token_ids(*p, vocab, req.prompt_token_ids)) {
+        return must_be(name, ids_in);
     }
     return std::nullopt;
 }
@@ -326,8 +327,9 @@ maybe_error parse_max_tokens(const json& body, generation_request& req) {
 }
 
 maybe_error parse_object(const json& body, generation_request& req, const request_limits& limits) {
-    auto prompt_error =
-        req.kind == endpoint::completions ? parse_prompt(body, req) : parse_messages(body, req);
+    auto prompt_error = req.kind == endpoint::completions
+                            ? parse_prompt(body, limits.vocab_size, req)
+                            : parse_messages(body, req);
     if (prompt_error) {
         return prompt_error;
     }

@@ -5,6 +5,7 @@
 
 #include "common/openai/chat_template.hpp"
 #include "common/openai/error.hpp"
+#include "common/prompt/tokenizer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +52,8 @@ struct request_limits {
     std::size_t max_values = 1'000'000; // --json-max-values: DOM nodes one body may build
     std::size_t max_stop_strings = 16;  // --max-stop-strings (0: no cap; OpenAI allows 4)
     std::size_t max_stop_bytes = 512;   // --max-stop-bytes: the longest stop string
+    // Ids a token-id prompt may hold: the replica's vocabulary (set from --tokenizer at start).
+    std::size_t vocab_size = common::vocab_size;
 };
 
 struct parse_outcome {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -104,7 +105,12 @@ void added_matcher::add(std::string_view content, std::uint32_t index) {
     if (nodes_.empty()) {
         nodes_.emplace_back();
     }
-    first_[static_cast<std::uint8_t>(content[0])] = true;
+    const auto first = static_cast<std::uint8_t>(content[0]);
+    if (!first_[first]) {
+        first_[first] = true;
+        ++first_count_;
+        only_first_ = static_cast<char>(first);
+    }
     std::uint32_t node = 0;
     for (char c : content) {
         const auto b = static_cast<std::uint8_t>(c);
@@ -155,7 +161,15 @@ std::vector<added_matcher::match> added_matcher::find_all(std::string_view text)
     }
     std::size_t pos = 0;
     while (pos < text.size()) {
-        if (!first_[static_cast<std::uint8_t>(text[pos])]) {
+        if (first_count_ == 1) {
+            // Every added token starts with one byte ('<' for Llama 3 and Qwen): memchr skips
+            // to the next place a match can start, several bytes at a time.
+            const void* at = std::memchr(text.data() + pos, only_first_, text.size() - pos);
+            if (at == nullptr) {
+                break;
+            }
+            pos = static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+        } else if (!first_[static_cast<std::uint8_t>(text[pos])]) {
             ++pos;
             continue;
         }
@@ -238,6 +252,25 @@ std::vector<token_id> bpe_tokenizer::encode(std::string_view text, bool add_spec
         out.insert(out.end(), p.suffix_.begin(), p.suffix_.end());
     }
     return out;
+}
+
+void bpe_tokenizer::split_added_tokens(std::string_view text,
+                                       const std::function<void(std::string_view)>& on_text,
+                                       const std::function<void(token_id)>& on_token) const {
+    impl_->split_added(text, impl_->raw_matcher_, on_text, on_token);
+}
+
+void bpe_tokenizer::encode_text(std::string_view run, std::vector<token_id>& out) const {
+    impl::encode_run scratch(*impl_, out);
+    impl_->encode_piece(run, scratch);
+}
+
+std::span<const token_id> bpe_tokenizer::special_prefix() const {
+    return impl_->prefix_;
+}
+
+std::span<const token_id> bpe_tokenizer::special_suffix() const {
+    return impl_->suffix_;
 }
 
 void bpe_tokenizer::impl::encode_piece(std::string_view piece, encode_run& run) const {

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -35,6 +36,18 @@ public:
     // post-processor's tokens (BOS, EOS) come only with add_special_tokens. Text that is not
     // valid UTF-8 is first made so (each ill-formed subpart becomes U+FFFD). Thread-safe.
     std::vector<token_id> encode(std::string_view text, bool add_special_tokens = true) const;
+
+    // encode() in pieces, for callers that cache: the runs of text between added tokens encode
+    // independently of their neighbours. split_added_tokens calls on_text for each run and
+    // on_token for each added token, in order; encode_text appends one run's ids. For valid
+    // UTF-8 `text`, encode(text, false) is exactly these put together; special_prefix() and
+    // special_suffix() are what add_special_tokens puts around them.
+    void split_added_tokens(std::string_view text,
+                            const std::function<void(std::string_view)>& on_text,
+                            const std::function<void(token_id)>& on_token) const;
+    void encode_text(std::string_view run, std::vector<token_id>& out) const;
+    std::span<const token_id> special_prefix() const;
+    std::span<const token_id> special_suffix() const;
     // Ids -> text; ids outside the vocabulary are dropped, as are special tokens when asked.
     std::string decode(std::span<const token_id> ids, bool skip_special_tokens = true) const;
 

@@ -33,6 +33,8 @@ private:
     };
     std::vector<node> nodes_;
     std::array<bool, 256> first_{};
+    std::size_t first_count_ = 0; // distinct first bytes
+    char only_first_ = 0;         // the first byte, when there is one
 };
 
 // NFC through utf8proc (text must be valid UTF-8).

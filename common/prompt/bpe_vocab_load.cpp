@@ -1,6 +1,7 @@
 // Reading a tokenizer.json's vocabulary into bpe_tokenizer's state: the BPE model's tokens and
 // merges, the added tokens, and each id's bytes for decoding.
 #include "common/prompt/bpe_load.hpp"
+#include "common/prompt/utf8.hpp"
 
 #include <unordered_map>
 
@@ -9,12 +10,6 @@
 namespace lanes::common::bpe_load {
 
 namespace {
-
-void append_utf8(std::string& out, char32_t cp) {
-    utf8proc_uint8_t buf[4];
-    const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
-    out.append(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(n));
-}
 
 // Code point -> byte for the byte-level alphabet (every code point it uses is below U+0144).
 class byte_level_inverse {

@@ -1,6 +1,7 @@
 #include "common/prompt/utf8.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 namespace lanes::common {
 
@@ -68,6 +69,16 @@ sequence_scan scan_sequence(std::string_view bytes, std::size_t i) {
 bool is_valid_utf8(std::string_view bytes) {
     std::size_t i = 0;
     while (i < bytes.size()) {
+        // Eight ASCII bytes at a time: most prompt text is ASCII.
+        std::uint64_t word = 0;
+        while (i + sizeof word <= bytes.size() &&
+               (std::memcpy(&word, bytes.data() + i, sizeof word), word & 0x8080808080808080ULL) ==
+                   0) {
+            i += sizeof word;
+        }
+        if (i == bytes.size()) {
+            break;
+        }
         if (static_cast<std::uint8_t>(bytes[i]) < 0x80) {
             ++i;
             continue;
@@ -115,6 +126,24 @@ std::size_t utf8_complete_prefix(std::string_view bytes) {
         return waiting ? i - 1 : bytes.size();
     }
     return bytes.size();
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xc0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xe0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+        out += static_cast<char>(0xf0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
 }
 
 } // namespace lanes::common

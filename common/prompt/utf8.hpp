@@ -16,5 +16,7 @@ std::string utf8_lossy(std::string_view bytes);
 // Length of the longest prefix of bytes that does not end inside a sequence that later bytes could
 // still complete; what follows it (at most 3 bytes) is a stream's to hold back.
 std::size_t utf8_complete_prefix(std::string_view bytes);
+// Appends the UTF-8 form of a code point (at most U+10FFFF).
+void append_utf8(std::string& out, char32_t cp);
 
 } // namespace lanes::common

@@ -114,10 +114,17 @@ std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& mod
     return std::clamp<std::size_t>(budget / per_block, 16, cap);
 }
 
-std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind) {
-    const auto model = preset(cfg.preset);
+model_config replica_model(const replica_config& cfg) {
+    auto model = preset(cfg.preset);
     if (!model)
         throw std::runtime_error("unknown preset " + cfg.preset);
+    if (cfg.vocab_size > 0)
+        model->vocab = cfg.vocab_size;
+    return *model;
+}
+
+std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind) {
+    const std::optional<model_config> model = replica_model(cfg);
     backend_options options;
     options.kind = kind;
     options.num_blocks = static_cast<std::size_t>(cfg.kv_blocks);

@@ -84,6 +84,8 @@ std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& mod
 // The backend the replica's config asks for, with cfg.kv_blocks blocks (resolved): its kind
 // resolved, weights made from the seed when the kind computes. Throws std::runtime_error when it
 // cannot be built.
+// The preset's shape, with the vocabulary of the model's tokenizer when one is loaded.
+model_config replica_model(const replica_config& cfg);
 std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind);
 
 } // namespace lanes::replica

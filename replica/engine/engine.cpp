@@ -26,14 +26,16 @@ struct engine::live : sequence {
     engine_request req;
     std::shared_ptr<request_stream> stream;
     stop_matcher stops;
+    vocabulary::text_stream text;
     engine_clock::time_point last_token{};
     engine_clock::time_point scheduled{}; // first admitted: its prefill begins
     bool done = false;
 
-    live(engine_request r, std::shared_ptr<request_stream> s)
+    live(engine_request r, std::shared_ptr<request_stream> s, const vocabulary& v)
         : req(std::move(r))
         , stream(std::move(s))
-        , stops(req.sampling.stop) {
+        , stops(req.sampling.stop)
+        , text(v) {
         tokens = req.prompt;
         num_prompt = tokens.size();
         hash_root = req.hash_root;
@@ -116,7 +118,7 @@ submit_status engine::submit(engine_request req, std::shared_ptr<request_stream>
         const auto queued = incoming_.size() + static_cast<std::size_t>(snapshot_.waiting);
         if (queued >= static_cast<std::size_t>(cfg_.max_waiting))
             return submit_status::queue_full;
-        incoming_.push_back(std::make_unique<live>(std::move(req), std::move(stream)));
+        incoming_.push_back(std::make_unique<live>(std::move(req), std::move(stream), vocab_));
         ++snapshot_.waiting; // visible to /load at once
     }
     wake_.notify_all();
@@ -243,8 +245,9 @@ void engine::step() {
         const auto position = seq.tokens.size();
         sample_options so{seq.req.sampling.temperature, seq.req.sampling.top_p,
                           seq.req.sampling.seed, !seq.req.sampling.ignore_eos};
-        const common::token_id tok = has_logits ? sample(logits_[next_logits++], so, position)
-                                                : synthetic_token(seq.req.sampling.seed, position);
+        const common::token_id tok = has_logits
+                                         ? sample(logits_[next_logits++], so, position, &vocab_)
+                                         : vocab_.synthetic(seq.req.sampling.seed, position);
         emit_token(seq, tok, done_at);
     }
     for (auto it = live_.begin(); it != live_.end();) {
@@ -281,11 +284,10 @@ void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_poin
         metrics_.itl.observe(seconds_between(seq.last_token, now));
     }
     seq.last_token = now;
-    bool stop = tok == common::eos_token && !seq.req.sampling.ignore_eos;
-    if (!stop && tok != common::eos_token) {
-        const char byte = static_cast<char>(tok);
-        stop = seq.stops.append(std::string_view(&byte, 1));
-    }
+    const bool eos = vocab_.is_eos(tok);
+    bool stop = eos && !seq.req.sampling.ignore_eos;
+    if (!eos)
+        stop = seq.stops.append(seq.text.push(tok));
     if (stop)
         return finish(seq, finish_reason::stop);
     const auto generated = static_cast<std::int64_t>(seq.num_generated());
@@ -303,6 +305,8 @@ void engine::finish(live& seq, finish_reason reason) {
         return;
     seq.done = true;
     stream_event ev;
+    if (!seq.stops.matched())
+        seq.stops.append(seq.text.finish()); // bytes of a sequence the end cut short
     ev.text = seq.stops.take_all();
     ev.finished = true;
     ev.finish = reason;

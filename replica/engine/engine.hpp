@@ -8,6 +8,7 @@
 #include "replica/engine/block_manager.hpp"
 #include "replica/engine/request_stream.hpp"
 #include "replica/engine/scheduler.hpp"
+#include "replica/engine/vocabulary.hpp"
 #include "replica/metrics.hpp"
 
 #include <chrono>
@@ -86,6 +87,9 @@ public:
     // step's batch, so that a subscriber that joined before the first request sees batch 0 (a
     // PUB socket drops what it sends before anyone subscribes). `sink` must not block.
     void publish_kv_events(std::function<void(common::kv_events::batch)> sink, bool clear_at_start);
+    // Before start(): the vocabulary requests' ids are in (the byte vocabulary by default).
+    void use_vocabulary(vocabulary v) { vocab_ = std::move(v); }
+    const vocabulary& vocab() const { return vocab_; }
     void start();
     void stop(); // finishes every request with "abort" and joins the thread
 
@@ -127,6 +131,7 @@ private:
     std::function<void(common::kv_events::batch)> kv_sink_;
     std::int64_t kv_batches_ = 0; // given to kv_sink_ so far
     bool kv_clear_at_start_ = false;
+    vocabulary vocab_;
     // Engine thread only.
     block_manager blocks_;
     scheduler scheduler_;

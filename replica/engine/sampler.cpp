@@ -1,5 +1,7 @@
 #include "replica/engine/sampler.hpp"
 
+#include "replica/engine/vocabulary.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -15,6 +17,10 @@ std::uint64_t mix(std::uint64_t x) {
     return x ^ (x >> 31);
 }
 
+// Above this many candidates, sampling without top-p skips the sort (byte vocabularies stay on
+// the sorted path, which keeps their draws as they were).
+constexpr std::size_t large_vocabulary = 4096;
+
 double unit_draw(std::uint64_t seed, std::uint64_t position) {
     return static_cast<double>(mix(mix(seed) ^ position) >> 11) * (1.0 / 9007199254740992.0);
 }
@@ -28,7 +34,7 @@ bool sampleable(common::token_id id, bool allow_eos) {
 }
 
 common::token_id sample(std::span<const float> logits, const sample_options& o,
-                        std::uint64_t position) {
+                        std::uint64_t position, const vocabulary* vocab) {
     struct cand {
         common::token_id id;
         float logit;
@@ -37,15 +43,39 @@ common::token_id sample(std::span<const float> logits, const sample_options& o,
     cands.reserve(logits.size());
     for (std::size_t i = 0; i < logits.size(); ++i) {
         const auto id = static_cast<common::token_id>(i);
-        if (sampleable(id, o.allow_eos) && std::isfinite(logits[i]))
+        const bool drawable =
+            vocab != nullptr ? vocab->sampleable(id, o.allow_eos) : sampleable(id, o.allow_eos);
+        if (drawable && std::isfinite(logits[i]))
             cands.push_back({id, logits[i]});
     }
     if (cands.empty())
-        return synthetic_token(o.seed, position);
+        return vocab != nullptr ? vocab->synthetic(o.seed, position)
+                                : synthetic_token(o.seed, position);
     if (o.temperature <= 1e-6) { // greedy; ties go to the lower id
         return std::max_element(cands.begin(), cands.end(),
                                 [](const cand& a, const cand& b) { return a.logit < b.logit; })
             ->id;
+    }
+    if (o.top_p >= 1.0 && cands.size() > large_vocabulary) {
+        // No nucleus to cut: draw from the whole softmax in id order, without sorting a model
+        // vocabulary's 100k+ candidates for every token.
+        const float top =
+            std::max_element(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
+                return a.logit < b.logit;
+            })->logit;
+        double total = 0.0;
+        std::vector<double> weights(cands.size());
+        for (std::size_t i = 0; i < cands.size(); ++i) {
+            weights[i] = std::exp((cands[i].logit - top) / o.temperature);
+            total += weights[i];
+        }
+        double u = unit_draw(o.seed, position) * total;
+        for (std::size_t i = 0; i < cands.size(); ++i) {
+            u -= weights[i];
+            if (u < 0)
+                return cands[i].id;
+        }
+        return cands.back().id;
     }
     std::sort(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
         return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);

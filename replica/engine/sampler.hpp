@@ -18,8 +18,11 @@ struct sample_options {
     bool allow_eos = true;
 };
 
+class vocabulary;
+
+// `vocab` decides which ids may be drawn (vocabulary::sampleable); null: the byte vocabulary.
 common::token_id sample(std::span<const float> logits, const sample_options& options,
-                        std::uint64_t position);
+                        std::uint64_t position, const vocabulary* vocab = nullptr);
 
 // Whether a token may appear in an output (printable, newline, or EOS when allowed).
 bool sampleable(common::token_id id, bool allow_eos);

@@ -224,7 +224,10 @@ asio::awaitable<void> replica_monitor::read_models(std::shared_ptr<replica> r) {
             continue;
         m.ids.push_back(entry["id"].get<std::string>());
         m.objects.push_back(entry.dump());
-        all_lanes = all_lanes && entry.value("owned_by", "") == "lanes";
+        // A lanes replica with a model's tokenizer reports its digest: its ids are the model's,
+        // so it counts as an engine (hashed in real ids), not as the byte vocabulary.
+        all_lanes = all_lanes && entry.value("owned_by", "") == "lanes" &&
+                    !entry.contains("lanes_tokenizer");
     }
     m.lanes = all_lanes && !m.ids.empty();
     const auto before = r->models();

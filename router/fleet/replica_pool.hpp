@@ -44,7 +44,9 @@ struct scraped_stats {
 // What a replica's /v1/models said, as the monitor last read it.
 struct model_list {
     bool known = false; // read at least once; until then the replica is taken to serve any model
-    bool lanes = false; // a lanes replica (models owned by "lanes"): byte tokens, lanes' hashes
+    // A lanes replica in the byte vocabulary (models owned by "lanes", no lanes_tokenizer):
+    // byte tokens, lanes' hashes.
+    bool lanes = false;
     std::vector<std::string> ids;
     std::vector<std::string> objects; // each model's JSON object as the replica gave it
 

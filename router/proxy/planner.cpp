@@ -34,9 +34,18 @@ planner::planner(const proxy_config& cfg, const replica_pool& pool, router_metri
     , counts_(counts)
     , responses_(responses)
     , dispatch_(dispatch)
-    , tokenizer_(cfg.tokenizer.endpoint.empty()
-                     ? nullptr
-                     : std::make_unique<remote_tokenizer>(cfg.tokenizer)) {}
+    , tokenizer_(cfg.tokenizer.endpoint.empty() ? nullptr
+                                                : std::make_unique<remote_tokenizer>(cfg.tokenizer))
+    , local_(cfg.local_tokenizer.directories.empty()
+                 ? nullptr
+                 : std::make_unique<local_tokenizers>(cfg.local_tokenizer)) {
+    if (local_)
+        for (const auto& [model, t] : local_->by_model())
+            LANES_LOG(info, "tokenize",
+                      "tokenizer for " << (model.empty() ? std::string("every model") : model)
+                                       << ": " << t->directory() << " (" << t->vocab_size()
+                                       << " ids, " << t->digest() << ")");
+}
 
 std::string planner::resolve_model(const std::optional<std::string>& named) const {
     if (named && !named->empty())
@@ -54,9 +63,28 @@ std::string planner::model_label(const std::string& model) const {
 
 asio::awaitable<void> planner::generate(http::request& req, http::response_writer& out,
                                         body_kind kind, client who) {
-    if (tokenizer_ && (kind == body_kind::completions || kind == body_kind::chat))
+    const bool tokenizable = kind == body_kind::completions || kind == body_kind::chat;
+    if (local_ && tokenizable) {
+        const auto start = std::chrono::steady_clock::now();
+        auto ids = local_->token_ids(
+            req.body(), kind == body_kind::chat,
+            [this](const std::optional<std::string>& named) { return resolve_model(named); },
+            {cfg_.json_max_depth, cfg_.tokenizer.max_values}, std::time(nullptr));
+        if (ids) {
+            metrics_.local_tokenize_seconds.observe(seconds_since(start));
+            metrics_.tokenize.with({"local"}).inc();
+            return generate_with_ids(req, out, kind, std::move(who), std::move(*ids));
+        }
+    }
+    if (tokenizer_ && tokenizable)
         return generate_tokenized(req, out, kind, std::move(who));
     return generate_hashed(req, out, kind, std::move(who), nullptr);
+}
+
+asio::awaitable<void> planner::generate_with_ids(http::request& req, http::response_writer& out,
+                                                 body_kind kind, client who,
+                                                 std::vector<std::uint32_t> ids) {
+    co_await generate_hashed(req, out, kind, std::move(who), &ids);
 }
 
 asio::awaitable<void> planner::generate_tokenized(http::request& req, http::response_writer& out,
@@ -102,8 +130,12 @@ asio::awaitable<void> planner::generate_hashed(http::request& req, http::respons
         return out.answer(openai::error_response(req, *read.error));
     }
     request_view& view = *read.view;
-    if (engine_ids && view.prompt_token_ids.empty())
+    if (engine_ids && view.prompt_token_ids.empty()) {
         view.prompt_token_ids = *engine_ids;
+        // The template rendered the tools into those ids: the root must not hold them again
+        // (the engine's KV events, which carry the same ids, are rooted without them).
+        view.context_hash = 0;
+    }
     std::string salt;
     if (cfg_.isolate_cache_by_key && plan.who.key) {
         if (has_field(req.body(), "cache_salt")) {

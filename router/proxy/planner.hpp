@@ -1,9 +1,9 @@
 // A request's plan before it is dispatched: a generation request (completions, chat, responses)
 // is read once for what routing needs, its prompt's blocks hashed (with the engine's token ids,
-// when --tokenize-endpoint is set) and routed by the policy; the rest of the API is read for its
-// model only and goes to the least-loaded replica serving it; a response's continuation, or a
-// read of a stored response, is pinned to the replica that made it. Refusals (a bad body, a
-// token budget spent) are answered here.
+// computed in process with --tokenizer, or asked of --tokenize-endpoint) and routed by the policy;
+// the rest of the API is read for its model only and goes to the least-loaded replica serving it; a
+// response's continuation, or a read of a stored response, is pinned to the replica that made it.
+// Refusals (a bad body, a token budget spent) are answered here.
 #pragma once
 
 #include "common/http/message.hpp"
@@ -11,6 +11,7 @@
 #include "router/access/client.hpp"
 #include "router/proxy/dispatch_plan.hpp"
 #include "router/proxy/proxy_config.hpp"
+#include "router/request/local_tokenizer.hpp"
 #include "router/request/remote_tokenizer.hpp"
 #include "router/request/request_view.hpp"
 
@@ -55,6 +56,11 @@ private:
     boost::asio::awaitable<void> generate_tokenized(common::http::request& req,
                                                     common::http::response_writer& out,
                                                     body_kind kind, client who);
+    // generate_hashed with ids computed in process (kept alive across its suspension).
+    boost::asio::awaitable<void> generate_with_ids(common::http::request& req,
+                                                   common::http::response_writer& out,
+                                                   body_kind kind, client who,
+                                                   std::vector<std::uint32_t> ids);
     // `engine_ids`, when set, are what the prompt is hashed by.
     boost::asio::awaitable<void> generate_hashed(common::http::request& req,
                                                  common::http::response_writer& out, body_kind kind,
@@ -75,6 +81,7 @@ private:
     response_affinity& responses_;
     dispatcher& dispatch_;
     std::unique_ptr<remote_tokenizer> tokenizer_; // with --tokenize-endpoint
+    std::unique_ptr<local_tokenizers> local_;     // with --tokenizer
 };
 
 } // namespace lanes::router

@@ -12,6 +12,7 @@
 #include "router/fleet/upstream_config.hpp"
 #include "router/policies/factory.hpp"
 #include "router/proxy/retry_policy.hpp"
+#include "router/request/local_tokenizer.hpp"
 #include "router/request/remote_tokenizer.hpp"
 
 #include <cstddef>
@@ -65,6 +66,8 @@ struct proxy_config {
     std::size_t response_affinity_capacity = 100'000;
     // The engine's token ids for text prompts, from its /tokenize (request/remote_tokenizer).
     tokenizer_settings tokenizer;
+    // The engine's token ids computed in process (request/local_tokenizer).
+    local_tokenizer_settings local_tokenizer;
 
     // Replica state.
     common::http::duration stale_after{2'000}; // scraped values older than this are ignored

@@ -164,6 +164,7 @@ TEST_CASE("every router metric is exposed with its help and type lines", "[metri
         {"lanes_router_tokenize_total", "counter"},
         {"lanes_router_ideal_prefix_hit_tokens_total", "counter"},
         {"lanes_router_tokenize_seconds", "histogram"},
+        {"lanes_router_local_tokenize_seconds", "histogram"},
     };
     CHECK(parsed.types.size() == families.size());
     for (const auto& [name, type] : families) {

@@ -1,0 +1,303 @@
+#include "common/prompt/model_tokenizer.hpp"
+
+#include "common/prompt/jinja.hpp"
+#include "common/prompt/utf8.hpp"
+
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace lanes::common {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Runs shorter than this are encoded each time: a lookup would cost about what encoding does.
+constexpr std::size_t min_cached_run_bytes = 24;
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return std::nullopt;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return std::move(text).str();
+}
+
+json read_json(const std::filesystem::path& path, const std::string& text) {
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        throw std::runtime_error(path.string() + ": not a JSON object");
+    return j;
+}
+
+// A special token as tokenizer_config.json gives it: a string, or an AddedToken object.
+std::string token_text(const json& config, const char* field) {
+    const auto it = config.find(field);
+    if (it == config.end() || it->is_null())
+        return {};
+    if (it->is_string())
+        return it->get<std::string>();
+    if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+        return (*it)["content"].get<std::string>();
+    return {};
+}
+
+// The template transformers would pick with no name asked: a string, or the entry named
+// "default" of a list of {name, template}.
+std::string template_source(const json& config, const std::string& where) {
+    const auto it = config.find("chat_template");
+    if (it == config.end() || it->is_null())
+        return {};
+    if (it->is_string())
+        return it->get<std::string>();
+    if (it->is_array()) {
+        for (const auto& entry : *it)
+            if (entry.is_object() && entry.value("name", "") == "default" &&
+                entry.contains("template") && entry["template"].is_string())
+                return entry["template"].get<std::string>();
+        throw std::runtime_error(where + ": chat_template is a list without a 'default' entry");
+    }
+    throw std::runtime_error(where + ": chat_template is neither a string nor a list");
+}
+
+void add_ids(const json& value, std::vector<token_id>& ids) {
+    if (value.is_number_unsigned())
+        ids.push_back(value.get<token_id>());
+    else if (value.is_array())
+        for (const auto& v : value)
+            if (v.is_number_unsigned())
+                ids.push_back(v.get<token_id>());
+}
+
+std::string hex128(XXH128_hash_t h) {
+    char buf[33];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                  static_cast<unsigned long long>(h.low64));
+    return buf;
+}
+
+// The text a list of content parts carries, as vLLM flattens it for templates that take a
+// string ("\n" between the text parts).
+std::string joined_text(const json& parts) {
+    std::string text;
+    bool first = true;
+    for (const auto& part : parts) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+            throw chat_render_error("only text content parts are supported");
+        if (!first)
+            text += '\n';
+        text += part["text"].get_ref<const std::string&>();
+        first = false;
+    }
+    return text;
+}
+
+// The messages as vLLM hands them to the template: content parts flattened where the template
+// wants a string, and tool call arguments given as a JSON string parsed into an object.
+json prepared_messages(const json& messages, bool content_as_parts) {
+    if (!messages.is_array())
+        throw chat_render_error("'messages' must be an array");
+    json out = messages;
+    for (auto& m : out) {
+        if (!m.is_object())
+            throw chat_render_error("each message must be an object");
+        auto content = m.find("content");
+        if (content != m.end() && content->is_array() && !content_as_parts)
+            *content = joined_text(*content);
+        auto calls = m.find("tool_calls");
+        if (calls == m.end() || !calls->is_array())
+            continue;
+        for (auto& call : *calls) {
+            if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+                continue;
+            auto& fn = call["function"];
+            auto args = fn.find("arguments");
+            if (args != fn.end() && args->is_string()) {
+                json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
+                if (!parsed.is_discarded())
+                    *args = std::move(parsed);
+            }
+        }
+    }
+    return out;
+}
+
+// The final message's text, for continue_final_message.
+std::string final_text(const json& messages) {
+    if (messages.empty())
+        throw chat_render_error("continue_final_message needs a final message");
+    const json& content = messages.back().contains("content") ? messages.back()["content"] : json();
+    if (content.is_string())
+        return content.get<std::string>();
+    if (content.is_array())
+        for (auto it = content.rbegin(); it != content.rend(); ++it)
+            if (it->is_object() && it->contains("text") && (*it)["text"].is_string())
+                return (*it)["text"].get<std::string>();
+    throw chat_render_error("continue_final_message needs a final message with text content");
+}
+
+std::string_view strip(std::string_view s) {
+    constexpr std::string_view space = " \t\n\r\f\v";
+    const auto b = s.find_first_not_of(space);
+    if (b == std::string_view::npos)
+        return {};
+    return s.substr(b, s.find_last_not_of(space) - b + 1);
+}
+
+// transformers' continue_final_message: the rendering cut right after the final message's
+// text, so that generation continues it.
+std::string cut_after_final(std::string rendered, const std::string& final_message) {
+    const std::string_view stripped = strip(final_message);
+    const auto at = rendered.rfind(stripped);
+    if (stripped.empty() || at == std::string::npos)
+        throw chat_render_error(
+            "continue_final_message: the final message does not appear in the rendered chat");
+    const auto first = final_message.find_first_not_of(" \t\n\r\f\v");
+    const std::string_view lstripped = first == std::string::npos
+                                           ? std::string_view()
+                                           : std::string_view(final_message).substr(first);
+    const bool kept = rendered.compare(at, lstripped.size(), lstripped) == 0;
+    rendered.resize(at + (kept ? lstripped.size() : stripped.size()));
+    return rendered;
+}
+
+} // namespace
+
+model_tokenizer::model_tokenizer(bpe_tokenizer bpe, std::size_t cache_ids)
+    : bpe_(std::move(bpe))
+    , cache_(cache_ids) {}
+
+model_tokenizer::~model_tokenizer() = default;
+
+std::shared_ptr<const model_tokenizer> model_tokenizer::load(const std::string& directory,
+                                                             const options& opts) {
+    namespace fs = std::filesystem;
+    const fs::path dir(directory);
+    const auto tokenizer_text = read_file(dir / "tokenizer.json");
+    if (!tokenizer_text)
+        throw std::runtime_error(directory + ": no readable tokenizer.json (a tokenizer "
+                                             "directory holds tokenizer.json and "
+                                             "tokenizer_config.json, as on the Hub)");
+    auto t = std::make_shared<model_tokenizer>(bpe_tokenizer::from_json(*tokenizer_text),
+                                               opts.cache_ids);
+    t->directory_ = directory;
+    json config = json::object();
+    const fs::path config_path = dir / "tokenizer_config.json";
+    if (const auto text = read_file(config_path))
+        config = read_json(config_path, *text);
+    std::string source;
+    if (const auto jinja_file = read_file(dir / "chat_template.jinja"))
+        source = *jinja_file;
+    else
+        source = template_source(config, config_path.string());
+    if (!source.empty()) {
+        try {
+            t->chat_template_ = std::make_unique<jinja_template>(jinja_template::parse(source));
+        } catch (const std::exception& e) {
+            throw std::runtime_error(config_path.string() + ": chat_template: " + e.what());
+        }
+        static const std::regex iterates_content(
+            R"(for\s+\w+\s+in\s+\w+(\[\s*['"]content['"]\s*\]|\.content)\b)");
+        t->content_as_parts_ = std::regex_search(source, iterates_content);
+    }
+    t->bos_token_ = token_text(config, "bos_token");
+    t->eos_token_ = token_text(config, "eos_token");
+    if (!t->bos_token_.empty())
+        t->bos_id_ = t->bpe_.find(t->bos_token_);
+    if (!t->eos_token_.empty())
+        if (const auto id = t->bpe_.find(t->eos_token_))
+            t->eos_ids_.push_back(*id);
+    const fs::path generation_path = dir / "generation_config.json";
+    if (const auto text = read_file(generation_path)) {
+        const json generation = read_json(generation_path, *text);
+        if (generation.contains("eos_token_id"))
+            add_ids(generation["eos_token_id"], t->eos_ids_);
+    }
+    std::sort(t->eos_ids_.begin(), t->eos_ids_.end());
+    t->eos_ids_.erase(std::unique(t->eos_ids_.begin(), t->eos_ids_.end()), t->eos_ids_.end());
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_128bits_reset(state);
+    XXH3_128bits_update(state, tokenizer_text->data(), tokenizer_text->size());
+    XXH3_128bits_update(state, "\0", 1);
+    XXH3_128bits_update(state, source.data(), source.size());
+    t->digest_ = "xxh128:" + hex128(XXH3_128bits_digest(state));
+    XXH3_freeState(state);
+    return t;
+}
+
+bool model_tokenizer::is_eos(token_id id) const {
+    return std::binary_search(eos_ids_.begin(), eos_ids_.end(), id);
+}
+
+std::vector<token_id> model_tokenizer::encode(std::string_view text,
+                                              bool add_special_tokens) const {
+    std::string repaired;
+    if (!is_valid_utf8(text)) {
+        repaired = utf8_lossy(text);
+        text = repaired;
+    }
+    std::vector<token_id> out;
+    out.reserve(text.size() / 3 + 8);
+    if (add_special_tokens)
+        out.insert(out.end(), bpe_.special_prefix().begin(), bpe_.special_prefix().end());
+    bpe_.split_added_tokens(
+        text,
+        [&](std::string_view run) {
+            if (run.size() < min_cached_run_bytes) {
+                bpe_.encode_text(run, out);
+                return;
+            }
+            if (cache_.find(run, out))
+                return;
+            const std::size_t from = out.size();
+            bpe_.encode_text(run, out);
+            cache_.insert(run, std::span(out).subspan(from));
+        },
+        [&](token_id id) { out.push_back(id); });
+    if (add_special_tokens)
+        out.insert(out.end(), bpe_.special_suffix().begin(), bpe_.special_suffix().end());
+    return out;
+}
+
+std::string model_tokenizer::render_chat(const chat_fields& chat, std::time_t now) const {
+    if (!chat_template_)
+        throw chat_render_error("the model's tokenizer has no chat template, so it cannot serve "
+                                "chat requests (tokenizer_config.json has no chat_template)");
+    if (chat.add_generation_prompt && chat.continue_final_message)
+        throw chat_render_error("continue_final_message and add_generation_prompt cannot both be "
+                                "true: one continues the last message, the other starts a new one");
+    if (!chat.messages)
+        throw chat_render_error("'messages' is required");
+    json context = json::object();
+    context["messages"] = prepared_messages(*chat.messages, content_as_parts_);
+    if (chat.tools && !chat.tools->is_null())
+        context["tools"] = *chat.tools;
+    context["add_generation_prompt"] = chat.add_generation_prompt;
+    context["bos_token"] = bos_token_;
+    context["eos_token"] = eos_token_;
+    if (chat.kwargs && chat.kwargs->is_object())
+        for (const auto& [k, v] : chat.kwargs->items())
+            context[k] = v;
+    std::string rendered;
+    try {
+        rendered = chat_template_->render(context, now);
+    } catch (const template_raised& e) {
+        throw chat_render_error(e.what());
+    } catch (const template_render_error& e) {
+        throw chat_render_error(std::string("the chat template failed: ") + e.what());
+    }
+    if (chat.continue_final_message)
+        return cut_after_final(std::move(rendered), final_text(context["messages"]));
+    return rendered;
+}
+
+} // namespace lanes::common
