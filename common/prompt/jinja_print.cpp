@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <utf8proc.h>
+
 namespace lanes::common::jinja_detail {
 
 namespace {
@@ -60,28 +62,52 @@ std::string float_repr(double x) {
     return sign + out + buf;
 }
 
+// str.isprintable() per character: not a control, format, surrogate, private-use, unassigned or
+// separator character other than the space.
+bool printable(char32_t cp) {
+    if (cp == ' ') {
+        return true;
+    }
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZS:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+        return false;
+    default:
+        return true;
+    }
+}
+
 void repr_string(const std::string& s, std::string& out) {
     const bool has_single = s.find('\'') != std::string::npos;
     const bool has_double = s.find('"') != std::string::npos;
     const char quote = has_single && !has_double ? '"' : '\'';
     out += quote;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == quote || c == '\\') {
+    for (const char32_t cp : code_points(s)) {
+        if (cp == static_cast<char32_t>(quote) || cp == '\\') {
             out += '\\';
-            out += c;
-        } else if (c == '\n') {
+            out += static_cast<char>(cp);
+        } else if (cp == '\n') {
             out += "\\n";
-        } else if (c == '\r') {
+        } else if (cp == '\r') {
             out += "\\r";
-        } else if (c == '\t') {
+        } else if (cp == '\t') {
             out += "\\t";
-        } else if (u < 0x20 || u == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+        } else if (!printable(cp)) {
+            char buf[16];
+            std::snprintf(buf, sizeof buf,
+                          cp < 0x100     ? "\\x%02x"
+                          : cp < 0x10000 ? "\\u%04x"
+                                         : "\\U%08x",
+                          static_cast<unsigned>(cp));
             out += buf;
         } else {
-            out += c;
+            out += encode(std::u32string(1, cp));
         }
     }
     out += quote;
