@@ -53,11 +53,12 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics, std::unique_
     , scheduler_(blocks_, {static_cast<std::size_t>(cfg.block_size),
                            static_cast<std::size_t>(cfg.max_num_seqs),
                            static_cast<std::size_t>(cfg.max_num_batched_tokens)}) {
-    const auto model = preset(cfg.preset);
+    const model_config model = replica_model(cfg);
     LANES_LOG(info, "engine",
               "backend " << backend_->describe() << ", preset " << cfg.preset << " ("
-                         << (model ? model->parameter_count() / 1000 : 0) << "k parameters), "
-                         << num_blocks_ << " KV blocks of " << cfg.block_size << " tokens");
+                         << model.parameter_count() / 1000 << "k parameters, " << model.vocab
+                         << "-id vocabulary), " << num_blocks_ << " KV blocks of "
+                         << cfg.block_size << " tokens");
     snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);
     snapshot_.block_size = cfg.block_size;
 }

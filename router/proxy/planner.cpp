@@ -64,7 +64,9 @@ std::string planner::model_label(const std::string& model) const {
 asio::awaitable<void> planner::generate(http::request& req, http::response_writer& out,
                                         body_kind kind, client who) {
     const bool tokenizable = kind == body_kind::completions || kind == body_kind::chat;
-    if (local_ && tokenizable) {
+    // A fleet of lanes replicas in the byte vocabulary caches bytes: a model's ids mean nothing
+    // to it, and it is hashed as before.
+    if (local_ && tokenizable && pool_.units().engine) {
         const auto start = std::chrono::steady_clock::now();
         auto ids = local_->token_ids(
             req.body(), kind == body_kind::chat,
