@@ -3,8 +3,6 @@
 // leak out, hence namespace()), if bodies are not.
 #include "common/prompt/jinja_impl.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 
 namespace lanes::common::jinja_detail {
