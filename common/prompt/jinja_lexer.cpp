@@ -4,6 +4,8 @@
 // is dropped, and a tag ends only where its brackets balance.
 #include "common/prompt/jinja_impl.hpp"
 
+#include "common/prompt/utf8.hpp"
+
 #include <cctype>
 
 namespace lanes::common::jinja_detail {
@@ -36,10 +38,6 @@ std::string normalize_newlines(std::string_view source) {
         out.pop_back();
     }
     return out;
-}
-
-void append_code_point(std::string& out, char32_t cp) {
-    out += encode(std::u32string(1, cp));
 }
 
 class lexer {
@@ -364,7 +362,10 @@ private:
                     cp = cp * 16 + static_cast<char32_t>(h);
                     ++pos_;
                 }
-                append_code_point(text, cp);
+                if (cp > 0x10ffff) {
+                    error_at(s, "illegal Unicode character in string literal");
+                }
+                append_utf8(text, cp);
                 break;
             }
             default:

@@ -2,6 +2,8 @@
 // UTF-8 code points that str's length, indexing and slicing count in.
 #include "common/prompt/jinja_impl.hpp"
 
+#include "common/prompt/utf8.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -328,21 +330,7 @@ std::string encode(const std::u32string& cps) {
     std::string out;
     out.reserve(cps.size());
     for (const char32_t cp : cps) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xc0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xe0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-        } else {
-            out += static_cast<char>(0xf0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-        }
+        append_utf8(out, cp);
     }
     return out;
 }
