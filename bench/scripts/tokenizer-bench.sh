@@ -77,6 +77,8 @@ for name, l in lanes.items():
         "reference_bytes_per_s": r and r["bytes_per_s"],
         "ratio": r and l["bytes_per_s"] / r["bytes_per_s"],
         "napi_share": r and r["napi_share"],
+        "napi_call_share": r and r["napi_call_share"],
+        "napi_ids_share": r and r["ids_share"],
         "lanes_heap_bytes": m["heap_bytes"],
         "lanes_rss_delta_bytes": m["rss_delta_bytes"],
         "reference_rss_delta_bytes": r and r["rss_delta_bytes"],

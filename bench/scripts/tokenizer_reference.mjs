@@ -1,9 +1,10 @@
 // The reference side of bench/scripts/tokenizer-bench.sh: Hugging Face's Rust tokenizers (npm
 // `tokenizers`, N-API) encoding the same corpus as lanes-tokenizer-bench, one call at a time,
 // add_special_tokens false, warm-up pass first, then rounds until both --seconds and --min-rounds
-// are reached. Prints the same JSON line as lanes-tokenizer-bench, plus the N-API crossing: as
-// many calls on a one-character string, timed, stand for the per-call cost of going from
-// JavaScript to Rust and back; napi_share is that cost over the timed encode's wall time.
+// are reached. Prints the same JSON line as lanes-tokenizer-bench, plus the N-API crossing's
+// share of the timed wall time, in two parts: the per-call cost of going from JavaScript to Rust
+// and back (as many calls on a one-character string, timed: napi_call_share) and the ids'
+// conversion into a JavaScript array (getIds(), timed in the loop: ids_share).
 // Run it pinned with RAYON_NUM_THREADS=1 and TOKENIZERS_PARALLELISM=false.
 //   node tokenizer_reference.mjs TOOLS_DIR TOKENIZER_JSON CORPUS_JSON [--name N] [--seconds S]
 //       [--min-rounds R] [--expect-tokens T]
@@ -43,13 +44,18 @@ function rss() {
     return process.memoryUsage().rss;
 }
 
-// One pass: the tokens of every text, encoded one call at a time.
+// One pass: the tokens of every text, encoded one call at a time, and the seconds spent in
+// getIds().
 async function encodeAll(tokenizer, texts) {
     let tokens = 0;
+    let idsS = 0;
     for (const text of texts) {
-        tokens += (await tokenizer.encode(text, null, { addSpecialTokens: false })).getIds().length;
+        const encoding = await tokenizer.encode(text, null, { addSpecialTokens: false });
+        const idsStart = now();
+        tokens += encoding.getIds().length;
+        idsS += now() - idsStart;
     }
-    return tokens;
+    return { tokens, idsS };
 }
 
 async function main() {
@@ -66,15 +72,18 @@ async function main() {
     const rssDelta = rss() - rssBefore;
 
     const warmStart = now();
-    const tokens = await encodeAll(tokenizer, docs);
+    const { tokens } = await encodeAll(tokenizer, docs);
     const warmS = now() - warmStart;
 
     let rounds = 0;
     let agree = true;
+    let idsS = 0;
     const start = now();
     let elapsed = 0;
     while (rounds < opts.minRounds || elapsed < opts.seconds) {
-        agree = agree && (await encodeAll(tokenizer, docs)) === tokens;
+        const pass = await encodeAll(tokenizer, docs);
+        agree = agree && pass.tokens === tokens;
+        idsS += pass.idsS;
         rounds += 1;
         elapsed = now() - start;
     }
@@ -103,7 +112,9 @@ async function main() {
         tokens_per_s: (tokens * rounds) / elapsed,
         rounds_agree: agree,
         napi_call_s: crossS / calls,
-        napi_share: crossS / elapsed,
+        napi_call_share: crossS / elapsed,
+        ids_share: idsS / elapsed,
+        napi_share: (crossS + idsS) / elapsed,
     };
     console.log(JSON.stringify(line));
     if (opts.expectTokens !== undefined && opts.expectTokens !== tokens) {
