@@ -84,49 +84,115 @@ std::string hex128(XXH128_hash_t h) {
     return buf;
 }
 
-// The text a list of content parts carries, as vLLM flattens it for templates that take a
-// string ("\n" between the text parts).
-std::string joined_text(const json& parts) {
-    std::string text;
-    bool first = true;
-    for (const auto& part : parts) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
-            throw chat_render_error("only text content parts are supported");
-        if (!first)
-            text += '\n';
-        text += part["text"].get_ref<const std::string&>();
-        first = false;
+// A message's content as vLLM gives it to the template: the text of its parts (a string is one
+// text part; null or absent, none), joined with "\n" into one string, or, for a template that
+// iterates over content parts, kept as a list of {"type": "text", "text": ...}.
+json prepared_content(const json* content, bool as_parts) {
+    std::vector<const std::string*> texts;
+    const auto take = [&](const json& part) {
+        if (part.is_string()) {
+            texts.push_back(&part.get_ref<const std::string&>());
+            return;
+        }
+        const std::string type =
+            part.is_object() && part.contains("type") && part["type"].is_string()
+                ? part["type"].get<std::string>()
+                : std::string();
+        const char* key = type == "refusal" ? "refusal" : "text";
+        if (type != "text" && type != "input_text" && type != "output_text" && type != "refusal" &&
+            type != "thinking")
+            throw chat_render_error("only text content parts are supported (got '" + type + "')");
+        const auto text = part.find(key);
+        if (text != part.end() && text->is_string()) // (a part without its text is skipped)
+            texts.push_back(&text->get_ref<const std::string&>());
+    };
+    if (content != nullptr && content->is_array()) {
+        for (const auto& part : *content)
+            take(part);
+    } else if (content != nullptr && content->is_string()) {
+        take(*content);
+    } else if (content != nullptr && !content->is_null()) {
+        throw chat_render_error("a message's content must be a string or a list of parts");
     }
-    return text;
+    if (as_parts) {
+        json parts = json::array();
+        for (const auto* t : texts)
+            parts.push_back({{"type", "text"}, {"text", *t}});
+        return parts;
+    }
+    std::string joined;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        if (i > 0)
+            joined += '\n';
+        joined += *texts[i];
+    }
+    return joined;
 }
 
-// The messages as vLLM hands them to the template: content parts flattened where the template
-// wants a string, and tool call arguments given as a JSON string parsed into an object.
+// Tool call arguments as templates expect them: an object (a JSON string is parsed; none or ""
+// is {}); an empty list of calls is dropped.
+void prepare_tool_calls(json& message) {
+    auto calls = message.find("tool_calls");
+    if (calls == message.end() || !calls->is_array())
+        return;
+    if (calls->empty()) {
+        message.erase("tool_calls");
+        return;
+    }
+    for (auto& call : *calls) {
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+            continue;
+        auto& fn = call["function"];
+        const auto args = fn.find("arguments");
+        if (args == fn.end() || args->is_null() ||
+            (args->is_string() && args->get_ref<const std::string&>().empty())) {
+            fn["arguments"] = json::object();
+        } else if (args->is_string()) {
+            json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
+            if (parsed.is_discarded())
+                throw chat_render_error("a tool call's arguments are not valid JSON");
+            *args = std::move(parsed);
+        }
+    }
+}
+
+// The messages as vLLM hands them to the template (its chat_utils): role and content, then by
+// role the tool calls and reasoning (assistant; `reasoning`, or the older `reasoning_content`,
+// under both names), tool_call_id (tool), name, tools (developer); nothing else a client sent.
 json prepared_messages(const json& messages, bool content_as_parts) {
     if (!messages.is_array())
         throw chat_render_error("'messages' must be an array");
-    json out = messages;
-    for (auto& m : out) {
-        if (!m.is_object())
-            throw chat_render_error("each message must be an object");
-        auto content = m.find("content");
-        if (content != m.end() && content->is_array() && !content_as_parts)
-            *content = joined_text(*content);
-        auto calls = m.find("tool_calls");
-        if (calls == m.end() || !calls->is_array())
-            continue;
-        for (auto& call : *calls) {
-            if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
-                continue;
-            auto& fn = call["function"];
-            auto args = fn.find("arguments");
-            if (args != fn.end() && args->is_string()) {
-                json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
-                if (!parsed.is_discarded())
-                    *args = std::move(parsed);
+    json out = json::array();
+    for (const auto& m : messages) {
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+            throw chat_render_error("each message must be an object with a string 'role'");
+        const std::string& role = m["role"].get_ref<const std::string&>();
+        const auto content = m.find("content");
+        json p = {{"role", role},
+                  {"content",
+                   prepared_content(content == m.end() ? nullptr : &*content, content_as_parts)}};
+        if (role == "assistant") {
+            if (const auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null())
+                p["tool_calls"] = *calls;
+            auto reasoning = m.find("reasoning");
+            if (reasoning == m.end() || reasoning->is_null())
+                reasoning = m.find("reasoning_content");
+            if (reasoning != m.end() && !reasoning->is_null()) {
+                p["reasoning"] = *reasoning;
+                p["reasoning_content"] = *reasoning;
             }
+        } else if (role == "tool") {
+            if (const auto id = m.find("tool_call_id"); id != m.end())
+                p["tool_call_id"] = *id;
         }
+        if (const auto name = m.find("name"); name != m.end() && name->is_string())
+            p["name"] = *name;
+        if (role == "developer") {
+            const auto tools = m.find("tools");
+            p["tools"] = tools == m.end() ? json() : *tools;
+        }
+        prepare_tool_calls(p);
+        out.push_back(std::move(p));
     }
     return out;
 }
@@ -206,7 +272,7 @@ std::shared_ptr<const model_tokenizer> model_tokenizer::load(const std::string& 
             throw std::runtime_error(config_path.string() + ": chat_template: " + e.what());
         }
         static const std::regex iterates_content(
-            R"(for\s+\w+\s+in\s+\w+(\[\s*['"]content['"]\s*\]|\.content)\b)");
+            R"(for\s+\w+\s+in\s+\w+(\[\s*['"]content['"]\s*\]|\.content\b))");
         t->content_as_parts_ = std::regex_search(source, iterates_content);
     }
     t->bos_token_ = token_text(config, "bos_token");

@@ -130,3 +130,39 @@ TEST_CASE("model tokenizer: chats rendered as transformers renders them", "[mode
         R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}])");
     CHECK_THROWS_WITH(render(*t, image), Catch::Contains("only text content parts"));
 }
+
+TEST_CASE("model tokenizer: messages reach the template as vLLM prepares them",
+          "[model_tokenizer]") {
+    const auto dir = std::filesystem::temp_directory_path() / "lanes-model-tokenizer-prep";
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(tiny_dir + "/tokenizer.json", dir / "tokenizer.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::ofstream(dir / "tokenizer_config.json")
+        << R"({"chat_template": "{{ messages | tojson }}"})";
+    const auto t = model_tokenizer::load(dir.string());
+    const ojson chat = ojson::parse(R"([
+        {"role":"user","content":[{"type":"text","text":"a"},"b",{"type":"text"}],"extra":1},
+        {"role":"assistant","content":null,"reasoning_content":"think",
+         "tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"x\": 1}"}},
+                       {"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},
+        {"role":"assistant","content":"done","tool_calls":[]},
+        {"role":"tool","content":"42","tool_call_id":"c1","name":"f"}])");
+    CHECK(render(*t, chat, false) ==
+          R"([{"role": "user", "content": "a\nb"}, )"
+          R"({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", )"
+          R"("function": {"name": "f", "arguments": {"x": 1}}}, {"id": "c2", "type": "function", )"
+          R"("function": {"name": "g", "arguments": {}}}], "reasoning": "think", )"
+          R"("reasoning_content": "think"}, {"role": "assistant", "content": "done"}, )"
+          R"({"role": "tool", "content": "42", "tool_call_id": "c1", "name": "f"}])");
+    const ojson bad_args = ojson::parse(
+        R"([{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{x"}}]}])");
+    CHECK_THROWS_WITH(render(*t, bad_args, false), Catch::Contains("not valid JSON"));
+    // A template that iterates over content parts gets them as parts, a string included.
+    std::ofstream(dir / "tokenizer_config.json")
+        << R"({"chat_template": "{% for m in messages %}{% for p in m['content'] %}[{{ p.text }}]{% endfor %}{% endfor %}"})";
+    const auto parts = model_tokenizer::load(dir.string());
+    const ojson two = ojson::parse(
+        R"([{"role":"user","content":"s"},{"role":"user","content":[{"type":"text","text":"t"}]}])");
+    CHECK(render(*parts, two, false) == "[s][t]");
+    std::filesystem::remove_all(dir);
+}
