@@ -39,15 +39,15 @@ json read_json(const std::filesystem::path& path, const std::string& text) {
 }
 
 // A special token as tokenizer_config.json gives it: a string, or an AddedToken object.
-std::string token_text(const json& config, const char* field) {
+std::optional<std::string> token_text(const json& config, const char* field) {
     const auto it = config.find(field);
     if (it == config.end() || it->is_null())
-        return {};
+        return std::nullopt;
     if (it->is_string())
         return it->get<std::string>();
     if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
         return (*it)["content"].get<std::string>();
-    return {};
+    return std::nullopt;
 }
 
 // The template transformers would pick with no name asked: a string, or the entry named
@@ -275,13 +275,16 @@ std::shared_ptr<const model_tokenizer> model_tokenizer::load(const std::string& 
             R"(for\s+\w+\s+in\s+\w+(\[\s*['"]content['"]\s*\]|\.content\b))");
         t->content_as_parts_ = std::regex_search(source, iterates_content);
     }
-    t->bos_token_ = token_text(config, "bos_token");
-    t->eos_token_ = token_text(config, "eos_token");
-    if (!t->bos_token_.empty())
-        t->bos_id_ = t->bpe_.find(t->bos_token_);
-    if (!t->eos_token_.empty())
-        if (const auto id = t->bpe_.find(t->eos_token_))
-            t->eos_ids_.push_back(*id);
+    for (const char* name : {"bos_token", "eos_token", "unk_token", "pad_token"})
+        if (auto text = token_text(config, name))
+            t->special_tokens_.emplace_back(name, std::move(*text));
+    for (const auto& [name, text] : t->special_tokens_) {
+        if (name == "bos_token")
+            t->bos_id_ = t->bpe_.find(text);
+        if (name == "eos_token")
+            if (const auto id = t->bpe_.find(text))
+                t->eos_ids_.push_back(*id);
+    }
     const fs::path generation_path = dir / "generation_config.json";
     if (const auto text = read_file(generation_path)) {
         const json generation = read_json(generation_path, *text);
@@ -348,8 +351,10 @@ std::string model_tokenizer::render_chat(const chat_fields& chat, std::time_t no
     if (chat.tools && !chat.tools->is_null())
         context["tools"] = *chat.tools;
     context["add_generation_prompt"] = chat.add_generation_prompt;
-    context["bos_token"] = bos_token_;
-    context["eos_token"] = eos_token_;
+    // The tokenizer's special tokens, as transformers passes its special_tokens_map: only
+    // those it has (a template asks `bos_token is defined`).
+    for (const auto& [name, text] : special_tokens_)
+        context[name] = text;
     if (chat.kwargs && chat.kwargs->is_object())
         for (const auto& [k, v] : chat.kwargs->items())
             context[k] = v;

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace lanes::common {
@@ -87,8 +88,8 @@ private:
     segment_cache cache_;
     std::unique_ptr<jinja_template> chat_template_;
     bool content_as_parts_ = false; // the template iterates over a message's content parts
-    std::string bos_token_;
-    std::string eos_token_;
+    // bos_token, eos_token, unk_token, pad_token: those tokenizer_config.json sets.
+    std::vector<std::pair<std::string, std::string>> special_tokens_;
     std::vector<token_id> eos_ids_;
     std::optional<token_id> bos_id_;
     std::string digest_;
