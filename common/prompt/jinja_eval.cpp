@@ -280,7 +280,11 @@ private:
                 fail(std::string("bad operand type for unary ") + (e.type == ex::neg ? "-" : "+") +
                      ": '" + type_name(v) + "'");
             }
-            return e.type == ex::pos ? v : binary_op("-", value::integer_v(0), v);
+            if (e.type == ex::pos) {
+                return v;
+            }
+            return v.k == kind::floating ? value::floating_v(-v.f)
+                                         : binary_op("-", value::integer_v(0), v);
         }
         case ex::not_:
             return value::boolean_v(!truthy(eval(*e.args[0])));
@@ -292,8 +296,16 @@ private:
             value l = eval(*e.args[0]);
             return truthy(l) ? l : eval(*e.args[1]);
         }
-        case ex::binary:
-            return binary_op(e.name, eval(*e.args[0]), eval(*e.args[1]));
+        case ex::binary: {
+            const value l = eval(*e.args[0]);
+            const value r = eval(*e.args[1]);
+            if (e.negated && l.is_number() && as_double(l) < 0) {
+                // a folded negative constant before ** (see power() in jinja_expression.cpp)
+                const value zero = value::integer_v(0);
+                return binary_op("-", zero, binary_op("**", binary_op("-", zero, l), r));
+            }
+            return binary_op(e.name, l, r);
+        }
         case ex::compare: {
             value left = eval(*e.args[0]);
             for (const auto& [op, operand] : e.kwargs) {

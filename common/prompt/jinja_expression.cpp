@@ -1,6 +1,8 @@
 // The Jinja expression parser: one function per precedence level (jinja_expression.hpp).
 #include "common/prompt/jinja_expression.hpp"
 
+#include <algorithm>
+
 namespace lanes::common::jinja_detail {
 
 // Expressions separated by commas: one alone, else a tuple.
@@ -150,11 +152,43 @@ expr_ptr expression_parser::math2() {
     return e;
 }
 
+namespace {
+
+// Whether Jinja's optimizer folds e to a constant: literals combined by operators.
+bool is_constant(const expr& e) {
+    switch (e.type) {
+    case ex::literal:
+        return true;
+    case ex::neg:
+    case ex::pos:
+    case ex::not_:
+    case ex::binary:
+    case ex::compare:
+    case ex::and_:
+    case ex::or_:
+    case ex::list:
+    case ex::tuple:
+        return std::all_of(e.args.begin(), e.args.end(),
+                           [](const expr_ptr& a) { return a && is_constant(*a); }) &&
+               std::all_of(e.kwargs.begin(), e.kwargs.end(),
+                           [](const auto& kw) { return is_constant(*kw.second); });
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
 expr_ptr expression_parser::power() {
     auto e = unary(true);
     while (is_op("**")) {
         const token& t = toks_[at_++];
-        e = binary(ex::binary, "**", std::move(e), unary(true), t);
+        auto right = unary(true);
+        // Jinja folds a constant left side (-2, 0 - 1) and writes it into Python unparenthesized
+        // before a ** whose right side is not constant: -2 ** x is then -(2 ** x).
+        const bool folded_left = is_constant(*e) && !is_constant(*right);
+        e = binary(ex::binary, "**", std::move(e), std::move(right), t);
+        e->negated = folded_left;
     }
     return e;
 }

@@ -184,9 +184,7 @@ value round_value(const value& v, std::int64_t precision, const std::string& met
     return value::floating_v(r / scale);
 }
 
-} // namespace
-
-value apply_filter(const std::string& name, const value& subject, const std::vector<value>& args,
+value eager_filter(const std::string& name, const value& subject, const std::vector<value>& args,
                    const kwargs_t& kwargs) {
     if (name == "default" || name == "d") {
         const bool boolean = truthy(arg(args, kwargs, 1, "boolean"));
@@ -288,13 +286,23 @@ value apply_filter(const std::string& name, const value& subject, const std::vec
         }
         return name == "first" ? items.front() : items.back();
     }
+    if (name == "reverse") {
+        if (subject.k == kind::string) {
+            return slice(subject, value(), value(), value::integer_v(-1));
+        }
+        list_t items = iterate(subject);
+        std::reverse(items.begin(), items.end());
+        return value::list_v(std::move(items));
+    }
     if (name == "list") {
         return value::list_v(iterate(subject));
     }
     if (name == "items" || name == "dictsort") {
         if (subject.k != kind::dict) {
-            return subject.defined() ? (fail(name + ": expected a mapping"), value())
-                                     : value::list_v({});
+            if (name == "items" && !subject.defined()) {
+                return value::list_v({});
+            }
+            fail(name + ": expected a mapping, got " + type_name(subject));
         }
         value out;
         call_method(subject, "items", {}, out);
@@ -343,15 +351,28 @@ value apply_filter(const std::string& name, const value& subject, const std::vec
         return total;
     }
     if (name == "abs") {
-        if (subject.k == kind::integer) {
-            return value::integer_v(subject.i < 0 ? -subject.i : subject.i);
+        if (subject.k == kind::integer || subject.k == kind::boolean) {
+            const std::int64_t i = subject.k == kind::boolean ? subject.b : subject.i;
+            return value::integer_v(i < 0 ? -i : i);
         }
         return value::floating_v(std::fabs(as_double(subject)));
     }
     if (name == "round") {
+        // Python's round(int, n >= 0) is the int itself.
+        const std::int64_t precision =
+            to_int(arg(args, kwargs, 0, "precision"), value::integer_v(0)).i;
+        const std::string method =
+            to_str(arg(args, kwargs, 1, "method", value::string_v("common")));
+        if (method == "common" && precision >= 0 &&
+            (subject.k == kind::integer || subject.k == kind::boolean)) {
+            return value::integer_v(subject.k == kind::boolean ? subject.b : subject.i);
+        }
         return round_value(subject,
                            to_int(arg(args, kwargs, 0, "precision"), value::integer_v(0)).i,
                            to_str(arg(args, kwargs, 1, "method", value::string_v("common"))));
+    }
+    if ((name == "int" || name == "float") && !subject.defined()) {
+        fail("'" + subject.s + "' is undefined (converting it to a number)");
     }
     if (name == "int") {
         return to_int(subject, arg(args, kwargs, 0, "default", value::integer_v(0)));
@@ -360,6 +381,9 @@ value apply_filter(const std::string& name, const value& subject, const std::vec
         return to_float(subject, arg(args, kwargs, 0, "default", value::floating_v(0)));
     }
     if (name == "indent") {
+        if (subject.k != kind::string) {
+            fail(std::string("indent: expected a string, got ") + type_name(subject));
+        }
         return value::string_v(indent(to_str(subject), arg(args, kwargs, 0, "width"),
                                       truthy(arg(args, kwargs, 1, "first")),
                                       truthy(arg(args, kwargs, 2, "blank"))));
@@ -370,11 +394,29 @@ value apply_filter(const std::string& name, const value& subject, const std::vec
         return value::string_v(percent_format(to_str(subject), tuple));
     }
     if (name == "wordcount") {
-        value words;
-        call_method(value::string_v(to_str(subject)), "split", {}, words);
-        return value::integer_v(static_cast<std::int64_t>(words.l->size()));
+        return value::integer_v(word_count(to_str(subject)));
     }
     fail("no filter named '" + name + "'");
+}
+
+} // namespace
+
+value apply_filter(const std::string& name, const value& subject, const std::vector<value>& args,
+                   const kwargs_t& kwargs) {
+    // Jinja's select, map, unique, items and reverse (of a list) return generators: always true,
+    // without a length or a last item, not subscriptable; iterating them (for, list, join,
+    // first) is what templates do.
+    static constexpr std::string_view lazy_filters[] = {
+        "select", "reject", "selectattr", "rejectattr", "map", "unique", "items", "reverse"};
+    if (subject.lazy && (name == "length" || name == "count" || name == "last")) {
+        fail("object of type 'generator' has no len()");
+    }
+    value out = eager_filter(name, subject, args, kwargs);
+    if (out.k == kind::list && std::find(std::begin(lazy_filters), std::end(lazy_filters), name) !=
+                                   std::end(lazy_filters)) {
+        out.lazy = true;
+    }
+    return out;
 }
 
 } // namespace lanes::common::jinja_detail

@@ -57,6 +57,7 @@ struct value {
     std::shared_ptr<dict_t> d;
     std::shared_ptr<const callable> fn;
     bool tuple = false;     // a list that prints as a Python tuple
+    bool lazy = false;      // a list standing for a Python generator (select, map, ...)
     std::uint8_t depth = 0; // nesting of lists and dicts: 0 for a scalar
 
     static value none_v() { return with_kind(kind::none); }
@@ -165,7 +166,7 @@ struct expr {
     value literal;
     std::vector<expr_ptr> args; // operands, positional arguments (null: an omitted slice part)
     std::vector<std::pair<std::string, expr_ptr>> kwargs;
-    bool negated = false; // is not
+    bool negated = false; // is not; for **, a left side Jinja folds to a constant
     int line = 0;
 };
 
@@ -224,6 +225,8 @@ std::string change_case(std::string_view s, letter_case mode);
 // Python's str.strip family: chars as a set of code points, or whitespace (str.isspace).
 std::string py_strip(const std::string& s, const std::string& chars, bool whitespace, bool left,
                      bool right);
+// Jinja's wordcount: the runs of letters, digits and '_'.
+std::int64_t word_count(const std::string& s);
 // Whether obj has a (non-mutating) Python method of that name.
 bool has_method(const value& obj, std::string_view name);
 // The items a for loop visits: a list's items, a dict's keys, a string's characters; none for

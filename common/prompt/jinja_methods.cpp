@@ -315,6 +315,21 @@ std::string py_strip(const std::string& s, const std::string& chars, bool whites
     return s.substr(begin, end - begin);
 }
 
+std::int64_t word_count(const std::string& s) {
+    // Jinja counts the runs of \w: letters, digits and '_'.
+    std::int64_t words = 0;
+    bool in_word = false;
+    for (const char32_t cp : code_points(s)) {
+        const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+        const bool word = cp == '_' ||
+                          (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+                          (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
+        words += word && !in_word;
+        in_word = word;
+    }
+    return words;
+}
+
 bool has_method(const value& obj, std::string_view name) {
     // The methods that the immutable sandbox lets a template read (the mutating ones read as
     // undefined there).

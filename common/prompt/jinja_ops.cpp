@@ -97,7 +97,11 @@ value arithmetic(const std::string& op, const value& a, const value& b) {
         return value::floating_v(x * y);
     }
     if (op == "**") {
-        return value::floating_v(std::pow(x, y));
+        const double r = std::pow(x, y);
+        if (std::isinf(r) && std::isfinite(x) && std::isfinite(y)) {
+            fail("numerical result out of range in **");
+        }
+        return value::floating_v(r);
     }
     if (y == 0) {
         fail("division by zero");
@@ -138,6 +142,9 @@ bool contains(const value& container, const value& item) {
         }
         return false;
     case kind::dict:
+        if (item.k == kind::list || item.k == kind::dict) {
+            fail(std::string("unhashable type: '") + type_name(item) + "'");
+        }
         return item.k == kind::string && container.d->find(item.s) != nullptr;
     case kind::undefined:
         return false;
@@ -174,7 +181,8 @@ value binary_op(const std::string& op, const value& a, const value& b) {
     if (op == "%" && a.k == kind::string) {
         return value::string_v(percent_format(a.s, b));
     }
-    if (op == "+" && a.k == b.k && (a.k == kind::string || a.k == kind::list)) {
+    if (op == "+" && a.k == b.k && (a.k == kind::string || a.k == kind::list) && !a.lazy &&
+        !b.lazy) {
         if (a.k == kind::string) {
             check_size(a.s.size() + b.s.size());
             return value::string_v(a.s + b.s);
@@ -231,6 +239,9 @@ value get_attr(const value& obj, const std::string& name) {
 }
 
 value get_item(const value& obj, const value& key) {
+    if (obj.lazy) {
+        return value::undefined_v("generator object' is not subscriptable");
+    }
     if (obj.k == kind::undefined) {
         fail("'" + obj.s + "' is undefined (reading [" + to_repr(key) + "])");
     }
@@ -260,6 +271,9 @@ value get_item(const value& obj, const value& key) {
 }
 
 value slice(const value& obj, const value& start, const value& stop, const value& step) {
+    if (obj.lazy) {
+        return value::undefined_v("generator object' is not subscriptable");
+    }
     if (obj.k != kind::list && obj.k != kind::string) {
         if (!obj.defined()) {
             fail("'" + obj.s + "' is undefined (slicing it)");

@@ -114,6 +114,10 @@ void repr_string(const std::string& s, std::string& out) {
 }
 
 void repr_into(const value& v, std::string& out) {
+    if (v.lazy) {
+        out += "<generator object>";
+        return;
+    }
     switch (v.k) {
     case kind::string:
         repr_string(v.s, out);
@@ -208,6 +212,9 @@ void json_into(const value& v, int indent, int level, std::string& out) {
         return;
     case kind::list:
     case kind::dict: {
+        if (v.lazy) {
+            fail("Object of type generator is not JSON serializable");
+        }
         const bool is_list = v.k == kind::list;
         const std::size_t size = is_list ? v.l->size() : v.d->items.size();
         out += is_list ? '[' : '{';
@@ -349,7 +356,7 @@ std::string percent_format(const std::string& format, const value& args) {
         out += text;
         check_size(out.size());
     }
-    if (next < items.size()) {
+    if (next < items.size() && args.k != kind::dict) {
         fail("not all arguments converted during string formatting");
     }
     return out;

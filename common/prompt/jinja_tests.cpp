@@ -35,6 +35,9 @@ bool apply_test(const std::string& name, const value& subject, const std::vector
         return subject.k == kind::dict;
     }
     if (name == "iterable" || name == "sequence") {
+        if (subject.lazy) {
+            return name == "iterable";
+        }
         return subject.k == kind::string || subject.k == kind::list || subject.k == kind::dict ||
                subject.k == kind::undefined;
     }
@@ -67,16 +70,10 @@ bool apply_test(const std::string& name, const value& subject, const std::vector
                    : (name.size() == 1 || name[1] == 't' ? c > 0 : c >= 0);
     }
     if (name == "odd" || name == "even" || name == "divisibleby") {
-        if (subject.k != kind::integer) {
-            fail("test '" + name + "' needs an integer");
-        }
-        const std::int64_t by =
-            name == "divisibleby" ? (other.k == kind::integer ? other.i : 0) : 2;
-        if (by == 0) {
-            fail("divisibleby: divisor must be a nonzero integer");
-        }
-        const bool divisible = subject.i % by == 0;
-        return name == "odd" ? !divisible : divisible;
+        // Python's value % n: bools and floats too.
+        const value by = name == "divisibleby" ? other : value::integer_v(2);
+        const value rest = binary_op("%", subject, by);
+        return equal(rest, value::integer_v(name == "odd" ? 1 : 0));
     }
     if (name == "in") {
         return contains(other, subject);

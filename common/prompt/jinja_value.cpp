@@ -175,6 +175,9 @@ value from_json(const nlohmann::ordered_json& j) {
 }
 
 bool truthy(const value& v) {
+    if (v.lazy) {
+        return true;
+    }
     switch (v.k) {
     case kind::undefined:
     case kind::none:
@@ -236,6 +239,9 @@ double as_double(const value& v) {
 }
 
 bool equal(const value& a, const value& b) {
+    if (a.lazy || b.lazy) {
+        return a.l == b.l;
+    }
     if (a.is_number() && b.is_number()) {
         if (a.k != kind::floating && b.k != kind::floating) {
             return (a.k == kind::boolean ? a.b : a.i) == (b.k == kind::boolean ? b.b : b.i);

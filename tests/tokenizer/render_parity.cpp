@@ -104,16 +104,19 @@ int main(int argc, char** argv) {
         try {
             const auto t = jinja_template::parse(tpl.at("source").get<std::string>());
             const json* longest = nullptr;
+            bool all_match = true;
             for (const auto& entry : tpl.at("renders")) {
                 ++cases;
-                mismatches += check(t, entry, now) ? 0 : 1;
+                const bool match = check(t, entry, now);
+                mismatches += match ? 0 : 1;
+                all_match = all_match && match;
                 if (entry.contains("output") &&
                     (!longest || entry["output"].get<std::string>().size() >
                                      (*longest)["output"].get<std::string>().size())) {
                     longest = &entry;
                 }
             }
-            if (longest) {
+            if (longest && all_match) {
                 std::printf("  %.1f us per render of '%s' (%zu bytes), %d renders\n",
                             micros_per_render(t, longest->at("context"), now),
                             longest->at("case").get<std::string>().c_str(),
