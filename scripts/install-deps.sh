@@ -35,6 +35,7 @@ if [ "$mode" != "--run" ]; then
         chromium                               # the live page's test, headless
         clang-14 libclang-rt-14-dev            # the sanitizer tiers and libFuzzer targets (CI)
         python3                                # scripts/check-coawait.py, the soak driver
+        python3-jinja2                         # the chat-template reference (tests/tokenizer)
         util-linux                             # prlimit, for the fd-starved router test
     )
 fi
