@@ -96,6 +96,42 @@ std::string nfc(std::string_view text) {
     return result;
 }
 
+// NFC(text) is the NFC of its pieces cut just before each ASCII character: an ASCII character is
+// a starter (canonical reordering never moves anything across it) and the second element of no
+// canonical composition (nothing before it can compose with it). So only each stretch of
+// non-ASCII characters, with the ASCII character before it (which may compose with a following
+// mark), goes through utf8proc; the ASCII in between is copied. Text is mostly ASCII with a few
+// accents or dashes: this keeps NFC from rewriting whole runs for them.
+std::string nfc_of_non_ascii(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        std::size_t high = i;
+        while (high < text.size() && static_cast<std::uint8_t>(text[high]) < 0x80) {
+            ++high;
+        }
+        if (high == text.size()) {
+            out.append(text.substr(i));
+            break;
+        }
+        const std::size_t from = high > i ? high - 1 : high; // the ASCII character before it
+        out.append(text.substr(i, from - i));
+        std::size_t end = high;
+        while (end < text.size() && static_cast<std::uint8_t>(text[end]) >= 0x80) {
+            ++end;
+        }
+        const std::string_view chunk = text.substr(from, end - from);
+        if (may_change_under_nfc(chunk)) {
+            out += nfc(chunk);
+        } else {
+            out.append(chunk);
+        }
+        i = end;
+    }
+    return out;
+}
+
 // ---- added tokens: leftmost-longest matching, then single_word / lstrip / rstrip ----------------
 
 void added_matcher::add(std::string_view content, std::uint32_t index) {
@@ -276,7 +312,7 @@ std::span<const token_id> bpe_tokenizer::special_suffix() const {
 void bpe_tokenizer::impl::encode_piece(std::string_view piece, encode_run& run) const {
     std::string normalized;
     if (nfc_ && may_change_under_nfc(piece)) {
-        normalized = nfc(piece);
+        normalized = nfc_of_non_ascii(piece);
         piece = normalized;
     }
     if (normalized_matcher_.empty()) {

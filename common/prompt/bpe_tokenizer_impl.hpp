@@ -39,6 +39,9 @@ private:
 
 // NFC through utf8proc (text must be valid UTF-8).
 std::string nfc(std::string_view text);
+// The same, with only the stretches of non-ASCII text (and the character before each) passed
+// to utf8proc.
+std::string nfc_of_non_ascii(std::string_view text);
 
 struct added_token {
     token_id id = 0;
