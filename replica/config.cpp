@@ -51,12 +51,6 @@ void add_engine_flags(common::flag_set& f, replica_config& cfg) {
         .choices(cuda_dtypes);
     f.add("cuda-graphs", cfg.cuda_graphs, "cuda: replay decode steps from CUDA graphs");
     f.add("cpu-threads", cfg.cpu_threads, "OpenBLAS threads for the cpu backend");
-    f.add("tokenizer", cfg.tokenizer,
-          "a model's tokenizer directory (tokenizer.json, tokenizer_config.json): prompts, chats "
-          "and outputs in its vocabulary, the model sized to it (empty: the byte vocabulary)")
-        .value_name("DIR");
-    f.add("tokenizer-cache-tokens", cfg.tokenizer_cache_tokens,
-          "token ids of encoded text runs kept for reuse (0: none)");
 
     f.section("KV cache");
     f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
@@ -88,6 +82,12 @@ common::flag_set make_flags(replica_config& cfg) {
     f.section("Model and backend");
     f.add("model-name", cfg.model_name, "model name served and reported in metrics")
         .value_name("MODEL");
+    f.add("tokenizer", cfg.tokenizer,
+          "a model's tokenizer directory (tokenizer.json, tokenizer_config.json): prompts, chats "
+          "and outputs in its vocabulary, the model sized to it (empty: the byte vocabulary)")
+        .value_name("DIR");
+    f.add("tokenizer-cache-tokens", cfg.tokenizer_cache_tokens,
+          "token ids of encoded text runs kept for reuse (0: none)");
     add_engine_flags(f, cfg);
     f.section("Scheduler");
     f.add("max-waiting", cfg.max_waiting, "most queued requests; more are refused with 503");
