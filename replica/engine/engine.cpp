@@ -57,8 +57,8 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics, std::unique_
     LANES_LOG(info, "engine",
               "backend " << backend_->describe() << ", preset " << cfg.preset << " ("
                          << model.parameter_count() / 1000 << "k parameters, " << model.vocab
-                         << "-id vocabulary), " << num_blocks_ << " KV blocks of "
-                         << cfg.block_size << " tokens");
+                         << "-id vocabulary), " << num_blocks_ << " KV blocks of " << cfg.block_size
+                         << " tokens");
     snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);
     snapshot_.block_size = cfg.block_size;
 }
