@@ -89,6 +89,10 @@ prompt_ids_result model_ids(const openai::generation_request& g, const json& bod
 
 prompt_ids_result prompt_ids(const openai::generation_request& g, std::string_view body_text,
                              const vocabulary& vocab, std::time_t now) {
+    // The byte vocabulary needs the body again only for add_special_tokens: a body that does
+    // not name it is not parsed twice.
+    if (vocab.model() == nullptr && body_text.find("add_special_tokens") == std::string_view::npos)
+        return byte_ids(g, nullptr);
     // The body passed parse_generation_request's shape and field checks already.
     const json body = json::parse(body_text, nullptr, false);
     if (!body.is_object()) {
