@@ -37,6 +37,8 @@ private:
     char only_first_ = 0;         // the first byte, when there is one
 };
 
+// Whether NFC may change `text` (it has a code point at or above U+0300).
+bool may_change_under_nfc(std::string_view text);
 // NFC through utf8proc (text must be valid UTF-8).
 std::string nfc(std::string_view text);
 // The same, with only the stretches of non-ASCII text (and the character before each) passed
