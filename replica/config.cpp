@@ -38,12 +38,28 @@ void add_sim_cost_flags(common::flag_set& f, sim_cost_model& m) {
     f.add("sim-speedup", m.speedup, "sim: divide every modelled time by this");
 }
 
+bool replica_config::serves(std::string_view name) const {
+    return name == model_name || std::find(served_model_names.begin(), served_model_names.end(),
+                                           name) != served_model_names.end();
+}
+
+void resolve_model_names(replica_config& cfg) {
+    if (!cfg.served_model_names.empty())
+        cfg.model_name = cfg.served_model_names.front();
+    else if (!cfg.model.empty())
+        cfg.model_name = cfg.model;
+}
+
 void add_engine_flags(common::flag_set& f, replica_config& cfg) {
     f.section("Model and backend");
     f.add("backend", cfg.backend, "model backend (auto: cuda when a GPU is usable, else cpu)")
         .value_name("NAME")
         .choices(backend_names);
     f.add("preset", cfg.preset, "model size").value_name("NAME").choices(preset_names);
+    f.add("model", cfg.model,
+          "a Hugging Face model directory (config.json, safetensors weights, tokenizer files) "
+          "for Llama 3.x, Qwen2/2.5, Qwen3 or Mistral (empty: the seeded --preset)")
+        .value_name("DIR");
     f.add("seed", cfg.seed, "seed for the weights (a request without a seed gets a fresh one)")
         .value_name("NUMBER");
     f.add("cuda-dtype", cfg.cuda_dtype, "cuda: weight and KV storage")
@@ -56,8 +72,13 @@ void add_engine_flags(common::flag_set& f, replica_config& cfg) {
     f.add("kv-blocks", cfg.kv_blocks, "number of KV cache blocks (0: from --kv-cache-mb)");
     f.add("kv-cache-mb", cfg.kv_cache_mb, "KV cache budget when --kv-blocks is 0")
         .value_name("MIB");
+    f.add("kv-cache-memory-bytes", cfg.kv_cache_memory_bytes,
+          "KV cache size in bytes, as vLLM's flag (0: --kv-cache-mb, or on cuda "
+          "--gpu-memory-utilization)")
+        .value_name("BYTES");
     f.add("gpu-memory-utilization", cfg.gpu_memory_utilization,
-          "cuda: KV share of the free device memory after weights (--kv-blocks 0)");
+          "cuda: share of the whole device memory this server may use, as vLLM; the KV cache "
+          "gets what other processes, the weights and step buffers leave of it");
     f.add("max-auto-kv-blocks", cfg.max_auto_kv_blocks,
           "cap on blocks derived from --kv-cache-mb or --gpu-memory-utilization");
     f.add("block-size", cfg.block_size, "tokens per KV cache block").value_name("TOKENS");
@@ -80,8 +101,12 @@ common::flag_set make_flags(replica_config& cfg) {
     f.add("port", cfg.port, "port to listen on (0 picks a free port and logs it)");
     f.add("threads", cfg.threads, "HTTP I/O threads");
     f.section("Model and backend");
-    f.add("model-name", cfg.model_name, "model name served and reported in metrics")
-        .value_name("MODEL");
+    f.add("served-model-name", cfg.served_model_names,
+          "a name requests may use; the first is reported in responses and metrics (default: "
+          "--model as given, else lanes-tiny)")
+        .value_name("NAME");
+    f.add("model-name", cfg.served_model_names, "the same as --served-model-name")
+        .value_name("NAME");
     f.add("tokenizer", cfg.tokenizer,
           "a model's tokenizer directory (tokenizer.json, tokenizer_config.json): prompts, chats "
           "and outputs in its vocabulary, the model sized to it (empty: the byte vocabulary)")
@@ -146,7 +171,8 @@ std::vector<std::string> validate(const replica_config& cfg) {
          "--backend must be " + listed(backend_names) + " (got '" + cfg.backend + "')");
     need(one_of(preset_names, cfg.preset),
          "--preset must be " + listed(preset_names) + " (got '" + cfg.preset + "')");
-    need(!cfg.model_name.empty(), "--model-name must not be empty");
+    for (const auto& name : cfg.served_model_names)
+        need(!name.empty(), "--served-model-name must not be empty");
     need(cfg.block_size >= 1 && cfg.block_size <= 256, "--block-size must be in 1..256");
     need(cfg.kv_blocks == 0 || cfg.kv_blocks >= 2, "--kv-blocks must be 0 (auto) or at least 2");
     need(cfg.kv_cache_mb >= 1, "--kv-cache-mb must be at least 1");

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lanes::replica {
@@ -21,15 +22,24 @@ struct replica_config {
     unsigned short port = 8001;
     std::string backend = "auto"; // auto | cuda | cpu | sim
     std::string preset = "tiny";  // tiny | small | base | 1b
+    // The name requests must use and responses and metrics report: the first served name.
     std::string model_name = "lanes-tiny";
+    // --served-model-name (and its alias --model-name), as given; resolve_model_names fills
+    // model_name from it (or from --model when empty).
+    std::vector<std::string> served_model_names;
+    // --model: a Hugging Face model directory (config.json, safetensors, tokenizer files);
+    // empty: the seeded --preset.
+    std::string model;
     std::string tokenizer; // a model's tokenizer directory; empty: the byte vocabulary
     std::size_t tokenizer_cache_tokens = std::size_t{1} << 22; // ids the segment cache holds
-    std::size_t vocab_size = 0;     // set at start from `tokenizer` (0: the byte vocabulary)
-    std::int64_t kv_blocks = 0;     // KV cache blocks in the pool; 0 = from kv_cache_mb
-    std::int64_t kv_cache_mb = 256; // KV memory budget when kv_blocks is 0 (fp32 K and V)
+    std::size_t vocab_size = 0;            // set at start from `tokenizer` (0: the byte vocabulary)
+    std::int64_t kv_blocks = 0;            // KV cache blocks in the pool; 0 = from kv_cache_mb
+    std::int64_t kv_cache_mb = 256;        // KV memory budget when kv_blocks is 0 (fp32 K and V)
+    std::size_t kv_cache_memory_bytes = 0; // KV bytes (any backend); 0: the budgets below
     std::int64_t max_auto_kv_blocks = 4096; // cap on the budget-derived block count
-    // cuda, when kv_blocks is 0: the KV cache takes this fraction of the device memory still
-    // free once the weights and activation buffers are counted (capped by max_auto_kv_blocks).
+    // cuda, when kv_blocks and kv_cache_memory_bytes are 0: as vLLM, the fraction of the
+    // device's whole memory this server may use; the KV cache gets what is left of it once other
+    // processes, the weights and the step buffers are counted (capped by max_auto_kv_blocks).
     double gpu_memory_utilization = 0.9;
     std::string cuda_dtype = "bf16";            // cuda: weights and KV cache storage (bf16 | fp32)
     bool cuda_graphs = true;                    // cuda: replay decode steps from CUDA graphs
@@ -54,7 +64,14 @@ struct replica_config {
     std::int64_t threads = 1;     // HTTP I/O threads (the engine has its own thread)
     std::int64_t cpu_threads = 1; // OpenBLAS threads of the cpu backend
     sim_cost_model sim;
+
+    // Whether a request's `model` names this server (any of its served names).
+    bool serves(std::string_view name) const;
 };
+
+// model_name from --served-model-name / --model-name (the first given), else the --model
+// argument as given (as vLLM), else the default.
+void resolve_model_names(replica_config& cfg);
 
 // Declares the sim backend's cost-model flags (--sim-prefill-a ... --sim-speedup) against `m`:
 // the replica's and the offline simulator's.

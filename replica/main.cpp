@@ -10,12 +10,15 @@
 #include "replica/engine/engine.hpp"
 #include "replica/kv_events/publisher.hpp"
 #include "replica/metrics.hpp"
+#include "replica/models/hf_config.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string_view>
 
 int main(int argc, char** argv) {
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
     errors.insert(errors.end(), more.begin(), more.end());
     if (!errors.empty())
         return common::report_config_errors("lanes-replica", errors);
+    replica::resolve_model_names(cfg);
     common::log::level lvl{};
     common::log::parse_level(cfg.log_level, lvl);
     common::log::set_level(lvl);
@@ -46,11 +50,45 @@ int main(int argc, char** argv) {
         const replica::backend_kind kind = replica::resolve_backend(cfg.backend, note);
         if (!note.empty())
             LANES_LOG(info, "engine", note);
+        std::optional<replica::hf_model> checkpoint;
+        if (!cfg.model.empty()) {
+            checkpoint = replica::read_hf_config(cfg.model);
+            if (cfg.tokenizer.empty()) // the model's own tokenizer files, as vLLM
+                cfg.tokenizer = cfg.model;
+            const auto len = replica::checkpoint_max_model_len(
+                *checkpoint, static_cast<std::size_t>(cfg.max_model_len));
+            if (static_cast<std::int64_t>(len) < cfg.max_model_len)
+                LANES_LOG(info, "engine",
+                          "--max-model-len " << cfg.max_model_len
+                                             << " capped by max_position_embeddings to " << len);
+            cfg.max_model_len = static_cast<std::int64_t>(len);
+            const auto& c = checkpoint->cfg;
+            LANES_LOG(info, "engine",
+                      "model " << cfg.model << ": " << checkpoint->architecture << ", "
+                               << c.n_layers << " layers, hidden " << c.d_model << ", heads "
+                               << c.n_heads << "/" << c.n_kv_heads << " x " << c.head_dim
+                               << ", vocabulary " << c.vocab << ", "
+                               << c.parameter_count() / 1'000'000 << "M parameters");
+            if (!checkpoint->unrecognized.empty()) {
+                std::string fields;
+                for (const auto& f : checkpoint->unrecognized)
+                    fields += (fields.empty() ? "" : ", ") + f;
+                LANES_LOG(warn, "engine",
+                          "config.json fields lanes does not read (believed not to change the "
+                          "forward pass; check them): "
+                              << fields);
+            }
+        }
         std::shared_ptr<const common::model_tokenizer> tokenizer;
         if (!cfg.tokenizer.empty()) {
             tokenizer = common::model_tokenizer::load(cfg.tokenizer, {cfg.tokenizer_cache_tokens});
             cfg.vocab_size = tokenizer->vocab_size();
             cfg.request_limits.vocab_size = cfg.vocab_size;
+            if (checkpoint && checkpoint->cfg.vocab < tokenizer->vocab_size())
+                throw std::runtime_error("the tokenizer has " +
+                                         std::to_string(tokenizer->vocab_size()) +
+                                         " ids, more than the model's vocab_size " +
+                                         std::to_string(checkpoint->cfg.vocab) + " (config.json)");
             LANES_LOG(info, "engine",
                       "tokenizer " << cfg.tokenizer << ": " << tokenizer->vocab_size() << " ids, "
                                    << tokenizer->eos_ids().size() << " end ids"

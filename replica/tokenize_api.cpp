@@ -45,7 +45,7 @@ http::response api::tokenize_answer(const http::request& req) const {
     if (parsed.error)
         return openai::error_response(req, *parsed.error);
     const openai::generation_request& g = *parsed.request;
-    if (g.model && *g.model != cfg_.model_name)
+    if (g.model && !cfg_.serves(*g.model))
         return openai::error_response(req, openai::api_error::model_not_found(*g.model));
     prompt_ids_result prompt = prompt_ids(g, req.body(), engine_.vocab(), std::time(nullptr));
     if (prompt.error)
@@ -79,7 +79,7 @@ http::response api::detokenize_answer(const http::request& req) const {
         return openai::error_response(req, openai::api_error::bad_request(
                                                "'tokens' must be an array of token ids", "tokens"));
     if (const auto model = j.find("model");
-        model != j.end() && model->is_string() && model->get<std::string>() != cfg_.model_name)
+        model != j.end() && model->is_string() && !cfg_.serves(model->get<std::string>()))
         return openai::error_response(
             req, openai::api_error::model_not_found(model->get<std::string>()));
     const std::size_t size = engine_.vocab().size();

@@ -36,6 +36,7 @@ if [ "$mode" != "--run" ]; then
         clang-14 libclang-rt-14-dev            # the sanitizer tiers and libFuzzer targets (CI)
         python3                                # scripts/check-coawait.py, the soak driver
         python3-jinja2                         # the chat-template reference (tests/tokenizer)
+        python3-numpy                          # the checkpoint forward-pass reference (tests/models)
         util-linux                             # prlimit, for the fd-starved router test
     )
 fi

@@ -3,15 +3,19 @@
 #include "replica/backends/cpu_backend.hpp"
 #include "replica/backends/sim_backend.hpp"
 #include "replica/config.hpp"
+#include "replica/models/checkpoint.hpp"
 
 #if LANES_HAVE_CUDA
 #include "replica/backends/cuda/cuda_backend.hpp"
 #include "replica/backends/cuda/cuda_probe.hpp"
 #endif
 
+#include "common/log.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace lanes::replica {
@@ -93,28 +97,40 @@ std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& mod
         return static_cast<std::size_t>(cfg.kv_blocks);
     const auto block_size = static_cast<std::size_t>(cfg.block_size);
     const auto cap = static_cast<std::size_t>(cfg.max_auto_kv_blocks);
+    // Bytes of one block as this backend stores it (the cpu backend keeps fp32 K and V).
+    std::size_t per_block = model.kv_bytes_per_token(sizeof(float)) * block_size;
 #if LANES_HAVE_CUDA
-    std::size_t free_bytes = 0, total_bytes = 0;
-    if (kind == backend_kind::cuda && cuda_memory(free_bytes, total_bytes, nullptr)) {
-        // What is left once the weights and the step buffers are in place, times the fraction.
-        const std::size_t value_bytes = cuda_dtype_bytes(cfg.cuda_dtype);
-        const std::size_t taken =
-            cuda_weight_bytes(model, value_bytes) +
-            cuda_reserve_bytes(model, static_cast<std::size_t>(cfg.max_num_batched_tokens));
-        const double left = free_bytes > taken ? static_cast<double>(free_bytes - taken) : 0.0;
-        const auto budget = static_cast<std::size_t>(left * cfg.gpu_memory_utilization);
-        return std::clamp<std::size_t>(budget / cuda_kv_block_bytes(model, block_size, value_bytes),
-                                       16, cap);
-    }
+    if (kind == backend_kind::cuda)
+        per_block = cuda_kv_block_bytes(model, block_size, cuda_dtype_bytes(cfg.cuda_dtype));
 #else
     (void)kind;
 #endif
-    const std::size_t per_block = model.kv_bytes_per_token(sizeof(float)) * block_size;
+    if (cfg.kv_cache_memory_bytes > 0) // as asked, uncapped (vLLM's --kv-cache-memory-bytes)
+        return std::max<std::size_t>(cfg.kv_cache_memory_bytes / per_block, 2);
+#if LANES_HAVE_CUDA
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (kind == backend_kind::cuda && cuda_memory(free_bytes, total_bytes, nullptr)) {
+        // vLLM's meaning: this server may use the fraction of the device's whole memory; what
+        // other processes hold now, the weights and the step buffers come out of it first.
+        const std::size_t value_bytes = cuda_dtype_bytes(cfg.cuda_dtype);
+        const double allowed = static_cast<double>(total_bytes) * cfg.gpu_memory_utilization;
+        const double taken =
+            static_cast<double>(total_bytes - free_bytes) +
+            static_cast<double>(
+                cuda_weight_bytes(model, value_bytes) +
+                cuda_reserve_bytes(model, static_cast<std::size_t>(cfg.max_num_batched_tokens),
+                                   static_cast<std::size_t>(cfg.max_num_seqs)));
+        const double budget = allowed > taken ? allowed - taken : 0.0;
+        return std::clamp<std::size_t>(static_cast<std::size_t>(budget) / per_block, 16, cap);
+    }
+#endif
     const std::size_t budget = static_cast<std::size_t>(cfg.kv_cache_mb) * 1024 * 1024;
     return std::clamp<std::size_t>(budget / per_block, 16, cap);
 }
 
 model_config replica_model(const replica_config& cfg) {
+    if (!cfg.model.empty())
+        return read_hf_config(cfg.model).cfg;
     auto model = preset(cfg.preset);
     if (!model)
         throw std::runtime_error("unknown preset " + cfg.preset);
@@ -134,8 +150,21 @@ std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind k
     options.cuda_dtype = cfg.cuda_dtype;
     options.cuda_graphs = cfg.cuda_graphs;
     options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
+    options.max_num_seqs = static_cast<std::size_t>(cfg.max_num_seqs);
     model_weights weights;
-    if (kind != backend_kind::sim) // the sim backend computes nothing
+    if (kind != backend_kind::sim && !cfg.model.empty()) { // the sim backend computes nothing
+        const auto start = std::chrono::steady_clock::now();
+        loaded_checkpoint loaded = load_checkpoint(cfg.model);
+        LANES_LOG(
+            info, "engine",
+            "weights of "
+                << cfg.model << ": " << loaded.bytes / (1024 * 1024) << " MiB of "
+                << to_string(loaded.stored) << " in " << loaded.files
+                << " file(s), read as fp32 in "
+                << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                << " s");
+        weights = std::move(loaded.weights);
+    } else if (kind != backend_kind::sim)
         weights = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
     weights.cfg = *model;
     std::string error;

@@ -60,6 +60,7 @@ struct backend_options {
     std::string cuda_dtype = "bf16";
     bool cuda_graphs = true;
     std::size_t max_batched_tokens = 2048;
+    std::size_t max_num_seqs = 64; // sequences per step: the logits buffers' rows
 };
 
 // Builds the backend of options.kind over `weights` (the sim backend ignores them); nullptr with

@@ -17,11 +17,16 @@ void rms_norm(const float* x, const float* gain, float* out, std::size_t n, floa
 }
 
 void apply_rope(float* v, std::size_t head_dim, std::size_t pos, float theta) {
+    model_config c;
+    c.head_dim = head_dim;
+    c.rope_theta = theta;
+    apply_rope(v, head_dim, pos, c.rope_inv_freq().data());
+}
+
+void apply_rope(float* v, std::size_t head_dim, std::size_t pos, const float* inv_freq) {
     const std::size_t half = head_dim / 2;
     for (std::size_t i = 0; i < half; ++i) {
-        const float freq =
-            std::pow(theta, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
-        const float angle = static_cast<float>(pos) * freq;
+        const float angle = static_cast<float>(pos) * inv_freq[i];
         const float c = std::cos(angle), s = std::sin(angle);
         const float a = v[i], b = v[i + half];
         v[i] = a * c - b * s;
@@ -43,6 +48,7 @@ void matmul(const float* x, const float* w, float* y, std::size_t rows, std::siz
 
 cpu_backend::cpu_backend(model_weights weights, std::size_t num_blocks, std::size_t block_size)
     : w_(std::move(weights))
+    , inv_freq_(w_.cfg.rope_inv_freq())
     , block_size_(block_size)
     , kv_(num_blocks * w_.cfg.n_layers * 2 * block_size * w_.cfg.kv_dim(), 0.0f) {}
 
@@ -86,15 +92,26 @@ bool cpu_backend::forward(std::span<const batch_entry> batch,
         for (t = 0; t < total; ++t)
             rms_norm(x_.data() + t * d, lw.attn_norm.data(), h_.data() + t * d, d, c.rms_eps);
         matmul(h_.data(), lw.wqkv.data(), qkv_.data(), total, d, qkv_dim);
-        // RoPE on q and k, then store k and v in the paged cache.
+        // Bias (Qwen2), per-head norm (Qwen3) and RoPE on q and k, then k and v to the cache.
         for (t = 0; t < total; ++t) {
             float* q = qkv_.data() + t * qkv_dim;
             float* k = q + c.q_dim();
             float* v = k + c.kv_dim();
-            for (std::size_t hd = 0; hd < c.n_heads; ++hd)
-                apply_rope(q + hd * c.head_dim, c.head_dim, pos_[t], c.rope_theta);
-            for (std::size_t hd = 0; hd < c.n_kv_heads; ++hd)
-                apply_rope(k + hd * c.head_dim, c.head_dim, pos_[t], c.rope_theta);
+            if (!lw.qkv_bias.empty())
+                for (std::size_t i = 0; i < qkv_dim; ++i)
+                    q[i] += lw.qkv_bias[i];
+            for (std::size_t hd = 0; hd < c.n_heads; ++hd) {
+                float* head = q + hd * c.head_dim;
+                if (!lw.q_norm.empty())
+                    rms_norm(head, lw.q_norm.data(), head, c.head_dim, c.rms_eps);
+                apply_rope(head, c.head_dim, pos_[t], inv_freq_.data());
+            }
+            for (std::size_t hd = 0; hd < c.n_kv_heads; ++hd) {
+                float* head = k + hd * c.head_dim;
+                if (!lw.k_norm.empty())
+                    rms_norm(head, lw.k_norm.data(), head, c.head_dim, c.rms_eps);
+                apply_rope(head, c.head_dim, pos_[t], inv_freq_.data());
+            }
             const auto& e = batch[entry_[t]];
             const block_id b = e.block_table[pos_[t] / block_size_];
             const std::size_t slot = pos_[t] % block_size_;

@@ -19,6 +19,7 @@ private:
     void attention(std::span<const batch_entry> batch, std::size_t layer);
 
     const model_weights w_;
+    const std::vector<float> inv_freq_; // RoPE frequencies, head_dim / 2
     std::size_t block_size_;
     std::vector<float> kv_; // [block][layer][k|v][slot][kv_dim]
     // Scratch, reused between steps.
@@ -29,7 +30,10 @@ private:
 
 // RMSNorm of one row: out = x / rms(x) * gain.
 void rms_norm(const float* x, const float* gain, float* out, std::size_t n, float eps);
-// Rotary embedding (rotate-half form) of one head vector in place at `pos`.
+// Rotary embedding (rotate-half form) of one head vector in place at `pos`, with the frequencies
+// `inv_freq` (head_dim / 2 of them; model_config::rope_inv_freq).
+void apply_rope(float* v, std::size_t head_dim, std::size_t pos, const float* inv_freq);
+// The same with plain frequencies theta^(-2i/head_dim).
 void apply_rope(float* v, std::size_t head_dim, std::size_t pos, float theta);
 
 } // namespace lanes::replica

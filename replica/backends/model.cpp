@@ -46,10 +46,40 @@ float weight_value(std::uint64_t seed, std::uint64_t tensor, std::uint64_t index
     return static_cast<float>(r >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
 }
 
+std::vector<float> model_config::rope_inv_freq() const {
+    const std::size_t half = head_dim / 2;
+    std::vector<float> inv(half);
+    constexpr double two_pi = 6.283185307179586;
+    for (std::size_t i = 0; i < half; ++i) {
+        const float plain =
+            std::pow(rope_theta, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
+        float f = plain;
+        if (rope == rope_kind::linear) {
+            f = plain / rope_factor;
+        } else if (rope == rope_kind::llama3) {
+            const double low_wavelen = rope_original_max_positions / rope_low_freq_factor;
+            const double high_wavelen = rope_original_max_positions / rope_high_freq_factor;
+            const double wavelen = two_pi / plain;
+            if (wavelen > low_wavelen) {
+                f = plain / rope_factor;
+            } else if (wavelen >= high_wavelen) { // between the two: a smooth blend
+                const double smooth =
+                    (rope_original_max_positions / wavelen - rope_low_freq_factor) /
+                    (rope_high_freq_factor - rope_low_freq_factor);
+                f = static_cast<float>((1.0 - smooth) * plain / rope_factor + smooth * plain);
+            }
+        }
+        inv[i] = f;
+    }
+    return inv;
+}
+
 std::size_t model_config::parameter_count() const {
     const std::size_t per_layer = 2 * d_model + d_model * (q_dim() + 2 * kv_dim()) +
                                   q_dim() * d_model + d_model * 2 * d_ff + d_ff * d_model;
-    return 2 * vocab * d_model + n_layers * per_layer + d_model;
+    const std::size_t extras =
+        (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (qk_norm ? 2 * head_dim : 0);
+    return (tie_embeddings ? 1 : 2) * vocab * d_model + n_layers * (per_layer + extras) + d_model;
 }
 
 std::optional<model_config> preset(std::string_view name) {

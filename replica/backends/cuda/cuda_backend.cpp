@@ -72,7 +72,7 @@ private:
         int splits = 1;         // shares of each attention item's keys
     };
 
-    void reserve(std::size_t rows, std::size_t table_entries);
+    void reserve(std::size_t rows, std::size_t table_entries, std::size_t logit_rows);
     step pack(std::span<const batch_entry> batch);
     void enqueue(const step& s);
     void gemm(const void* x, const void* w, float* y, int rows, int in, int out, float beta);
@@ -98,8 +98,10 @@ private:
     device_weights weights_;
     device_memory kv_;
 
-    // Step buffers for rows_cap_ token rows and table_cap_ block-table entries.
-    std::size_t rows_cap_ = 0, table_cap_ = 0;
+    // Step buffers for rows_cap_ token rows and table_cap_ block-table entries; logits for
+    // logit_cap_ rows (a row per sequence, or a decode bucket's rows), not per token: at a
+    // 150k-id vocabulary a row is 0.6 MB.
+    std::size_t rows_cap_ = 0, table_cap_ = 0, logit_cap_ = 0;
     pinned_memory meta_host_;
     device_memory meta_;
     device_memory x_, h_, qkv_, att_, gate_up_, act_, logits_;
@@ -146,7 +148,8 @@ cuda_backend::cuda_backend(const backend_options& options, const model_weights& 
     kv_ = device_memory(num_blocks_ * cuda_kv_block_bytes(cfg_, block_size_, value_bytes_));
     check(cudaMemsetAsync(kv_.get(), 0, kv_.size(), stream_), "cudaMemset");
     reserve(std::max(options.max_batched_tokens, max_graph_batch),
-            std::max<std::size_t>(num_blocks_, 1024));
+            std::max<std::size_t>(num_blocks_, 1024),
+            std::max(options.max_num_seqs, max_graph_batch));
     attention_blocks_ = cuda::attention_blocks_per_sm * sm_count_;
     attention_ws_ = device_memory(
         cuda::attention_workspace_floats(geometry_.head_dim, attention_blocks_) * sizeof(float));
@@ -169,8 +172,8 @@ void cuda_backend::drop_graphs() {
     warmed_.fill(false);
 }
 
-void cuda_backend::reserve(std::size_t rows, std::size_t table_entries) {
-    if (rows <= rows_cap_ && table_entries <= table_cap_)
+void cuda_backend::reserve(std::size_t rows, std::size_t table_entries, std::size_t logit_rows) {
+    if (rows <= rows_cap_ && table_entries <= table_cap_ && logit_rows <= logit_cap_)
         return;
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     drop_graphs();
@@ -190,14 +193,17 @@ void cuda_backend::reserve(std::size_t rows, std::size_t table_entries) {
     take(att_, c.q_dim(), value_bytes_);
     take(gate_up_, 2 * c.d_ff, sizeof(float));
     take(act_, c.d_ff, value_bytes_);
-    take(logits_, c.vocab, sizeof(float));
-    logits_host_ = pinned_memory(rows_cap_ * c.vocab * sizeof(float));
+    if (logit_rows > logit_cap_) {
+        logit_cap_ = logit_rows;
+        logits_ = device_memory(logit_cap_ * c.vocab * sizeof(float));
+        logits_host_ = pinned_memory(logit_cap_ * c.vocab * sizeof(float));
+    }
 }
 
 // Fills meta_host_ for the batch (step_layout.hpp) and says how to run it.
 cuda_backend::step cuda_backend::pack(std::span<const batch_entry> batch) {
     const step_shape shape = shape_step(batch, block_size_, num_blocks_, use_graphs_);
-    reserve(shape.rows, shape.table_entries);
+    reserve(shape.rows, shape.table_entries, shape.decode ? shape.rows : batch.size());
     const packed_step packed =
         pack_step(batch, shape, block_size_, static_cast<std::size_t>(queries_per_item_), rows_cap_,
                   meta_host_.get<std::int32_t>());
@@ -254,8 +260,10 @@ void cuda_backend::enqueue(const step& s) {
         p.mark("norm", stream_);
         gemm(h_.get(), w.wqkv, qkv, s.rows, d, qkv_dim, 0.0f);
         p.mark("gemm qkv", stream_);
-        cuda::rope_store_kv(qkv, pos, slot, kv_.get(), dtype_, geometry_, as_int(l), c.rope_theta,
-                            s.rows, stream_);
+        cuda::qkv_bias_norm(qkv, w.qkv_bias, w.q_norm, w.k_norm, geometry_, c.rms_eps, s.rows,
+                            stream_);
+        cuda::rope_store_kv(qkv, pos, slot, kv_.get(), dtype_, geometry_, as_int(l),
+                            weights_.rope_inv_freq, s.rows, stream_);
         p.mark("rope+store", stream_);
         cuda::paged_attention(qkv, pos, items, s.items, kv_.get(), dtype_, geometry_, as_int(l),
                               att_.get(), split, stream_);
@@ -361,12 +369,14 @@ bool cuda_backend::forward(std::span<const batch_entry> batch,
 
 } // namespace
 
-std::size_t cuda_reserve_bytes(const model_config& c, std::size_t max_tokens) {
+std::size_t cuda_reserve_bytes(const model_config& c, std::size_t max_tokens,
+                               std::size_t max_seqs) {
     const std::size_t rows = std::max(max_tokens, max_graph_batch);
     const std::size_t floats_per_row =
-        2 * c.d_model + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 3 * c.d_ff + c.vocab;
+        2 * c.d_model + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 3 * c.d_ff;
+    const std::size_t logit_rows = std::max(max_seqs, max_graph_batch);
     return rows * (floats_per_row * sizeof(float) + meta_arrays * sizeof(std::int32_t)) +
-           cublas_workspace_bytes + context_margin_bytes;
+           logit_rows * c.vocab * sizeof(float) + cublas_workspace_bytes + context_margin_bytes;
 }
 
 std::unique_ptr<backend> make_cuda_backend(const backend_options& options,

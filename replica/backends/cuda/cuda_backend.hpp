@@ -37,9 +37,12 @@ inline std::size_t cuda_projection_bytes(const model_config& c, std::size_t byte
     return (c.n_layers * per_layer + c.d_model * c.vocab) * bytes_per_value;
 }
 
-// Bytes of all weights on the device: projections, plus the fp32 embedding and norm gains.
+// Bytes of all weights on the device: projections, plus the fp32 embedding, norm gains, biases
+// and q/k norms. (A tied LM head is stored apart from the embedding, in the storage dtype.)
 inline std::size_t cuda_weight_bytes(const model_config& c, std::size_t bytes_per_value) {
-    const std::size_t fp32_values = c.vocab * c.d_model + (2 * c.n_layers + 1) * c.d_model;
+    const std::size_t fp32_values = c.vocab * c.d_model + (2 * c.n_layers + 1) * c.d_model +
+                                    c.n_layers * ((c.qkv_bias ? c.q_dim() + 2 * c.kv_dim() : 0) +
+                                                  (c.qk_norm ? 2 * c.head_dim : 0));
     return cuda_projection_bytes(c, bytes_per_value) + fp32_values * sizeof(float);
 }
 
@@ -50,9 +53,9 @@ inline std::size_t cuda_kv_block_bytes(const model_config& c, std::size_t block_
 }
 
 // Device memory the backend takes besides weights and KV cache for a step of up to `max_tokens`
-// tokens: activations, metadata, the cuBLAS workspace and staging, with a margin for the CUDA
-// context's own allocations and graph executables.
-std::size_t cuda_reserve_bytes(const model_config& c, std::size_t max_tokens);
+// tokens and `max_seqs` sequences: activations, metadata, logits (a row per sequence), the
+// cuBLAS workspace and staging, with a margin for the CUDA context's allocations and graphs.
+std::size_t cuda_reserve_bytes(const model_config& c, std::size_t max_tokens, std::size_t max_seqs);
 
 // Builds the backend on device 0: uploads the weights (converted to options.cuda_dtype) and
 // takes the KV cache. nullptr with `error` set when it cannot (unsupported shape, out of

@@ -93,9 +93,35 @@ __global__ void rms_norm_kernel(const float* x, const std::int32_t* row_index, c
 
 // One thread per rotated pair (i, i + half) of one head of one row, so a step of few rows still
 // spreads over many blocks; a KV head's thread also stores its pair of k and of v in the cache.
+// One thread per (row, head) of q, k and v, over the head's head_dim values.
+__global__ void qkv_bias_norm_kernel(float* qkv, const float* bias, const float* q_norm,
+                                     const float* k_norm, kv_geometry g, float eps, int rows) {
+    const int hd = g.head_dim, heads = g.n_heads + 2 * g.n_kv_heads;
+    const auto i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= static_cast<long long>(rows) * heads)
+        return;
+    const int head = static_cast<int>(i % heads);
+    const auto r = static_cast<std::size_t>(i / heads);
+    float* h = qkv + r * static_cast<std::size_t>(heads) * hd + static_cast<std::size_t>(head) * hd;
+    if (bias != nullptr)
+        for (int j = 0; j < hd; ++j)
+            h[j] += bias[head * hd + j];
+    const float* gain =
+        head < g.n_heads ? q_norm : (head < g.n_heads + g.n_kv_heads ? k_norm : nullptr);
+    if (gain == nullptr)
+        return;
+    float sum = 0.0f; // the CPU reference accumulates in double; fp32 over <= 256 values
+    for (int j = 0; j < hd; ++j)
+        sum += h[j] * h[j];
+    const float inv = 1.0f / sqrtf(sum / static_cast<float>(hd) + eps);
+    for (int j = 0; j < hd; ++j)
+        h[j] = h[j] * inv * gain[j];
+}
+
 template <typename T>
 __global__ void rope_store_kernel(float* qkv, const std::int32_t* pos, const std::int32_t* slot,
-                                  T* cache, kv_geometry g, int layer, float theta, int rows) {
+                                  T* cache, kv_geometry g, int layer, const float* inv_freq,
+                                  int rows) {
     const int hd = g.head_dim, half = hd / 2, heads = g.n_heads + g.n_kv_heads;
     const auto i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= static_cast<long long>(rows) * heads * half)
@@ -106,10 +132,9 @@ __global__ void rope_store_kernel(float* qkv, const std::int32_t* pos, const std
     const int q_dim = g.n_heads * hd, kv_dim = g.n_kv_heads * hd;
     float* q = qkv + static_cast<std::size_t>(r) * (q_dim + 2 * kv_dim);
     float* k = q + q_dim;
-    // The CPU reference: freq = theta^(-2j/hd), angle = pos * freq, in float.
-    const float freq = powf(theta, -2.0f * static_cast<float>(j) / static_cast<float>(hd));
+    // The CPU reference: angle = pos * inv_freq[j], in float.
     float sn, cs;
-    sincosf(static_cast<float>(pos[r]) * freq, &sn, &cs);
+    sincosf(static_cast<float>(pos[r]) * inv_freq[j], &sn, &cs);
     float* h = head < g.n_heads ? q + head * hd : k + (head - g.n_heads) * hd;
     const float a = h[j], b = h[j + half];
     const float ra = a * cs - b * sn, rb = a * sn + b * cs;
@@ -175,8 +200,16 @@ void rms_norm(const float* x, const std::int32_t* row_index, const float* gain, 
                                                           static_cast<float*>(out), d, eps);
 }
 
+void qkv_bias_norm(float* qkv, const float* bias, const float* q_norm, const float* k_norm,
+                   const kv_geometry& g, float eps, int rows, cudaStream_t stream) {
+    if (rows <= 0 || (bias == nullptr && q_norm == nullptr && k_norm == nullptr))
+        return;
+    const unsigned grid = blocks_for(static_cast<long long>(rows) * (g.n_heads + 2 * g.n_kv_heads));
+    qkv_bias_norm_kernel<<<grid, row_threads, 0, stream>>>(qkv, bias, q_norm, k_norm, g, eps, rows);
+}
+
 void rope_store_kv(float* qkv, const std::int32_t* pos, const std::int32_t* slot, void* kv_cache,
-                   dtype kv_type, const kv_geometry& g, int layer, float theta, int rows,
+                   dtype kv_type, const kv_geometry& g, int layer, const float* inv_freq, int rows,
                    cudaStream_t stream) {
     if (rows <= 0)
         return;
@@ -184,10 +217,10 @@ void rope_store_kv(float* qkv, const std::int32_t* pos, const std::int32_t* slot
         blocks_for(static_cast<long long>(rows) * (g.n_heads + g.n_kv_heads) * (g.head_dim / 2));
     if (kv_type == dtype::bf16)
         rope_store_kernel<<<grid, row_threads, 0, stream>>>(
-            qkv, pos, slot, static_cast<__nv_bfloat16*>(kv_cache), g, layer, theta, rows);
+            qkv, pos, slot, static_cast<__nv_bfloat16*>(kv_cache), g, layer, inv_freq, rows);
     else
         rope_store_kernel<<<grid, row_threads, 0, stream>>>(
-            qkv, pos, slot, static_cast<float*>(kv_cache), g, layer, theta, rows);
+            qkv, pos, slot, static_cast<float*>(kv_cache), g, layer, inv_freq, rows);
 }
 
 void swiglu(const float* gate_up, void* out, dtype out_type, int rows, int d_ff,

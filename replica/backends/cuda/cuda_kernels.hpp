@@ -36,12 +36,18 @@ void embed(const float* embedding, const std::int32_t* tokens, float* x, int row
 void rms_norm(const float* x, const std::int32_t* row_index, const float* gain, void* out,
               dtype out_type, int rows, int d, float eps, cudaStream_t stream);
 
-// For each row of qkv ([rows][q_dim + 2 kv_dim], fp32): rotary embedding (rotate-half,
-// freq_i = theta^(-2i/head_dim)) of q in place and of k at position pos[r]; then k and v are
-// stored in the cache at slot[r] (block * block_size + offset); rows with slot < 0 (padding)
-// store nothing.
+// For each row of qkv ([rows][q_dim + 2 kv_dim], fp32), each head of q, k and v: `bias` (q|k|v,
+// Qwen2) added when not null, then each q head RMS-normed with `q_norm` and each k head with
+// `k_norm` (Qwen3, head_dim gains) when not null. One thread per head: a step's rows are few.
+void qkv_bias_norm(float* qkv, const float* bias, const float* q_norm, const float* k_norm,
+                   const kv_geometry& g, float eps, int rows, cudaStream_t stream);
+
+// For each row of qkv ([rows][q_dim + 2 kv_dim], fp32): rotary embedding (rotate-half, angle
+// pos[r] * inv_freq[i], the model's table of head_dim / 2 frequencies) of q in place and of k;
+// then k and v are stored in the cache at slot[r] (block * block_size + offset); rows with
+// slot < 0 (padding) store nothing.
 void rope_store_kv(float* qkv, const std::int32_t* pos, const std::int32_t* slot, void* kv_cache,
-                   dtype kv_type, const kv_geometry& g, int layer, float theta, int rows,
+                   dtype kv_type, const kv_geometry& g, int layer, const float* inv_freq, int rows,
                    cudaStream_t stream);
 
 // How the attention kernel's work is cut: an item is up to `attention_queries_per_item` query

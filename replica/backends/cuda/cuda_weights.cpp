@@ -13,14 +13,20 @@ device_weights::device_weights(const model_weights& weights, cuda::dtype storage
     // fp32 values on their way to bf16; one buffer for all, reused in stream order.
     device_memory staging(storage == cuda::dtype::bf16 ? largest * sizeof(float) : 0);
     embedding = upload_f32(weights.embedding, stream);
+    auto optional_f32 = [&](const std::vector<float>& v) {
+        return v.empty() ? nullptr : upload_f32(v, stream);
+    };
     for (const auto& lw : weights.layers)
         layers.push_back(
             {upload_f32(lw.attn_norm, stream), upload_projection(lw.wqkv, staging, storage, stream),
              upload_projection(lw.wo, staging, storage, stream), upload_f32(lw.mlp_norm, stream),
              upload_projection(lw.w_gate_up, staging, storage, stream),
-             upload_projection(lw.w_down, staging, storage, stream)});
+             upload_projection(lw.w_down, staging, storage, stream), optional_f32(lw.qkv_bias),
+             optional_f32(lw.q_norm), optional_f32(lw.k_norm)});
     final_norm = upload_f32(weights.final_norm, stream);
     lm_head = upload_projection(weights.lm_head, staging, storage, stream);
+    const std::vector<float> inv_freq = weights.cfg.rope_inv_freq();
+    rope_inv_freq = upload_f32(inv_freq, stream);
     check(cudaStreamSynchronize(stream), "uploading the weights"); // before `staging` goes
 }
 

@@ -1,5 +1,6 @@
 // The model's weights on the device: the projections in the storage dtype (converted to bf16 on
-// the device when asked), the embedding and the norm gains in fp32.
+// the device when asked), the embedding, the norm gains, the q/k/v biases and the RoPE
+// frequency table in fp32.
 #pragma once
 
 #include "replica/backends/cuda/cuda_kernels.hpp"
@@ -21,6 +22,9 @@ public:
         const float* mlp_norm;
         const void* w_gate_up;
         const void* w_down;
+        const float* qkv_bias; // null unless the model has q/k/v biases
+        const float* q_norm;   // null unless the model norms q and k heads
+        const float* k_norm;
     };
 
     device_weights() = default;
@@ -31,6 +35,7 @@ public:
     std::vector<layer> layers;
     const float* final_norm = nullptr;
     const void* lm_head = nullptr;
+    const float* rope_inv_freq = nullptr; // head_dim / 2 frequencies
 
 private:
     const float* upload_f32(const std::vector<float>& values, cudaStream_t stream);
