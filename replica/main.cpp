@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -53,8 +54,13 @@ int main(int argc, char** argv) {
         std::optional<replica::hf_model> checkpoint;
         if (!cfg.model.empty()) {
             checkpoint = replica::read_hf_config(cfg.model);
-            if (cfg.tokenizer.empty()) // the model's own tokenizer files, as vLLM
+            // The model's own tokenizer files, as vLLM; without them only a byte-vocabulary
+            // model (an exported preset) can be served.
+            if (cfg.tokenizer.empty() && std::filesystem::exists(cfg.model + "/tokenizer.json"))
                 cfg.tokenizer = cfg.model;
+            else if (cfg.tokenizer.empty() && checkpoint->cfg.vocab != common::vocab_size)
+                throw std::runtime_error(cfg.model +
+                                         " has no tokenizer.json: give --tokenizer DIR");
             const auto len = replica::checkpoint_max_model_len(
                 *checkpoint, static_cast<std::size_t>(cfg.max_model_len));
             if (static_cast<std::int64_t>(len) < cfg.max_model_len)

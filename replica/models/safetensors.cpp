@@ -198,11 +198,23 @@ void safetensors_file::parse_header(std::span<const std::byte> data) {
                         std::to_string(data.size()) + " bytes): truncated?");
     const auto* text = reinterpret_cast<const char*>(data.data() + 8);
     nlohmann::json header;
+    // nlohmann keeps the last of a repeated key; the format forbids repeats, so the top level's
+    // keys are watched as they are parsed.
+    std::set<std::string> keys;
+    std::string repeated;
+    auto watch = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
+            !keys.insert(parsed.get<std::string>()).second && repeated.empty())
+            repeated = parsed.get<std::string>();
+        return true;
+    };
     try {
-        header = nlohmann::json::parse(std::string_view(text, n));
+        header = nlohmann::json::parse(std::string_view(text, n), watch);
     } catch (const nlohmann::json::exception& e) {
         fail(path_, std::string("header is not valid JSON: ") + e.what());
     }
+    if (!repeated.empty())
+        fail(path_, "tensor " + repeated + " appears twice in the header");
     if (!header.is_object())
         fail(path_, "header is not a JSON object");
     const std::span<const std::byte> body = data.subspan(8 + n);
@@ -256,9 +268,7 @@ void safetensors_file::parse_header(std::span<const std::byte> data) {
             fail(path_, label + ": data_offsets hold " + std::to_string(end - begin) +
                             " bytes, its dtype and shape need " + std::to_string(bytes));
         v.bytes = body.subspan(begin, end - begin);
-        auto [it, fresh] = tensors_.emplace(name, std::move(v));
-        if (!fresh) // nlohmann keeps the last of a duplicated key; the format forbids them
-            fail(path_, label + " appears twice");
+        const auto it = tensors_.emplace(name, std::move(v)).first;
         ranges.push_back({begin, end, &it->first});
     }
     // Ranges sorted by start must not overlap (empty tensors occupy nothing).
