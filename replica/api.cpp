@@ -8,6 +8,7 @@
 #include "common/openai/error.hpp"
 #include "common/openai/request.hpp"
 #include "common/openai/response.hpp"
+#include "replica/engine/generation_defaults.hpp"
 #include "replica/prompt_ids.hpp"
 
 #include <boost/asio.hpp>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <iterator>
 #include <mutex>
 #include <random>
 
@@ -32,6 +34,64 @@ namespace {
 // max_tokens of a completion that does not set it: OpenAI's default, which vLLM keeps.
 constexpr std::int64_t completions_default_max_tokens = 16;
 
+// Alternatives per token a request may ask log-probabilities of: vLLM's --max-logprobs default.
+constexpr std::int64_t max_logprobs = 20;
+
+// vLLM raises a temperature in (0, 0.01) to 0.01 (_MAX_TEMP in sampling_params.py): below it
+// the softmax overflows.
+constexpr double min_random_temperature = 0.01;
+
+// The model's sampling defaults: generation_config.json of --model, else of --tokenizer.
+generation_defaults load_generation_defaults(const replica_config& cfg) {
+    const std::string& dir = !cfg.model.empty() ? cfg.model : cfg.tokenizer;
+    if (dir.empty())
+        return {};
+    std::string error;
+    generation_defaults d = read_generation_defaults(dir, error);
+    if (!error.empty())
+        LANES_LOG(warn, "sampling", error << "; no sampling defaults taken from it");
+    if (!d.empty())
+        LANES_LOG(info, "sampling",
+                  "default sampling parameters overridden by the model's generation config: "
+                      << d.describe());
+    if (!d.not_applied.empty()) {
+        std::string names;
+        for (const auto& n : d.not_applied)
+            names += (names.empty() ? "" : ", ") + n;
+        LANES_LOG(warn, "sampling", "generation_config.json fields not applied: " << names);
+    }
+    return d;
+}
+
+// What the replica adds to the wire checks on a request's sampling, once it is resolved:
+// logprobs within --max-logprobs and from a backend that has logits, min_tokens <= max_tokens.
+// Messages as vLLM's (v1 processor, SamplingParams._verify_args).
+std::optional<openai::api_error> check_sampling(const openai::generation_request& g,
+                                                const sampling_params& s, bool has_logits,
+                                                std::size_t vocab) {
+    const bool chat = g.kind == openai::endpoint::chat_completions;
+    if (g.logprobs) {
+        const std::int64_t asked =
+            *g.logprobs == -1 ? static_cast<std::int64_t>(vocab) : *g.logprobs;
+        if (asked > max_logprobs)
+            return openai::api_error::bad_request(
+                "Requested sample logprobs of " + std::to_string(asked) +
+                    ", which is greater than max allowed: " + std::to_string(max_logprobs),
+                chat ? "top_logprobs" : "logprobs");
+        if (!has_logits)
+            return openai::api_error::bad_request(
+                "'logprobs' needs the model's logits, and the sim backend computes none",
+                "logprobs");
+    }
+    if (s.min_tokens > s.max_tokens)
+        return openai::api_error::bad_request("min_tokens must be less than or equal to "
+                                              "max_tokens=" +
+                                                  std::to_string(s.max_tokens) + ", got " +
+                                                  std::to_string(s.min_tokens) + ".",
+                                              "min_tokens");
+    return std::nullopt;
+}
+
 std::int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -45,11 +105,13 @@ asio::awaitable<void> send_error(http::request& req, http::response_writer& out,
 
 // Validation the replica adds on top of the wire format (model name, n, features it does not
 // have, context length), and the request's max_tokens: as asked, else the completions default
-// of 16, else for chat the rest of the context (or --default-max-tokens, if set, within it).
-// Messages and bounds as vLLM's.
+// of 16, else for chat the rest of the context (or --default-max-tokens, if set, within it);
+// then at most the model's max_new_tokens (vLLM's get_max_tokens). Messages and bounds as
+// vLLM's.
 std::optional<openai::api_error> check_request(const replica_config& cfg,
                                                const openai::generation_request& g,
                                                std::int64_t prompt_tokens, std::int64_t max_len,
+                                               const generation_defaults& defaults,
                                                std::int64_t& max_tokens) {
     if (g.model && *g.model != cfg.model_name)
         return openai::api_error::model_not_found(*g.model);
@@ -76,10 +138,16 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
                     std::to_string(prompt_tokens) + " input tokens (" + std::to_string(max_tokens) +
                     " > " + std::to_string(max_len) + " - " + std::to_string(prompt_tokens) + ").",
                 "max_tokens");
-        return std::nullopt;
+    } else {
+        max_tokens = cfg.default_max_tokens > 0 ? std::min(cfg.default_max_tokens, room) : room;
     }
-    max_tokens = cfg.default_max_tokens > 0 ? std::min(cfg.default_max_tokens, room) : room;
+    max_tokens = std::min(max_tokens, defaults.max_tokens.value_or(max_tokens));
     return std::nullopt;
+}
+
+// How many alternatives a chat token lists (top_logprobs); completions list them all.
+std::size_t logprobs_top(const openai::generation_request& g) {
+    return g.logprobs ? static_cast<std::size_t>(std::max<std::int64_t>(0, *g.logprobs)) : 0;
 }
 
 } // namespace
@@ -93,7 +161,8 @@ api::api(const replica_config& cfg, engine& eng, replica_metrics& metrics)
                       ? std::nullopt
                       : std::optional(common::access::sha256(cfg.kv_dump_token)))
     , seed_base_((static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
-                 std::random_device{}()) {}
+                 std::random_device{}())
+    , defaults_(load_generation_defaults(cfg)) {}
 
 std::uint64_t api::fresh_seed() {
     // splitmix64's finalizer over base + n·golden ratio: distinct counters, distinct seeds.
@@ -264,15 +333,34 @@ std::optional<openai::api_error> api::make_engine_request(const openai::generati
     std::int64_t max_tokens = 0;
     const auto max_len = static_cast<std::int64_t>(engine_.max_sequence_tokens());
     if (auto e = check_request(cfg_, g, static_cast<std::int64_t>(er.prompt.size()), max_len,
-                               max_tokens))
+                               defaults_, max_tokens))
         return e;
-    er.sampling.max_tokens = max_tokens;
-    er.sampling.temperature = g.temperature;
-    er.sampling.top_p = g.top_p;
+    sampling_params& s = er.sampling;
+    s.max_tokens = max_tokens;
+    // A field the request leaves unset takes the model's default, else vLLM's neutral value.
+    s.temperature = g.temperature.value_or(defaults_.temperature.value_or(1.0));
+    if (s.temperature > 0.0 && s.temperature < min_random_temperature)
+        s.temperature = min_random_temperature;
+    s.top_p = g.top_p.value_or(defaults_.top_p.value_or(1.0));
+    s.top_k = std::max<std::int64_t>(0, g.top_k.value_or(defaults_.top_k.value_or(0)));
+    s.min_p = g.min_p.value_or(defaults_.min_p.value_or(0.0));
+    s.repetition_penalty =
+        g.repetition_penalty.value_or(defaults_.repetition_penalty.value_or(1.0));
+    s.presence_penalty = g.presence_penalty;
+    s.frequency_penalty = g.frequency_penalty;
+    s.min_tokens = g.min_tokens;
     // Without a seed a request gets a fresh one, as in vLLM: two alike requests sample apart.
-    er.sampling.seed = g.seed ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
-    er.sampling.stop = g.stop;
-    er.sampling.ignore_eos = g.ignore_eos;
+    s.seed = g.seed ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
+    s.stop = g.stop;
+    const std::size_t vocab = engine_.vocab().size();
+    for (const std::int64_t id : g.stop_token_ids) // an id outside the vocabulary never comes
+        if (id >= 0 && static_cast<std::uint64_t>(id) < vocab)
+            s.stop_token_ids.push_back(static_cast<common::token_id>(id));
+    s.ignore_eos = g.ignore_eos;
+    if (g.logprobs)
+        s.logprobs = static_cast<std::size_t>(std::max<std::int64_t>(0, *g.logprobs));
+    if (auto e = check_sampling(g, s, engine_.backend_name() != "sim", vocab))
+        return e;
     if (g.cache_salt)
         er.hash_root = common::salted_root(*g.cache_salt);
     return std::nullopt;
@@ -317,19 +405,25 @@ asio::awaitable<void> api::answer_whole(http::request& req, http::response_write
                                         request_stream& stream, const openai::generation_request& g,
                                         const openai::response_meta& meta) {
     std::string text;
+    std::vector<openai::token_logprob> logprobs;
     stream_event ev;
     do {
         ev = co_await stream.next();
         text += ev.text;
+        std::move(ev.logprobs.begin(), ev.logprobs.end(), std::back_inserter(logprobs));
     } while (!ev.finished);
     if (!ev.error.empty()) {
         co_await send_error(req, out, openai::api_error::of(500, ev.error));
         co_return;
     }
     const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
-    co_await out.send(http::make_response(
-        req, status::ok,
-        openai::completion_json(g.kind, meta, text, to_string(ev.finish), u, ev.stop_reason)));
+    std::size_t offset = 0;
+    const std::string logprobs_json =
+        g.logprobs ? openai::logprobs_json(g.kind, logprobs, logprobs_top(g), offset) : "";
+    co_await out.send(
+        http::make_response(req, status::ok,
+                            openai::completion_json(g.kind, meta, text, to_string(ev.finish), u,
+                                                    ev.stop_reason, logprobs_json)));
 }
 
 asio::awaitable<void> api::answer_stream(http::response_writer& out, request_stream& stream,
@@ -341,13 +435,20 @@ asio::awaitable<void> api::answer_stream(http::response_writer& out, request_str
     // A chat stream's role chunk goes with the first output, as vLLM sends it: before the
     // engine has run, it would make any client's time to first event meaningless.
     std::string role = chat ? http::sse_event(openai::chat_role_chunk(meta)) : std::string();
+    // Each chunk carries the logprobs of its tokens; completions' offsets run on across chunks.
+    std::size_t offset = 0;
+    const auto logprobs_of = [&](const stream_event& e) {
+        return g.logprobs && !e.logprobs.empty()
+                   ? openai::logprobs_json(g.kind, e.logprobs, logprobs_top(g), offset)
+                   : std::string();
+    };
     stream_event ev;
     while (ok) {
         ev = co_await stream.next();
         if (ev.finished)
             break;
-        ok = co_await out.write_chunk(role +
-                                      http::sse_event(openai::delta_chunk(g.kind, meta, ev.text)));
+        ok = co_await out.write_chunk(role + http::sse_event(openai::delta_chunk(
+                                                 g.kind, meta, ev.text, {}, {}, logprobs_of(ev))));
         role.clear();
     }
     if (!ok) {
@@ -359,8 +460,8 @@ asio::awaitable<void> api::answer_stream(http::response_writer& out, request_str
         tail += http::sse_event(openai::error_json(openai::api_error::of(500, ev.error)));
     } else {
         tail += role; // no output before the last event
-        tail += http::sse_event(
-            openai::delta_chunk(g.kind, meta, ev.text, to_string(ev.finish), ev.stop_reason));
+        tail += http::sse_event(openai::delta_chunk(g.kind, meta, ev.text, to_string(ev.finish),
+                                                    ev.stop_reason, logprobs_of(ev)));
         if (g.include_usage) {
             const openai::usage u{ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens};
             tail += http::sse_event(openai::usage_chunk(g.kind, meta, u));

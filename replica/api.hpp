@@ -13,6 +13,7 @@
 #include "common/openai/response.hpp"
 #include "replica/config.hpp"
 #include "replica/engine/engine.hpp"
+#include "replica/engine/generation_defaults.hpp"
 #include "replica/metrics.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -76,6 +77,7 @@ private:
     std::optional<common::access::digest> dump_token_; // of --kv-dump-token; none: dump off
     const std::uint64_t seed_base_;
     std::atomic<std::uint64_t> seed_count_{0};
+    const generation_defaults defaults_; // the model's sampling defaults (generation_config.json)
 };
 
 } // namespace lanes::replica

@@ -29,8 +29,21 @@ struct generation_request {
     std::vector<std::uint32_t> prompt_token_ids;
     std::vector<chat_message> messages;     // chat only
     std::optional<std::int64_t> max_tokens; // max_tokens or max_completion_tokens
-    double temperature = 1.0;
-    double top_p = 1.0;
+    // Sampling, as vLLM's SamplingParams: a field left unset takes the model's default
+    // (generation_config.json) where it has one, else vLLM's neutral value.
+    std::optional<double> temperature;        // >= 0; 0 is greedy
+    std::optional<double> top_p;              // (0, 1]
+    std::optional<std::int64_t> top_k;        // 0 or -1: off; else >= 1
+    std::optional<double> min_p;              // [0, 1]
+    std::optional<double> repetition_penalty; // > 0; prompt and output tokens
+    double presence_penalty = 0.0;            // [-2, 2]; output tokens
+    double frequency_penalty = 0.0;           // [-2, 2]; output tokens
+    std::int64_t min_tokens = 0;              // EOS and stop_token_ids barred before this many
+    std::vector<std::int64_t> stop_token_ids; // end the output, and are not in its text
+    // Alternatives per token whose log-probabilities to return (completions' logprobs; chat's
+    // top_logprobs once logprobs is true); nullopt: no logprobs. -1 asks for the whole
+    // vocabulary (the replica holds it to its maximum, as vLLM to --max-logprobs).
+    std::optional<std::int64_t> logprobs;
     std::int64_t n = 1;
     bool stream = false;
     bool include_usage = false; // stream_options.include_usage
@@ -40,8 +53,8 @@ struct generation_request {
     std::optional<std::string> user;
     // vLLM's cache_salt: prefix-cache blocks are shared only between requests of one salt.
     std::optional<std::string> cache_salt;
-    // The first field asking for something lanes replicas do not do (logprobs, top_logprobs,
-    // echo, best_of > 1, beam search): the replica refuses it by name; a router passes it on
+    // The first field asking for something lanes replicas do not do (echo, best_of > 1, beam
+    // search, prompt_logprobs): the replica refuses it by name; a router passes it on
     // (a vLLM replica does them).
     std::optional<std::string> unsupported;
 };
@@ -67,6 +80,9 @@ struct parse_outcome {
 // non-object body, wrong types, or out-of-range values give a 400 api_error naming the offending
 // `param`. Checks: prompt/messages present and well typed; max_tokens >= 1 when given (16.0 counts
 // as 16); n == 1 is NOT enforced here (the replica decides); temperature >= 0; top_p in (0, 1];
+// the bounds of vLLM's SamplingParams._verify_args on top_k, min_p, the penalties, min_tokens and
+// stop_token_ids; logprobs/top_logprobs as vLLM's protocol.py (a count >= 0 or -1; chat's
+// top_logprobs only with logprobs true; the replica holds the count to its maximum);
 // stop is a string or an array of at most max_stop_strings strings of at most max_stop_bytes
 // bytes; stream_options requires stream == true, and its
 // include_usage defaults to true once it is given. Bounds are vLLM's, not OpenAI's stricter ones.

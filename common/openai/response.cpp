@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -52,17 +53,41 @@ ojson finish_value(std::string_view finish_reason) {
     return finish_reason.empty() ? ojson(nullptr) : ojson(finish_reason);
 }
 
-// {"index":0, key:value, "logprobs":null, "finish_reason":..., ["stop_reason":...]}
+ojson stop_value(const stop_reason& stop) {
+    if (stop.text)
+        return ojson(*stop.text);
+    if (stop.token)
+        return ojson(*stop.token);
+    return ojson(nullptr);
+}
+
+// {"index":0, key:value, "logprobs":..., "finish_reason":..., ["stop_reason":...]}
 ojson choice(const char* key, ojson value, std::string_view finish_reason, bool with_stop_reason,
-             const std::optional<std::string>& stop_reason = {}) {
+             const stop_reason& stop = {}, std::string_view logprobs = {}) {
     ojson c = {{"index", 0},
                {key, std::move(value)},
-               {"logprobs", nullptr},
+               {"logprobs", logprobs.empty() ? ojson(nullptr) : ojson::parse(logprobs)},
                {"finish_reason", finish_value(finish_reason)}};
     if (with_stop_reason) {
-        c["stop_reason"] = stop_reason ? ojson(*stop_reason) : ojson(nullptr);
+        c["stop_reason"] = stop_value(stop);
     }
     return c;
+}
+
+double floored(double logprob) { // vLLM: max(logprob, -9999.0); NaN has no JSON form
+    return std::isnan(logprob) ? -9999.0 : std::max(logprob, -9999.0);
+}
+
+std::size_t code_points(std::string_view s) {
+    return static_cast<std::size_t>(std::count_if(
+        s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+}
+
+ojson chat_logprob(const logprob_entry& e) {
+    ojson bytes = ojson::array();
+    for (const char c : e.token)
+        bytes.push_back(static_cast<unsigned char>(c));
+    return {{"token", e.token}, {"logprob", floored(e.logprob)}, {"bytes", std::move(bytes)}};
 }
 
 } // namespace
@@ -93,14 +118,46 @@ std::string make_id(std::string_view prefix) {
     return id;
 }
 
+std::string logprobs_json(endpoint kind, std::span<const token_logprob> tokens, std::size_t num_top,
+                          std::size_t& text_offset) {
+    if (kind == endpoint::chat_completions) {
+        ojson content = ojson::array();
+        for (const auto& t : tokens) {
+            ojson entry = chat_logprob(t.chosen);
+            ojson top = ojson::array();
+            for (std::size_t i = 0; i < t.alternatives.size() && i < num_top; ++i)
+                top.push_back(chat_logprob(t.alternatives[i]));
+            entry["top_logprobs"] = std::move(top);
+            content.push_back(std::move(entry));
+        }
+        return dump(ojson{{"content", std::move(content)}});
+    }
+    ojson offsets = ojson::array(), logprobs = ojson::array(), names = ojson::array(),
+          tops = ojson::array();
+    for (const auto& t : tokens) {
+        offsets.push_back(text_offset);
+        text_offset += code_points(t.chosen.token);
+        logprobs.push_back(floored(t.chosen.logprob));
+        names.push_back(t.chosen.token);
+        ojson top = ojson::object(); // keyed by text: alternatives that decode alike are one
+        for (const auto& a : t.alternatives)
+            top[a.token] = floored(a.logprob);
+        tops.push_back(std::move(top));
+    }
+    return dump(ojson{{"text_offset", std::move(offsets)},
+                      {"token_logprobs", std::move(logprobs)},
+                      {"tokens", std::move(names)},
+                      {"top_logprobs", std::move(tops)}});
+}
+
 std::string completion_json(endpoint kind, const response_meta& meta, std::string_view text,
-                            std::string_view finish_reason, const usage& u,
-                            const std::optional<std::string>& stop_reason) {
+                            std::string_view finish_reason, const usage& u, const stop_reason& stop,
+                            std::string_view logprobs) {
     bool chat = kind == endpoint::chat_completions;
     ojson j = envelope(meta, chat ? "chat.completion" : "text_completion");
     ojson c = chat ? choice("message", {{"role", "assistant"}, {"content", text}}, finish_reason,
-                            true, stop_reason)
-                   : choice("text", text, finish_reason, true, stop_reason);
+                            true, stop, logprobs)
+                   : choice("text", text, finish_reason, true, stop, logprobs);
     j["choices"] = ojson::array({std::move(c)});
     j["usage"] = usage_object(u);
     return dump(j);
@@ -117,11 +174,11 @@ std::string chat_role_chunk(const response_meta& meta) {
 // (a test holds the two equal): a streamed response makes one of these per token, and building
 // and serializing a JSON tree for each was the largest part of the replica's CPU per token.
 std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_view text,
-                        std::string_view finish_reason,
-                        const std::optional<std::string>& stop_reason) {
+                        std::string_view finish_reason, const stop_reason& stop,
+                        std::string_view logprobs) {
     const bool completions = kind == endpoint::completions;
     std::string out;
-    out.reserve(192 + meta.id.size() + meta.model.size() + text.size());
+    out.reserve(192 + meta.id.size() + meta.model.size() + text.size() + logprobs.size());
     out += R"({"id":)";
     append_json_string(out, meta.id);
     out += completions ? R"(,"object":"text_completion")" : R"(,"object":"chat.completion.chunk")";
@@ -132,8 +189,9 @@ std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_vi
     out += completions ? R"(,"choices":[{"index":0,"text":)"
                        : R"(,"choices":[{"index":0,"delta":{"content":)";
     append_json_string(out, text);
-    out += completions ? R"(,"logprobs":null,"finish_reason":)"
-                       : R"(},"logprobs":null,"finish_reason":)";
+    out += completions ? R"(,"logprobs":)" : R"(},"logprobs":)";
+    out += logprobs.empty() ? std::string_view("null") : logprobs;
+    out += R"(,"finish_reason":)";
     if (finish_reason.empty())
         out += "null";
     else
@@ -141,8 +199,10 @@ std::string delta_chunk(endpoint kind, const response_meta& meta, std::string_vi
     // Completions carry stop_reason on every chunk, chat on its last (as vLLM serializes them).
     if (completions || !finish_reason.empty()) {
         out += R"(,"stop_reason":)";
-        if (stop_reason)
-            append_json_string(out, *stop_reason);
+        if (stop.text)
+            append_json_string(out, *stop.text);
+        else if (stop.token)
+            out += std::to_string(*stop.token);
         else
             out += "null";
     }

@@ -1,6 +1,7 @@
 #include "replica/engine/engine.hpp"
 
 #include "common/log.hpp"
+#include "common/prompt/utf8.hpp"
 #include "replica/engine/sampler.hpp"
 #include "replica/engine/stop_matcher.hpp"
 
@@ -28,7 +29,8 @@ struct engine::live : sequence {
     stop_matcher stops;
     vocabulary::text_stream text;
     engine_clock::time_point last_token{};
-    engine_clock::time_point scheduled{}; // first admitted: its prefill begins
+    engine_clock::time_point scheduled{};                // first admitted: its prefill begins
+    std::vector<common::openai::token_logprob> logprobs; // not yet in an event
     bool done = false;
 
     live(engine_request r, std::shared_ptr<request_stream> s, const vocabulary& v)
@@ -55,10 +57,11 @@ engine::engine(const replica_config& cfg, replica_metrics& metrics, std::unique_
                            static_cast<std::size_t>(cfg.max_num_batched_tokens)}) {
     const model_config model = replica_model(cfg);
     LANES_LOG(info, "engine",
-              "backend " << backend_->describe() << ", preset " << cfg.preset << " ("
-                         << model.parameter_count() / 1000 << "k parameters, " << model.vocab
-                         << "-id vocabulary), " << num_blocks_ << " KV blocks of " << cfg.block_size
-                         << " tokens");
+              "backend " << backend_->describe() << ", "
+                         << (cfg.model.empty() ? "preset " + cfg.preset : "model " + cfg.model)
+                         << " (" << model.parameter_count() / 1000 << "k parameters, "
+                         << model.vocab << "-id vocabulary), " << num_blocks_ << " KV blocks of "
+                         << cfg.block_size << " tokens");
     snapshot_.num_blocks = static_cast<std::int64_t>(num_blocks_);
     snapshot_.block_size = cfg.block_size;
 }
@@ -244,11 +247,31 @@ void engine::step() {
         if (!batch[i].want_logits)
             continue;
         const auto position = seq.tokens.size();
-        sample_options so{seq.req.sampling.temperature, seq.req.sampling.top_p,
-                          seq.req.sampling.seed, !seq.req.sampling.ignore_eos};
-        const common::token_id tok = has_logits
-                                         ? sample(logits_[next_logits++], so, position, &vocab_)
-                                         : vocab_.synthetic(seq.req.sampling.seed, position);
+        const sampling_params& sp = seq.req.sampling;
+        // min_tokens: EOS and the stop ids are out of the draw until enough are out (vLLM's
+        // MinTokensLogitsProcessor).
+        const bool early = static_cast<std::int64_t>(seq.num_generated()) < sp.min_tokens;
+        const sample_options so{sp.temperature,
+                                sp.top_p,
+                                sp.seed,
+                                !sp.ignore_eos && !early,
+                                sp.top_k,
+                                sp.min_p,
+                                sp.repetition_penalty,
+                                sp.presence_penalty,
+                                sp.frequency_penalty};
+        const std::span<const common::token_id> all(seq.tokens);
+        const sample_context context{all.first(seq.num_prompt), all.subspan(seq.num_prompt),
+                                     early ? std::span<const common::token_id>(sp.stop_token_ids)
+                                           : std::span<const common::token_id>()};
+        if (!has_logits) {
+            emit_token(seq, vocab_.synthetic(sp.seed, position), done_at);
+            continue;
+        }
+        const auto& logits = logits_[next_logits++];
+        const common::token_id tok = sample(logits, so, position, &vocab_, context);
+        if (sp.logprobs)
+            seq.logprobs.push_back(logprobs_of(logits, tok, *sp.logprobs));
         emit_token(seq, tok, done_at);
     }
     for (auto it = live_.begin(); it != live_.end();) {
@@ -285,23 +308,51 @@ void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_poin
         metrics_.itl.observe(seconds_between(seq.last_token, now));
     }
     seq.last_token = now;
+    const sampling_params& sp = seq.req.sampling;
+    const auto generated = static_cast<std::int64_t>(seq.num_generated());
+    // As vLLM's check_stop: nothing but length ends an output shorter than min_tokens; a stop
+    // id ends it with the id as stop_reason, and (as EOS) its text is left out.
+    const bool may_stop = generated >= sp.min_tokens;
     const bool eos = vocab_.is_eos(tok);
-    bool stop = eos && !seq.req.sampling.ignore_eos;
-    if (!eos)
+    const bool stop_id = may_stop && std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(),
+                                               tok) != sp.stop_token_ids.end();
+    bool stop = (eos && !sp.ignore_eos && may_stop) || stop_id;
+    if (!eos && !stop_id)
         stop = seq.stops.append(seq.text.push(tok));
     if (stop)
-        return finish(seq, finish_reason::stop);
-    const auto generated = static_cast<std::int64_t>(seq.num_generated());
-    if (generated >= seq.req.sampling.max_tokens || seq.tokens.size() >= max_sequence_tokens())
+        return finish(seq, finish_reason::stop,
+                      stop_id ? std::optional<common::token_id>(tok) : std::nullopt);
+    if (generated >= sp.max_tokens || seq.tokens.size() >= max_sequence_tokens())
         return finish(seq, finish_reason::length);
-    if (std::string text = seq.stops.take_ready(); !text.empty()) {
+    std::string text = seq.stops.take_ready();
+    if (!text.empty() || !seq.logprobs.empty()) {
         stream_event ev;
         ev.text = std::move(text);
+        ev.logprobs = std::move(seq.logprobs);
+        seq.logprobs.clear();
         seq.stream->push(std::move(ev));
     }
 }
 
-void engine::finish(live& seq, finish_reason reason) {
+common::openai::token_logprob engine::logprobs_of(std::span<const float> logits,
+                                                  common::token_id tok, std::size_t top) const {
+    const auto text = [this](common::token_id id) {
+        if (const auto* model = vocab_.model()) // special tokens as their content, as vLLM
+            return model->decode(std::span(&id, 1), false);
+        return id < 256 ? common::utf8_lossy(std::string(1, static_cast<char>(id))) : std::string();
+    };
+    const token_logprobs raw = raw_logprobs(logits, tok, top);
+    common::openai::token_logprob out;
+    out.chosen = {text(tok), raw.chosen};
+    // vLLM's per-position dict: the chosen token, then the top ones by rank.
+    out.alternatives.push_back(out.chosen);
+    for (const auto& [id, logprob] : raw.top)
+        if (id != tok && out.alternatives.size() < top + 1)
+            out.alternatives.push_back({text(id), logprob});
+    return out;
+}
+
+void engine::finish(live& seq, finish_reason reason, std::optional<common::token_id> stop_token) {
     if (seq.done)
         return;
     seq.done = true;
@@ -309,10 +360,13 @@ void engine::finish(live& seq, finish_reason reason) {
     if (!seq.stops.matched())
         seq.stops.append(seq.text.finish()); // bytes of a sequence the end cut short
     ev.text = seq.stops.take_all();
+    ev.logprobs = std::move(seq.logprobs);
     ev.finished = true;
     ev.finish = reason;
-    if (reason == finish_reason::stop)
-        ev.stop_reason = seq.stops.matched(); // null when EOS ended it
+    if (reason == finish_reason::stop) // null when EOS ended it
+        ev.stop_reason = seq.stops.matched();
+    if (stop_token)
+        ev.stop_reason.token = *stop_token;
     ev.prompt_tokens = static_cast<std::int64_t>(seq.num_prompt);
     ev.completion_tokens = static_cast<std::int64_t>(seq.num_generated());
     ev.cached_tokens = static_cast<std::int64_t>(seq.cached_tokens);

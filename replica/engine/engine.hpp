@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,13 +31,25 @@ namespace lanes::replica {
 using engine_clock = std::chrono::steady_clock;
 using engine_clock_fn = std::function<engine_clock::time_point()>;
 
+// One request's sampling, resolved (the request's fields over the model's defaults).
 struct sampling_params {
     double temperature = 1.0;
     double top_p = 1.0;
+    std::int64_t top_k = 0; // 0: off
+    double min_p = 0.0;
+    double repetition_penalty = 1.0;
+    double presence_penalty = 0.0;
+    double frequency_penalty = 0.0;
     std::uint64_t seed = 0;
     std::int64_t max_tokens = 16;
+    // Before this many output tokens EOS and stop_token_ids can be neither drawn nor end it.
+    std::int64_t min_tokens = 0;
     std::vector<std::string> stop;
+    // End the output (vLLM's stop_reason is the id); their text is left out.
+    std::vector<common::token_id> stop_token_ids;
     bool ignore_eos = false;
+    // Alternatives per token whose raw log-probabilities go with each event; nullopt: none.
+    std::optional<std::size_t> logprobs;
 };
 
 struct engine_request {
@@ -111,7 +124,10 @@ private:
     void drop_cancelled();
     void step();
     void emit_token(live& seq, common::token_id tok, engine_clock::time_point now);
-    void finish(live& seq, finish_reason reason);
+    common::openai::token_logprob logprobs_of(std::span<const float> logits, common::token_id tok,
+                                              std::size_t top) const;
+    void finish(live& seq, finish_reason reason,
+                std::optional<common::token_id> stop_token = std::nullopt);
     void publish_gauges();
     void serve_kv_dumps();
 

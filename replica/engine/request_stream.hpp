@@ -3,6 +3,8 @@
 // session that loses its client calls cancel(), and the engine drops the request at its next step.
 #pragma once
 
+#include "common/openai/response.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lanes::replica {
 
@@ -40,9 +43,13 @@ constexpr std::string_view to_string(finish_reason r) {
 
 struct stream_event {
     std::string text; // new output text (may be empty on the final event)
+    // When the request asked for logprobs: those of the tokens generated since the last event
+    // (a stop string held back may put a token's text in a later event than its logprobs).
+    std::vector<common::openai::token_logprob> logprobs;
     bool finished = false;
     finish_reason finish = finish_reason::none; // final event only
-    std::optional<std::string> stop_reason;     // the stop string that ended it (final event only)
+    // The stop string or stop_token_ids id that ended it (final event only).
+    common::openai::stop_reason stop_reason;
     std::int64_t prompt_tokens = 0;
     std::int64_t completion_tokens = 0;
     std::int64_t cached_tokens = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace lanes::replica {
@@ -33,8 +34,51 @@ bool sampleable(common::token_id id, bool allow_eos) {
     return (id >= 0x20 && id <= 0x7e) || id == '\n';
 }
 
+void apply_penalties(std::vector<float>& logits, const sample_options& o, const sample_context& c) {
+    const auto in_range = [&](common::token_id id) { return id < logits.size(); };
+    if (o.repetition_penalty != 1.0) {
+        std::vector<common::token_id> seen(c.prompt.begin(), c.prompt.end());
+        seen.insert(seen.end(), c.output.begin(), c.output.end());
+        std::sort(seen.begin(), seen.end());
+        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+        const auto penalty = static_cast<float>(o.repetition_penalty);
+        for (const common::token_id id : seen) {
+            if (!in_range(id))
+                continue;
+            float& l = logits[id];
+            l = l > 0 ? l / penalty : l * penalty;
+        }
+    }
+    if (o.presence_penalty == 0.0 && o.frequency_penalty == 0.0)
+        return;
+    std::vector<common::token_id> out(c.output.begin(), c.output.end());
+    std::sort(out.begin(), out.end());
+    for (std::size_t i = 0; i < out.size();) {
+        std::size_t j = i;
+        while (j < out.size() && out[j] == out[i])
+            ++j;
+        if (in_range(out[i]))
+            logits[out[i]] -= static_cast<float>(o.frequency_penalty * static_cast<double>(j - i) +
+                                                 o.presence_penalty);
+        i = j;
+    }
+}
+
 common::token_id sample(std::span<const float> logits, const sample_options& o,
-                        std::uint64_t position, const vocabulary* vocab) {
+                        std::uint64_t position, const vocabulary* vocab, const sample_context& c) {
+    // Penalties and barred ids change a copy; without them the logits are read as they are.
+    std::vector<float> adjusted;
+    const bool penalize =
+        o.repetition_penalty != 1.0 || o.presence_penalty != 0.0 || o.frequency_penalty != 0.0;
+    if (penalize || !c.barred.empty()) {
+        adjusted.assign(logits.begin(), logits.end());
+        if (penalize)
+            apply_penalties(adjusted, o, c);
+        for (const common::token_id id : c.barred)
+            if (id < adjusted.size())
+                adjusted[id] = -std::numeric_limits<float>::infinity();
+        logits = adjusted;
+    }
     struct cand {
         common::token_id id;
         float logit;
@@ -51,18 +95,21 @@ common::token_id sample(std::span<const float> logits, const sample_options& o,
     if (cands.empty())
         return vocab != nullptr ? vocab->synthetic(o.seed, position)
                                 : synthetic_token(o.seed, position);
-    if (o.temperature <= 1e-6) { // greedy; ties go to the lower id
-        return std::max_element(cands.begin(), cands.end(),
-                                [](const cand& a, const cand& b) { return a.logit < b.logit; })
-            ->id;
+    const auto by_logit = [](const cand& a, const cand& b) { return a.logit < b.logit; };
+    if (o.temperature <= 1e-6) // greedy; ties go to the lower id
+        return std::max_element(cands.begin(), cands.end(), by_logit)->id;
+    if (o.min_p > 0.0) {
+        // min-p: drop what is less likely than min_p times the likeliest, at the temperature.
+        const float top = std::max_element(cands.begin(), cands.end(), by_logit)->logit;
+        std::erase_if(cands, [&](const cand& x) {
+            return std::exp((x.logit - top) / o.temperature) < o.min_p;
+        });
     }
-    if (o.top_p >= 1.0 && cands.size() > large_vocabulary) {
+    const bool top_k = o.top_k > 0 && static_cast<std::size_t>(o.top_k) < cands.size();
+    if (o.top_p >= 1.0 && !top_k && cands.size() > large_vocabulary) {
         // No nucleus to cut: draw from the whole softmax in id order, without sorting a model
         // vocabulary's 100k+ candidates for every token.
-        const float top =
-            std::max_element(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
-                return a.logit < b.logit;
-            })->logit;
+        const float top = std::max_element(cands.begin(), cands.end(), by_logit)->logit;
         double total = 0.0;
         std::vector<double> weights(cands.size());
         for (std::size_t i = 0; i < cands.size(); ++i) {
@@ -77,9 +124,17 @@ common::token_id sample(std::span<const float> logits, const sample_options& o,
         }
         return cands.back().id;
     }
-    std::sort(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
+    const auto before = [](const cand& a, const cand& b) {
         return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-    });
+    };
+    if (top_k) { // top-k: the k likeliest, then top-p among them (as vLLM's apply_top_k_top_p)
+        const auto k = static_cast<std::size_t>(o.top_k);
+        std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(k),
+                          cands.end(), before);
+        cands.resize(k);
+    } else {
+        std::sort(cands.begin(), cands.end(), before);
+    }
     std::vector<double> probs(cands.size());
     double total = 0.0;
     for (std::size_t i = 0; i < cands.size(); ++i) {
@@ -106,6 +161,40 @@ common::token_id sample(std::span<const float> logits, const sample_options& o,
             return cands[i].id;
     }
     return cands[keep - 1].id;
+}
+
+token_logprobs raw_logprobs(std::span<const float> logits, common::token_id chosen,
+                            std::size_t top) {
+    token_logprobs out;
+    double peak = -std::numeric_limits<double>::infinity();
+    for (const float l : logits)
+        peak = std::max(peak, static_cast<double>(l));
+    double sum = 0.0;
+    if (std::isfinite(peak))
+        for (const float l : logits)
+            sum += std::exp(static_cast<double>(l) - peak);
+    const double log_total = std::isfinite(peak) ? peak + std::log(sum) : 0.0;
+    const auto logprob = [&](common::token_id id) {
+        return id < logits.size() ? static_cast<double>(logits[id]) - log_total
+                                  : -std::numeric_limits<double>::infinity();
+    };
+    out.chosen = logprob(chosen);
+    top = std::min(top, logits.size());
+    if (top == 0)
+        return out;
+    std::vector<common::token_id> ids(logits.size());
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        ids[i] = static_cast<common::token_id>(i);
+    const auto key = [&](common::token_id id) { // NaN last: the order stays strict and weak
+        return std::isnan(logits[id]) ? -std::numeric_limits<float>::infinity() : logits[id];
+    };
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(top), ids.end(),
+                      [&](common::token_id a, common::token_id b) {
+                          return key(a) > key(b) || (key(a) == key(b) && a < b);
+                      });
+    for (std::size_t i = 0; i < top; ++i)
+        out.top.emplace_back(ids[i], logprob(ids[i]));
+    return out;
 }
 
 common::token_id synthetic_token(std::uint64_t seed, std::uint64_t position) {

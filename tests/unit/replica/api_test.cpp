@@ -313,16 +313,52 @@ TEST_CASE("replica api: refusals as vLLM words them", "[replica_api]") {
     CHECK(two.status == 400);
     CHECK(error_of(two)["message"] == "only n=1 is supported");
     CHECK(error_of(two)["param"] == "n");
+    const auto echo = r.post("/v1/completions", {{"prompt", "hi"}, {"echo", true}});
+    CHECK(echo.status == 400);
+    CHECK(error_of(echo)["message"] == "'echo' is not supported by lanes replicas");
+    CHECK(error_of(echo)["param"] == "echo");
+    // The sim backend has no logits to give log-probabilities of.
     const auto logprobs = r.post("/v1/completions", {{"prompt", "hi"}, {"logprobs", 1}});
     CHECK(logprobs.status == 400);
-    CHECK(error_of(logprobs)["message"] == "'logprobs' is not supported by lanes replicas");
+    CHECK(error_of(logprobs)["message"] ==
+          "'logprobs' needs the model's logits, and the sim backend computes none");
     CHECK(error_of(logprobs)["param"] == "logprobs");
+    const auto chat_logprobs =
+        r.post("/v1/chat/completions",
+               {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"logprobs", true}});
+    CHECK(chat_logprobs.status == 400);
+    CHECK(error_of(chat_logprobs)["param"] == "logprobs");
+    // Past --max-logprobs' default of 20, as vLLM's processor words it (-1: the vocabulary).
+    const auto many = r.post("/v1/completions", {{"prompt", "hi"}, {"logprobs", 21}});
+    CHECK(many.status == 400);
+    CHECK(error_of(many)["message"] ==
+          "Requested sample logprobs of 21, which is greater than max allowed: 20");
+    const auto all = r.post("/v1/completions", {{"prompt", "hi"}, {"logprobs", -1}});
+    CHECK(error_of(all)["message"] ==
+          "Requested sample logprobs of 258, which is greater than max allowed: 20");
+    const auto min_over =
+        r.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 4}, {"min_tokens", 5}});
+    CHECK(min_over.status == 400);
+    CHECK(error_of(min_over)["message"] ==
+          "min_tokens must be less than or equal to max_tokens=4, got 5.");
+    CHECK(error_of(min_over)["param"] == "min_tokens");
     const auto bad_json = r.call(verb::post, "/v1/completions", "{\"prompt\": ");
     CHECK(bad_json.status == 400);
     CHECK(error_of(bad_json)["type"] == "BadRequestError");
     // Nothing refused reached the engine.
     CHECK(r.metrics.prefix_queries.value() == 0.0);
     CHECK(r.eng.load().waiting == 0);
+    // The sampling fields the replica applies are taken.
+    const auto sampled = r.post("/v1/completions", {{"prompt", "hi"},
+                                                    {"max_tokens", 4},
+                                                    {"min_tokens", 4},
+                                                    {"top_k", 5},
+                                                    {"min_p", 0.1},
+                                                    {"repetition_penalty", 1.2},
+                                                    {"presence_penalty", 0.5},
+                                                    {"frequency_penalty", 0.5},
+                                                    {"stop_token_ids", {1, 2}}});
+    CHECK(sampled.status == 200);
 }
 
 TEST_CASE("replica api: the context length bounds the prompt and max_tokens", "[replica_api]") {

@@ -50,8 +50,10 @@ TEST_CASE("completions request parses with defaults", "[openai]") {
     CHECK(r.prompt_token_ids.empty());
     CHECK_FALSE(r.model);
     CHECK_FALSE(r.max_tokens);
-    CHECK(r.temperature == 1.0);
-    CHECK(r.top_p == 1.0);
+    CHECK_FALSE(r.temperature); // unset: the model's default, else vLLM's neutral value
+    CHECK_FALSE(r.top_p);
+    CHECK_FALSE(r.top_k);
+    CHECK_FALSE(r.logprobs);
     CHECK(r.n == 1);
     CHECK_FALSE(r.stream);
     CHECK_FALSE(r.include_usage);
@@ -94,7 +96,7 @@ TEST_CASE("null optional fields count as absent", "[openai]") {
                               "stream":null,"stream_options":null,"stop":null,"seed":null,
                               "ignore_eos":null,"user":null)"));
     CHECK_FALSE(r.max_tokens);
-    CHECK(r.temperature == 1.0);
+    CHECK_FALSE(r.temperature);
     CHECK_FALSE(parse_ok(endpoint::completions, R"({"prompt":"hi","model":null})").model);
 }
 
@@ -257,13 +259,10 @@ TEST_CASE("vLLM's bounds, not OpenAI's stricter ones", "[openai]") {
 
 TEST_CASE("fields asking for what replicas do not do are noted, not refused", "[openai]") {
     CHECK_FALSE(parse_ok(endpoint::completions, cmpl("")).unsupported);
-    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":0)")).unsupported == "logprobs");
-    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":null)")).unsupported);
-    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":true)")).unsupported ==
-          "logprobs");
-    CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":false)")).unsupported);
-    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"top_logprobs":2)")).unsupported ==
-          "top_logprobs");
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":0)")).unsupported);
+    CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":true)")).unsupported);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"prompt_logprobs":1)")).unsupported ==
+          "prompt_logprobs");
     CHECK(parse_ok(endpoint::completions, cmpl(R"(,"echo":true)")).unsupported == "echo");
     CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"best_of":1)")).unsupported);
     CHECK(parse_ok(endpoint::completions, cmpl(R"(,"best_of":3)")).unsupported == "best_of");
@@ -355,4 +354,78 @@ TEST_CASE("a read field given twice or with escapes is refused by name, as at th
     // Others keep vLLM's reading: the last one counts.
     CHECK(parse_ok(endpoint::completions, R"({"prompt":"a","temperature":2,"temperature":0})")
               .temperature == 0.0);
+}
+
+TEST_CASE("vLLM's sampling fields parse", "[openai]") {
+    const auto r = parse_ok(
+        endpoint::completions,
+        cmpl(R"(,"top_k":5,"min_p":0.1,"repetition_penalty":1.3,"presence_penalty":-2,)"
+             R"("frequency_penalty":2,"min_tokens":3,"stop_token_ids":[7,9,7],"logprobs":2)"));
+    CHECK(r.top_k == 5);
+    CHECK(r.min_p == 0.1);
+    CHECK(r.repetition_penalty == 1.3);
+    CHECK(r.presence_penalty == -2.0);
+    CHECK(r.frequency_penalty == 2.0);
+    CHECK(r.min_tokens == 3);
+    CHECK(r.stop_token_ids == std::vector<std::int64_t>{7, 9}); // duplicates dropped, as vLLM
+    CHECK(r.logprobs == 2);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"top_k":-1)")).top_k == -1);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"top_k":0)")).top_k == 0);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":0)")).logprobs == 0);
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":-1)")).logprobs == -1);
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"logprobs":null)")).logprobs);
+    // Chat: logprobs is the flag, top_logprobs the count.
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":true)")).logprobs == 0);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":true,"top_logprobs":3)"))
+              .logprobs == 3);
+    CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":false)")).logprobs);
+    CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":false,"top_logprobs":0)"))
+                    .logprobs);
+}
+
+TEST_CASE("vLLM's sampling bounds are 400s naming the field", "[openai]") {
+    struct bad_case {
+        const char* extra;
+        const char* param;
+        const char* message;
+    };
+    // Messages of SamplingParams._verify_args and protocol.py's check_logprobs.
+    const std::vector<bad_case> cases = {
+        {R"(,"top_k":-2)", "top_k", "top_k must be 0 (disable), or at least 1, got -2."},
+        {R"(,"top_k":1.5)", "top_k", "'top_k' must be an integer"},
+        {R"(,"min_p":1.5)", "min_p", "min_p must be in [0, 1], got 1.5."},
+        {R"(,"min_p":-0.1)", "min_p", "min_p must be in [0, 1], got -0.1."},
+        {R"(,"repetition_penalty":0)", "repetition_penalty",
+         "repetition_penalty must be greater than zero, got 0.0."},
+        {R"(,"presence_penalty":2.5)", "presence_penalty",
+         "presence_penalty must be in [-2, 2], got 2.5."},
+        {R"(,"frequency_penalty":-3)", "frequency_penalty",
+         "frequency_penalty must be in [-2, 2], got -3.0."},
+        {R"(,"min_tokens":-1)", "min_tokens",
+         "min_tokens must be greater than or equal to 0, got -1."},
+        {R"(,"stop_token_ids":[1,"x"])", "stop_token_ids",
+         "stop_token_ids must contain only integers"},
+        {R"(,"stop_token_ids":5)", "stop_token_ids",
+         "'stop_token_ids' must be an array of integers"},
+        {R"(,"presence_penalty":"x")", "presence_penalty", "'presence_penalty' must be a number"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.extra);
+        for (endpoint kind : {endpoint::completions, endpoint::chat_completions}) {
+            const auto e =
+                parse_err(kind, kind == endpoint::completions ? cmpl(c.extra) : chat(c.extra));
+            CHECK(e.param == c.param);
+            CHECK(e.message == c.message);
+        }
+    }
+    const auto neg = parse_err(endpoint::completions, cmpl(R"(,"logprobs":-2)"));
+    CHECK(neg.param == "logprobs");
+    CHECK(neg.message == "`logprobs` must be a positive value or -1.");
+    const auto top = parse_err(endpoint::chat_completions, chat(R"(,"top_logprobs":2)"));
+    CHECK(top.param == "top_logprobs");
+    CHECK(top.message == "when using `top_logprobs`, `logprobs` must be set to true.");
+    CHECK(parse_err(endpoint::chat_completions, chat(R"(,"logprobs":true,"top_logprobs":-3)"))
+              .param == "top_logprobs");
+    CHECK(parse_err(endpoint::chat_completions, chat(R"(,"logprobs":"yes")")).param == "logprobs");
+    CHECK(parse_err(endpoint::completions, cmpl(R"(,"logprobs":"2")")).param == "logprobs");
 }

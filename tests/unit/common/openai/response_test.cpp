@@ -162,3 +162,66 @@ TEST_CASE("stop_reason names the stop string that ended the output", "[openai]")
         json::parse(delta_chunk(endpoint::chat_completions, meta(), "a"))["choices"][0].contains(
             "stop_reason"));
 }
+
+namespace {
+
+// Two tokens: "é" (2 bytes, 1 code point) chosen over "x"; then "\xef\xbf\xbd" (a partial
+// token, as vLLM shows it) chosen, not among the likeliest.
+std::vector<token_logprob> two_tokens() {
+    return {{{"\xc3\xa9", -0.5}, {{"\xc3\xa9", -0.5}, {"x", -1.5}}},
+            {{"\xef\xbf\xbd", -20000.0}, {{"\xef\xbf\xbd", -20000.0}, {"y", -0.1}, {"z", -2.0}}}};
+}
+
+} // namespace
+
+TEST_CASE("completions logprobs: tokens, token_logprobs, top_logprobs, text_offset", "[openai]") {
+    std::size_t offset = 3;
+    const auto j = json::parse(logprobs_json(endpoint::completions, two_tokens(), 2, offset));
+    CHECK(j["tokens"] == json::array({"\xc3\xa9", "\xef\xbf\xbd"}));
+    CHECK(j["token_logprobs"][0] == -0.5);
+    CHECK(j["token_logprobs"][1] == -9999.0);       // floored, as vLLM
+    CHECK(j["text_offset"] == json::array({3, 4})); // code points, from the offset given
+    CHECK(offset == 5);
+    CHECK(j["top_logprobs"][0] == json({{"\xc3\xa9", -0.5}, {"x", -1.5}}));
+    CHECK(j["top_logprobs"][1].size() == 3); // the chosen one and the asked 2
+    CHECK(j["top_logprobs"][1]["y"] == -0.1);
+    const auto whole =
+        json::parse(completion_json(endpoint::completions, meta(), "x", "stop", {1, 2, {}}, {},
+                                    logprobs_json(endpoint::completions, two_tokens(), 2, offset)));
+    CHECK(whole["choices"][0]["logprobs"]["tokens"].size() == 2);
+    const auto chunk = json::parse(
+        delta_chunk(endpoint::completions, meta(), "x", {}, {}, R"({"text_offset":[0]})"));
+    CHECK(chunk["choices"][0]["logprobs"]["text_offset"][0] == 0);
+}
+
+TEST_CASE("chat logprobs: content entries with bytes and the first top_logprobs", "[openai]") {
+    std::size_t offset = 0;
+    const auto j = json::parse(logprobs_json(endpoint::chat_completions, two_tokens(), 1, offset));
+    REQUIRE(j["content"].size() == 2);
+    const auto& first = j["content"][0];
+    CHECK(first["token"] == "\xc3\xa9");
+    CHECK(first["logprob"] == -0.5);
+    CHECK(first["bytes"] == json::array({0xc3, 0xa9}));
+    REQUIRE(first["top_logprobs"].size() == 1);
+    CHECK(first["top_logprobs"][0] ==
+          json({{"token", "\xc3\xa9"}, {"logprob", -0.5}, {"bytes", json::array({0xc3, 0xa9})}}));
+    CHECK(j["content"][1]["bytes"] == json::array({239, 191, 189}));
+    CHECK(j["content"][1]["logprob"] == -9999.0);
+    const auto none =
+        json::parse(logprobs_json(endpoint::chat_completions, two_tokens(), 0, offset));
+    CHECK(none["content"][0]["top_logprobs"].empty());
+    const auto chunk = json::parse(
+        delta_chunk(endpoint::chat_completions, meta(), "a", "stop", {}, R"({"content":[]})"));
+    CHECK(chunk["choices"][0]["logprobs"] == json({{"content", json::array()}}));
+}
+
+TEST_CASE("stop_reason is the stop id when stop_token_ids ended the output", "[openai]") {
+    stop_reason by_id;
+    by_id.token = 42;
+    for (endpoint kind : {endpoint::completions, endpoint::chat_completions}) {
+        CHECK(json::parse(
+                  delta_chunk(kind, meta(), "", "stop", by_id))["choices"][0]["stop_reason"] == 42);
+        CHECK(json::parse(completion_json(kind, meta(), "x", "stop", {1, 1, {}},
+                                          by_id))["choices"][0]["stop_reason"] == 42);
+    }
+}

@@ -7,6 +7,9 @@
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <variant>
@@ -269,5 +272,110 @@ TEST_CASE("the KV-event stream opens with AllBlocksCleared: at start with a repl
     if (!clear_at_start) {
         REQUIRE(batches[0].events.size() >= 2);
         CHECK(std::holds_alternative<ev::block_stored>(batches[0].events[1]));
+    }
+}
+
+namespace {
+
+// A backend whose logits are the same every step: only the given byte ids are finite.
+class scripted_backend final : public backend {
+public:
+    explicit scripted_backend(std::vector<std::pair<common::token_id, float>> finite)
+        : logits_(common::vocab_size, -std::numeric_limits<float>::infinity()) {
+        for (const auto& [id, v] : finite)
+            logits_[id] = v;
+    }
+    std::string_view name() const override { return "scripted"; }
+    bool forward(std::span<const batch_entry> batch,
+                 std::vector<std::vector<float>>& logits) override {
+        for (const auto& e : batch)
+            if (e.want_logits)
+                logits.push_back(logits_);
+        return true;
+    }
+
+private:
+    std::vector<float> logits_;
+};
+
+result run_scripted(std::vector<std::pair<common::token_id, float>> finite,
+                    const std::function<void(sampling_params&)>& set) {
+    auto cfg = tiny_config();
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m, std::make_unique<scripted_backend>(std::move(finite)));
+    eng.start();
+    auto req = make_request("go", 8);
+    req.sampling.ignore_eos = false;
+    set(req.sampling);
+    return generate(eng, {req})[0];
+}
+
+} // namespace
+
+TEST_CASE("min_tokens keeps EOS out of the draw until that many tokens are out", "[engine]") {
+    const std::vector<std::pair<common::token_id, float>> eos_first = {{common::eos_token, 5.0f},
+                                                                       {'a', 3.0f}};
+    const auto at_once = run_scripted(eos_first, [](sampling_params&) {});
+    CHECK(at_once.text.empty());
+    CHECK(at_once.last.finish == finish_reason::stop);
+    CHECK(at_once.last.completion_tokens == 1);
+    const auto held = run_scripted(eos_first, [](sampling_params& s) { s.min_tokens = 3; });
+    CHECK(held.text == "aaa");
+    CHECK(held.last.finish == finish_reason::stop);
+    CHECK(held.last.completion_tokens == 4); // EOS counts, its text does not
+    CHECK_FALSE(held.last.stop_reason.text);
+    CHECK_FALSE(held.last.stop_reason.token);
+}
+
+TEST_CASE("stop_token_ids end the output, out of its text, and name the id", "[engine]") {
+    const std::vector<std::pair<common::token_id, float>> b_first = {{'b', 5.0f}, {'a', 3.0f}};
+    const auto free_run = run_scripted(b_first, [](sampling_params&) {});
+    CHECK(free_run.text == "bbbbbbbb");
+    const auto stopped = run_scripted(b_first, [](sampling_params& s) {
+        s.stop_token_ids = {'b'};
+        s.min_tokens = 2; // barred from the draw twice, then drawn and stopping
+    });
+    CHECK(stopped.text == "aa");
+    CHECK(stopped.last.finish == finish_reason::stop);
+    CHECK(stopped.last.stop_reason.token == 'b');
+    CHECK(stopped.last.completion_tokens == 3);
+}
+
+TEST_CASE("logprobs go with the events: the raw log-softmax of each chosen token", "[engine]") {
+    // 'a' 2, 'b' 1, EOS 0: log-softmax over those three.
+    const std::vector<std::pair<common::token_id, float>> logits = {
+        {'a', 2.0f}, {'b', 1.0f}, {common::eos_token, 0.0f}};
+    const double log_total = std::log(std::exp(2.0) + std::exp(1.0) + 1.0);
+    auto cfg = tiny_config();
+    replica_metrics m("m", 16, 256);
+    engine eng(cfg, m, std::make_unique<scripted_backend>(logits));
+    eng.start();
+    auto req = make_request("go", 3);
+    req.sampling.logprobs = 2;
+    asio::io_context io;
+    auto stream = std::make_shared<request_stream>(io.get_executor());
+    REQUIRE(eng.submit(req, stream) == submit_status::accepted);
+    std::vector<common::openai::token_logprob> all;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            for (;;) {
+                stream_event ev = co_await stream->next();
+                all.insert(all.end(), ev.logprobs.begin(), ev.logprobs.end());
+                if (ev.finished)
+                    co_return;
+            }
+        },
+        asio::detached);
+    io.run();
+    REQUIRE(all.size() == 3);
+    for (const auto& t : all) {
+        CHECK(t.chosen.token == "a");
+        CHECK(t.chosen.logprob == Approx(2.0 - log_total));
+        // The chosen token first, then the likeliest others: a (chosen, also rank 1), b.
+        REQUIRE(t.alternatives.size() == 2);
+        CHECK(t.alternatives[0].token == "a");
+        CHECK(t.alternatives[1].token == "b");
+        CHECK(t.alternatives[1].logprob == Approx(1.0 - log_total));
     }
 }

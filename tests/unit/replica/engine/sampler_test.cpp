@@ -164,3 +164,97 @@ TEST_CASE("synthetic_token: text from a fixed alphabet, deterministic in (seed, 
     CHECK(seen.count('\n') == 1);
     CHECK(differ > 900); // 1 - 1/42 of positions, about
 }
+
+TEST_CASE("repetition_penalty divides positive logits of prompt and output tokens, multiplies "
+          "the others",
+          "[sampler]") {
+    std::vector<float> l = only({{'a', 2.0f}, {'b', -1.0f}, {'c', 1.5f}, {'d', -1.5f}});
+    const std::vector<common::token_id> prompt = {'a'}, output = {'b'};
+    sample_options o;
+    o.repetition_penalty = 2.0;
+    apply_penalties(l, o, {prompt, output, {}});
+    CHECK(l['a'] == 1.0f);  // 2.0 / 2
+    CHECK(l['b'] == -2.0f); // -1.0 * 2
+    CHECK(l['c'] == 1.5f);  // in neither
+    CHECK(l['d'] == -1.5f);
+    // Greedy after penalties: 'a' (2.0) would win; penalized (1.0), 'c' (1.5) does.
+    const std::vector<float> raw = only({{'a', 2.0f}, {'c', 1.5f}});
+    const sample_options greedy{0.0, 1.0, 1, false};
+    CHECK(sample(raw, greedy, 0) == 'a');
+    sample_options penalized = greedy;
+    penalized.repetition_penalty = 2.0;
+    CHECK(sample(raw, penalized, 0, nullptr, {prompt, {}, {}}) == 'c');
+    CHECK(sample(raw, penalized, 0, nullptr, {{}, prompt, {}}) == 'c'); // output tokens too
+}
+
+TEST_CASE("presence and frequency penalties count output tokens only", "[sampler]") {
+    const std::vector<float> raw = only({{'a', 2.0f}, {'b', 1.0f}});
+    const std::vector<common::token_id> three_a = {'a', 'a', 'a'}, one_a = {'a'},
+                                        two_a = {'a', 'a'};
+    sample_options o{0.0, 1.0, 1, false};
+    o.presence_penalty = 1.5;
+    CHECK(sample(raw, o, 0, nullptr, {three_a, {}, {}}) == 'a'); // the prompt does not count
+    CHECK(sample(raw, o, 0, nullptr, {{}, one_a, {}}) == 'b');   // 2.0 - 1.5 = 0.5 < 1.0
+    o.presence_penalty = 0.0;
+    o.frequency_penalty = 0.6;
+    CHECK(sample(raw, o, 0, nullptr, {{}, one_a, {}}) == 'a'); // 2.0 - 0.6 = 1.4
+    CHECK(sample(raw, o, 0, nullptr, {{}, two_a, {}}) == 'b'); // 2.0 - 1.2 = 0.8
+    std::vector<float> l = raw;
+    o.presence_penalty = -0.5; // negative penalties favour what was said
+    apply_penalties(l, o, {three_a, two_a, {}});
+    CHECK(l['a'] == Approx(2.0 - 1.2 + 0.5));
+    CHECK(l['b'] == 1.0f);
+}
+
+TEST_CASE("min_p drops what is less likely than min_p times the likeliest", "[sampler]") {
+    // Probabilities relative to 'a': 1, 0.5, 0.05.
+    const std::vector<float> l = only({{'a', 0.0f}, {'b', std::log(0.5f)}, {'c', std::log(0.05f)}});
+    sample_options o{1.0, 1.0, 3, false};
+    CHECK(frequency(l, o, 'c', 4000) > 0.01); // 0.05 / 1.55, about 3%
+    o.min_p = 0.1;
+    CHECK(frequency(l, o, 'c', 4000) == 0.0);
+    CHECK(frequency(l, o, 'b', 4000) == Approx(0.5 / 1.5).margin(0.03));
+}
+
+TEST_CASE("top_k keeps the k likeliest, and top_p then cuts among them", "[sampler]") {
+    // Probabilities 0.5, 0.3, 0.2.
+    const std::vector<float> l =
+        only({{'a', std::log(0.5f)}, {'b', std::log(0.3f)}, {'c', std::log(0.2f)}});
+    sample_options o{1.0, 1.0, 5, false};
+    o.top_k = 1;
+    CHECK(frequency(l, o, 'a', 500) == 1.0);
+    o.top_k = 2;
+    CHECK(frequency(l, o, 'c', 4000) == 0.0);
+    CHECK(frequency(l, o, 'b', 4000) == Approx(0.3 / 0.8).margin(0.03));
+    // top_p 0.6 over all three keeps a and b (0.5 < 0.6 <= 0.8); over the top 2, renormalized
+    // (0.625, 0.375), a alone reaches it.
+    o.top_k = 0;
+    o.top_p = 0.6;
+    CHECK(frequency(l, o, 'b', 4000) > 0.2);
+    o.top_k = 2;
+    CHECK(frequency(l, o, 'b', 4000) == 0.0);
+}
+
+TEST_CASE("barred ids are never drawn (stop_token_ids before min_tokens)", "[sampler]") {
+    const std::vector<float> l = only({{'a', 3.0f}, {'b', 1.0f}});
+    const std::vector<common::token_id> barred = {'a'};
+    CHECK(sample(l, {0.0, 1.0, 1, false}, 0, nullptr, {{}, {}, barred}) == 'b');
+    CHECK(frequency(l, {1.0, 1.0, 1, false}, 'a', 200) > 0.5);
+    for (std::uint64_t p = 0; p < 200; ++p)
+        REQUIRE(sample(l, {1.0, 1.0, 1, false}, p, nullptr, {{}, {}, barred}) == 'b');
+}
+
+TEST_CASE("raw_logprobs is the log-softmax of the raw logits", "[sampler]") {
+    const std::vector<float> l = {1.0f, 3.0f, 2.0f, minus_inf};
+    const double log_total = std::log(std::exp(1.0) + std::exp(3.0) + std::exp(2.0));
+    const auto lp = raw_logprobs(l, 0, 2);
+    CHECK(lp.chosen == Approx(1.0 - log_total));
+    REQUIRE(lp.top.size() == 2);
+    CHECK(lp.top[0].first == 1);
+    CHECK(lp.top[0].second == Approx(3.0 - log_total));
+    CHECK(lp.top[1].first == 2);
+    CHECK(lp.top[1].second == Approx(2.0 - log_total));
+    CHECK(std::isinf(raw_logprobs(l, 3, 0).chosen));
+    CHECK(raw_logprobs(l, 1, 10).top.size() == 4); // at most the vocabulary
+    CHECK(raw_logprobs(l, 1, 0).top.empty());
+}
