@@ -128,9 +128,8 @@ struct parity {
 // Prefills three sequences of different lengths in one batch, then decodes `steps` tokens,
 // feeding both backends the CPU's greedy choice. The third sequence stops after half the steps,
 // so the decode batch changes size (graph buckets 4 then 2, with padding rows).
-parity run_parity(const std::string& preset_name, const std::string& dtype, bool graphs,
+parity run_parity(const model_weights& weights, const std::string& dtype, bool graphs,
                   std::size_t steps) {
-    const auto weights = make_weights(*preset(preset_name), 3);
     auto cpu = build(backend_kind::cpu, weights, 48);
     auto gpu = build(backend_kind::cuda, weights, 48, dtype, graphs);
     auto cpu_seqs = make_sequences({5, 23, 40}, 16);
@@ -162,7 +161,59 @@ parity run_parity(const std::string& preset_name, const std::string& dtype, bool
     return p;
 }
 
+parity run_parity(const std::string& preset_name, const std::string& dtype, bool graphs,
+                  std::size_t steps) {
+    return run_parity(make_weights(*preset(preset_name), 3), dtype, graphs, steps);
+}
+
+// The checkpoint families' variants on small shapes: Qwen2's q/k/v biases, Qwen3's q/k norms with
+// a head_dim twice hidden / heads, Llama 3's scaled RoPE table with a tied head, and a Qwen-sized
+// vocabulary (151,936 ids: the logits buffers are sized by sequences, not tokens).
+model_weights variant_weights(const std::string& family) {
+    model_config c = *preset("tiny");
+    if (family == "qwen3") {
+        c.d_model = 128, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.qk_norm = true;
+    } else if (family == "qwen2") {
+        c.qkv_bias = true;
+    } else if (family == "llama3") {
+        c.rope_theta = 500000.0f, c.rope = model_config::rope_kind::llama3;
+        c.rope_factor = 8.0f, c.rope_original_max_positions = 64.0f, c.tie_embeddings = true;
+    } else if (family == "vocab") {
+        c.vocab = 151936;
+    }
+    model_weights w = make_weights(c, 5);
+    for (auto& lw : w.layers) {
+        if (c.qkv_bias)
+            for (std::size_t i = 0; i < c.q_dim() + 2 * c.kv_dim(); ++i)
+                lw.qkv_bias.push_back(0.2f * weight_value(9, 1, i));
+        if (c.qk_norm)
+            for (std::size_t i = 0; i < c.head_dim; ++i) {
+                lw.q_norm.push_back(1.0f + 0.2f * weight_value(9, 2, i));
+                lw.k_norm.push_back(1.0f + 0.2f * weight_value(9, 3, i));
+            }
+    }
+    if (c.tie_embeddings)
+        for (std::size_t v = 0; v < c.vocab; ++v)
+            for (std::size_t i = 0; i < c.d_model; ++i)
+                w.lm_head[i * c.vocab + v] = w.embedding[v * c.d_model + i];
+    return w;
+}
+
 } // namespace
+
+TEST_CASE("cuda: checkpoint families' variants match the cpu backend", "[gpu]") {
+    for (const char* family : {"qwen2", "qwen3", "llama3", "vocab"}) {
+        const model_weights w = variant_weights(family);
+        INFO("variant " << family);
+        const parity fp32 = run_parity(w, "fp32", true, 32);
+        CHECK(fp32.worst_fp32 <= fp32_logit_tolerance);
+        CHECK(fp32.same_tokens == fp32.tokens);
+        const parity bf16 = run_parity(w, "bf16", true, 32);
+        CHECK(bf16.worst_rel_rms <= bf16_relative_rms);
+        CHECK(static_cast<double>(bf16.same_tokens) >=
+              bf16_token_agreement * static_cast<double>(bf16.tokens));
+    }
+}
 
 TEST_CASE("cuda fp32: greedy decoding and logits match the cpu backend", "[gpu]") {
     for (const char* name : {"tiny", "small"}) {
