@@ -86,10 +86,13 @@ TEST_CASE("replica validation answers OpenAI errors", "[replica]") {
                                       nlohmann::json{{"prompt", std::string(300, 'p')}}.dump());
     CHECK(full.status == 400);
     CHECK(full.body.find("your request has 301 input tokens") != std::string::npos);
-    const auto logprobs =
-        test::post_json(port, "/v1/completions", R"({"prompt":"x","max_tokens":2,"logprobs":1})");
-    CHECK(logprobs.status == 400);
-    CHECK(nlohmann::json::parse(logprobs.body)["error"]["param"] == "logprobs");
+    const auto echo =
+        test::post_json(port, "/v1/completions", R"({"prompt":"x","max_tokens":2,"echo":true})");
+    CHECK(echo.status == 400);
+    CHECK(nlohmann::json::parse(echo.body)["error"]["param"] == "echo");
+    const auto top_k = test::post_json(port, "/v1/completions", R"({"prompt":"x","top_k":-5})");
+    CHECK(top_k.status == 400);
+    CHECK(nlohmann::json::parse(top_k.body)["error"]["param"] == "top_k");
     // A chat without max_tokens gets the rest of the context (here 256 - 240), not a refusal.
     const nlohmann::json chat = {
         {"messages", {{{"role", "user"}, {"content", std::string(200, 'c')}}}},
