@@ -4,7 +4,10 @@
 # fp32 in two shards, Qwen2 with biases, Qwen3 with q/k norms, Mistral f16), runs
 # tests/models/reference.py and lanes_model_parity on two token lists each and compares logits
 # and greedy continuations (tests/models/compare.py); then requires lanes_model_parity to reject
-# each broken checkpoint of OUTDIR/bad with an error naming the tensor or config field.
+# each broken checkpoint of OUTDIR/bad with an error naming the tensor or config field; then the
+# same through the HTTP API (tests/models/api_parity.py): lanes-replica --model on two of them,
+# its /v1/models, greedy completions and chat text, logprobs and a streamed completion against
+# the reference.
 # Exit 77 (skipped) without a python3 that has numpy (Debian's python3-numpy).
 #   scripts/check-model-parity.sh build
 set -euo pipefail
@@ -109,5 +112,26 @@ while IFS=$'\t' read -r variant expect; do
     fi
 done <"$work/ckpt/bad/expected.tsv"
 
-echo "model parity: $variants variants, $failures failures"
+# The HTTP API: lanes-replica serving two checkpoints, its answers against the reference.
+api_checks=0
+replica="$build/replica/lanes-replica"
+if [[ ! -x $replica ]]; then
+    echo "FAIL api: $replica not built" >&2
+    failures=$((failures + 1))
+else
+    rc=0
+    "$python" "$models/api_parity.py" --replica "$replica" --summary "$work/api.summary" \
+        "$work/ckpt/llama3-tied-bf16" "$work/ckpt/qwen3-qknorm-fp32" || rc=$?
+    api_failures=0
+    if [[ -s $work/api.summary ]]; then
+        read -r api_checks api_failures <"$work/api.summary"
+    fi
+    if ((rc != 0 && api_failures == 0)); then
+        echo "FAIL api: api_parity.py exited $rc" >&2
+        api_failures=1
+    fi
+    failures=$((failures + api_failures))
+fi
+
+echo "model parity: $variants variants, $api_checks API checks, $failures failures"
 ((failures == 0)) || exit 1
