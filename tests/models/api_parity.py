@@ -133,7 +133,7 @@ class Replica:
     """lanes-replica on 127.0.0.1 and a free port; stop() always kills it."""
 
     def __init__(self, binary, model, extra=()):
-        self.log = tempfile.NamedTemporaryFile(prefix="api-parity-", suffix=".log", delete=False)
+        self.log = None
         self.cmd = [binary, "--model", model, "--backend", "cpu", "--host", "127.0.0.1",
                     "--port", "0", "--kv-cache-mb", "16", "--max-model-len", "512",
                     "--log-level", "info", *extra]
@@ -142,6 +142,7 @@ class Replica:
 
     def start(self):
         t0 = time.monotonic()
+        self.log = tempfile.NamedTemporaryFile(prefix="api-parity-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, preexec_fn=set_parent_death_signal)
         deadline = t0 + STARTUP_S
@@ -172,15 +173,23 @@ class Replica:
             return f.read()
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            if self.proc is not None and self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
-        os.unlink(self.log.name)
+            if self.log is not None:
+                self.log.close()
+                try:
+                    os.unlink(self.log.name)
+                except FileNotFoundError:
+                    pass
 
     def request(self, method, path, body=None):
         """(status, body bytes)."""
@@ -576,6 +585,12 @@ def variant_checks(run, binary, directory, state):
         aliased.stop()
 
 
+def on_sigterm(*_):
+    """Unwinds like an exception, once: a second SIGTERM must not cut the clean-up short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--replica", required=True, help="the lanes-replica binary")
@@ -584,7 +599,7 @@ def main():
     args = ap.parse_args()
     set_parent_death_signal()
     # SIGTERM unwinds like an exception, so that every replica started is killed.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, on_sigterm)
     run = Run()
     state = {"worst": 0.0, "steps": [], "skipped": 0}
     try:
