@@ -7,7 +7,10 @@
 // prefill), so it is the steady decode rate. For cuda it is set against the HBM bound: a decode
 // step must read the projection weights once plus every sequence's KV cache, so at B sequences
 // with mean context L the bound is B / ((weight bytes + B * L * KV bytes per token) / bandwidth).
-// Prefill: the uncached TTFT run's prompt tokens over its TTFT.
+// Prefill: the uncached TTFT run's prompt tokens over its TTFT. The cpu backend's decode rows are
+// set against the same bound with this machine's memory read bandwidth (measured here on one
+// thread over 512 MiB, or --memory-gb-s). With --model the checkpoint is read once (its load time
+// and the process's RSS after it are reported) and each run's engine gets a copy.
 #include "common/config_util.hpp"
 #include "common/log.hpp"
 #include "replica/backends/cuda/cuda_backend.hpp"
@@ -102,6 +105,7 @@ void warm_up(replica::engine& eng, int batch = 1, std::size_t measured_prompt_le
 }
 
 struct bench_options {
+    double memory_gb_s = 0; // cpu: the read bandwidth of the bound; 0 measures it
     std::string batches = "1,16";
     std::int64_t decode_tokens = 64, decode_prompt_len = 32, prompt_len = 2048, cached_len = 1920,
                  repeats = 3;
@@ -110,10 +114,11 @@ struct bench_options {
 };
 
 // The decode run at batch b: b requests together on a fresh (warmed-up) engine.
-nlohmann::json decode_run(const replica::replica_config& cfg, const bench_options& o, int b) {
+nlohmann::json decode_run(const replica::replica_config& cfg, const bench_options& o,
+                          const replica::model_weights& weights, int b) {
     replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
-    replica::engine eng(cfg, m,
-                        replica::build_backend(cfg, *replica::parse_backend_kind(cfg.backend)));
+    replica::engine eng(
+        cfg, m, replica::build_backend(cfg, *replica::parse_backend_kind(cfg.backend), weights));
     eng.start();
     warm_up(eng, b, static_cast<std::size_t>(o.decode_prompt_len));
     std::vector<replica::engine_request> reqs;
@@ -143,18 +148,20 @@ void add_hbm_bound(nlohmann::json& row, const bench_options& o, std::size_t weig
         static_cast<double>(weight_bytes) + b * context * static_cast<double>(kv_bytes_per_token);
     const double bound = b / (step_bytes / (o.hbm_tb_s * 1e12));
     row["step_bytes"] = step_bytes;
-    row["hbm_bound_tokens_per_s"] = bound;
-    row["fraction_of_hbm_bound"] = row["decode_tokens_per_s"].get<double>() / bound;
+    row["bound_tokens_per_s"] = bound;
+    row["fraction_of_bound"] = row["decode_tokens_per_s"].get<double>() / bound;
 }
 
 // TTFT of a long prompt on a fresh engine (uncached), then of a prompt sharing its first
 // cached_len tokens; the median of `repeats` fresh engines each.
-nlohmann::json ttft_runs(const replica::replica_config& cfg, const bench_options& o) {
+nlohmann::json ttft_runs(const replica::replica_config& cfg, const bench_options& o,
+                         const replica::model_weights& weights) {
     std::vector<double> cold, warm;
     for (std::int64_t i = 0; i < o.repeats; ++i) {
         replica::replica_metrics m("bench", 16, static_cast<long>(cfg.kv_blocks));
-        replica::engine eng(cfg, m,
-                            replica::build_backend(cfg, *replica::parse_backend_kind(cfg.backend)));
+        replica::engine eng(
+            cfg, m,
+            replica::build_backend(cfg, *replica::parse_backend_kind(cfg.backend), weights));
         eng.start();
         warm_up(eng);
         const std::string prefix = text(static_cast<std::size_t>(o.cached_len), 'p');
@@ -175,8 +182,35 @@ nlohmann::json ttft_runs(const replica::replica_config& cfg, const bench_options
         {"prefill_tokens_per_s", static_cast<double>(o.prompt_len) / cold_s}};
 }
 
+// Single-thread read bandwidth in GB/s: the best of 3 sums over 512 MiB of floats.
+double measure_read_gb_s() {
+    std::vector<float> data(std::size_t{128} << 20, 1.0f);
+    double best = 0;
+    volatile float sink = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        const auto start = clock_type::now();
+        float acc[8] = {};
+        for (std::size_t i = 0; i < data.size(); i += 8)
+            for (int k = 0; k < 8; ++k)
+                acc[k] += data[i + static_cast<std::size_t>(k)];
+        const double s = std::chrono::duration<double>(clock_type::now() - start).count();
+        sink = sink + acc[0] + acc[7];
+        best = std::max(best, static_cast<double>(data.size() * sizeof(float)) / s / 1e9);
+    }
+    return best;
+}
+
+// The process's resident set (VmRSS) in MiB, from /proc/self/status.
+double rss_mib() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("VmRSS:"))
+            return std::stod(line.substr(6)) / 1024.0;
+    return 0;
+}
+
 int run_bench(replica::replica_config cfg, const bench_options& o) {
-    const auto model = *replica::preset(cfg.preset);
+    const auto model = replica::replica_model(cfg);
     std::string note;
     const replica::backend_kind kind = replica::resolve_backend(cfg.backend, note);
     cfg.backend = std::string(replica::to_string(kind));
@@ -189,8 +223,14 @@ int run_bench(replica::replica_config cfg, const bench_options& o) {
         cuda ? replica::cuda_dtype_bytes(cfg.cuda_dtype) : sizeof(float);
     const std::size_t weight_read = replica::cuda_projection_bytes(model, value_bytes);
     const std::size_t kv_per_token = model.kv_bytes_per_token(value_bytes);
+    const auto load_start = clock_type::now();
+    const replica::model_weights weights = replica::replica_weights(cfg);
+    const double load_s = std::chrono::duration<double>(clock_type::now() - load_start).count();
     nlohmann::json report = {{"backend", cfg.backend},
                              {"preset", cfg.preset},
+                             {"checkpoint", cfg.model},
+                             {"load_s", load_s},
+                             {"rss_mib_after_load", rss_mib()},
                              {"kv_blocks", cfg.kv_blocks},
                              {"cpu_threads", cfg.cpu_threads},
                              {"model",
@@ -198,19 +238,23 @@ int run_bench(replica::replica_config cfg, const bench_options& o) {
                                {"bytes_per_value", value_bytes},
                                {"projection_bytes", weight_read},
                                {"kv_bytes_per_token", kv_per_token}}}};
+    bench_options bound = o; // the bandwidth the decode rows are set against
     if (cuda) {
         report["cuda_dtype"] = cfg.cuda_dtype;
         report["cuda_graphs"] = cfg.cuda_graphs;
         report["hbm_tb_s"] = o.hbm_tb_s;
+    } else {
+        const double gb_s = o.memory_gb_s > 0 ? o.memory_gb_s : measure_read_gb_s();
+        report["memory_read_gb_s"] = gb_s;
+        bound.hbm_tb_s = gb_s / 1000.0;
     }
     std::stringstream list(o.batches);
     for (std::string item; std::getline(list, item, ',');) {
-        auto row = decode_run(cfg, o, std::stoi(item));
-        if (cuda)
-            add_hbm_bound(row, o, weight_read, kv_per_token);
+        auto row = decode_run(cfg, o, weights, std::stoi(item));
+        add_hbm_bound(row, bound, weight_read, kv_per_token);
         report["decode"].push_back(row);
     }
-    report["ttft"] = ttft_runs(cfg, o);
+    report["ttft"] = ttft_runs(cfg, o, weights);
     const std::string text_out = report.dump(2);
     std::puts(text_out.c_str());
     if (!o.out.empty())
@@ -234,7 +278,9 @@ int main(int argc, char** argv) {
     f.add("cached-len", o.cached_len, "prefix shared with an earlier request in the cached run")
         .value_name("TOKENS");
     f.add("repeats", o.repeats, "repetitions of each TTFT run (the median is reported)");
-    f.add("hbm-tb-s", o.hbm_tb_s, "memory bandwidth for the decode bound, TB/s (H200: 4.8)");
+    f.add("hbm-tb-s", o.hbm_tb_s, "cuda: memory bandwidth for the decode bound, TB/s (H200: 4.8)");
+    f.add("memory-gb-s", o.memory_gb_s,
+          "cpu: memory read bandwidth for the decode bound, GB/s (0: measured on one thread)");
     f.add("out", o.out, "also write the JSON here").value_name("PATH");
     replica::add_engine_flags(f, cfg); // the replica's own engine flags (backend defaults to cpu)
     auto errors = f.parse(argc, argv);

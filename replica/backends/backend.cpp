@@ -139,8 +139,28 @@ model_config replica_model(const replica_config& cfg) {
     return *model;
 }
 
+model_weights replica_weights(const replica_config& cfg) {
+    if (cfg.model.empty())
+        return make_weights(replica_model(cfg), static_cast<std::uint64_t>(cfg.seed));
+    const auto start = std::chrono::steady_clock::now();
+    loaded_checkpoint loaded = load_checkpoint(cfg.model);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    LANES_LOG(info, "engine",
+              "weights of " << cfg.model << ": " << loaded.bytes / (1024 * 1024) << " MiB of "
+                            << to_string(loaded.stored) << " in " << loaded.files
+                            << " file(s), read as fp32 in " << seconds << " s");
+    return std::move(loaded.weights);
+}
+
 std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind) {
-    const std::optional<model_config> model = replica_model(cfg);
+    // The sim backend computes nothing: no weights to read or make.
+    return build_backend(cfg, kind,
+                         kind == backend_kind::sim ? model_weights{} : replica_weights(cfg));
+}
+
+std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind,
+                                       model_weights weights) {
     backend_options options;
     options.kind = kind;
     options.num_blocks = static_cast<std::size_t>(cfg.kv_blocks);
@@ -151,22 +171,8 @@ std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind k
     options.cuda_graphs = cfg.cuda_graphs;
     options.max_batched_tokens = static_cast<std::size_t>(cfg.max_num_batched_tokens);
     options.max_num_seqs = static_cast<std::size_t>(cfg.max_num_seqs);
-    model_weights weights;
-    if (kind != backend_kind::sim && !cfg.model.empty()) { // the sim backend computes nothing
-        const auto start = std::chrono::steady_clock::now();
-        loaded_checkpoint loaded = load_checkpoint(cfg.model);
-        LANES_LOG(
-            info, "engine",
-            "weights of "
-                << cfg.model << ": " << loaded.bytes / (1024 * 1024) << " MiB of "
-                << to_string(loaded.stored) << " in " << loaded.files
-                << " file(s), read as fp32 in "
-                << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
-                << " s");
-        weights = std::move(loaded.weights);
-    } else if (kind != backend_kind::sim)
-        weights = make_weights(*model, static_cast<std::uint64_t>(cfg.seed));
-    weights.cfg = *model;
+    if (kind == backend_kind::sim)
+        weights.cfg = replica_model(cfg);
     std::string error;
     auto b = make_backend(options, std::move(weights), error);
     if (!b)

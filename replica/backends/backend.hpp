@@ -82,11 +82,16 @@ backend_kind resolve_backend(std::string_view requested, std::string& note);
 std::size_t resolve_kv_blocks(const replica_config& cfg, const model_config& model,
                               backend_kind kind);
 
-// The backend the replica's config asks for, with cfg.kv_blocks blocks (resolved): its kind
-// resolved, weights made from the seed when the kind computes. Throws std::runtime_error when it
-// cannot be built.
-// The preset's shape, with the vocabulary of the model's tokenizer when one is loaded.
+// The model the config names: --model's config.json, else the preset's shape with the
+// vocabulary of the model's tokenizer when one is loaded.
 model_config replica_model(const replica_config& cfg);
+// Its weights: the checkpoint's (read as fp32, the load logged), else made from the seed.
+model_weights replica_weights(const replica_config& cfg);
+// The backend the replica's config asks for, with cfg.kv_blocks blocks (resolved): its kind
+// resolved, with replica_weights when the kind computes (the sim backend takes none), or the
+// weights given. Throws std::runtime_error when it cannot be built.
 std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind);
+std::unique_ptr<backend> build_backend(const replica_config& cfg, backend_kind kind,
+                                       model_weights weights);
 
 } // namespace lanes::replica

@@ -149,7 +149,7 @@ for preset in ("base", "1b"):
     r = json.load(open(path))
     for d in r.get("decode", []):
         print(f"| {preset} | {d['batch']} | {d['decode_tokens_per_s']:,.0f} | "
-              f"{d['hbm_bound_tokens_per_s']:,.0f} | {d['fraction_of_hbm_bound']:.2f} |")
+              f"{d['bound_tokens_per_s']:,.0f} | {d['fraction_of_bound']:.2f} |")
     decode = {d["batch"]: d["decode_tokens_per_s"] for d in r.get("decode", [])}
     if 1 in decode and 256 in decode:
         print(f"\n{preset}: batch 256 / batch 1 = {decode[256] / decode[1]:.1f}x")
