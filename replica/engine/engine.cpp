@@ -317,8 +317,8 @@ void engine::emit_token(live& seq, common::token_id tok, engine_clock::time_poin
     const bool stop_id = may_stop && std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(),
                                                tok) != sp.stop_token_ids.end();
     bool stop = (eos && !sp.ignore_eos && may_stop) || stop_id;
-    if (!eos && !stop_id)
-        stop = seq.stops.append(seq.text.push(tok));
+    if (!eos && !stop_id) // stop strings only past min_tokens (vLLM's detokenizer)
+        stop = seq.stops.append(seq.text.push(tok), generated > sp.min_tokens);
     if (stop)
         return finish(seq, finish_reason::stop,
                       stop_id ? std::optional<common::token_id>(tok) : std::nullopt);

@@ -9,11 +9,13 @@ stop_matcher::stop_matcher(std::vector<std::string> stops)
     std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
-bool stop_matcher::append(std::string_view text) {
+bool stop_matcher::append(std::string_view text, bool check) {
     if (stopped_)
         return true;
     const std::size_t old_size = output_.size();
     output_.append(text);
+    if (!check)
+        return false;
     for (const auto& stop : stops_) {
         // A match must end inside the new text, so start looking just before it.
         const std::size_t from = old_size >= stop.size() ? old_size - stop.size() + 1 : 0;

@@ -13,9 +13,10 @@ class stop_matcher {
 public:
     explicit stop_matcher(std::vector<std::string> stops);
 
-    // Appends generated text; returns true when the output now contains a stop string (the text
-    // from the stop string on is dropped).
-    bool append(std::string_view text);
+    // Appends generated text; returns true when the output now contains a stop string ending in
+    // `text` (the text from the stop string on is dropped). Unless `check`: text before
+    // min_tokens, which vLLM's detokenizer never looks for stop strings in.
+    bool append(std::string_view text, bool check = true);
     // Text that is safe to send now (removed from the pending part).
     std::string take_ready();
     // At the end of the request: everything not yet sent.

@@ -339,6 +339,14 @@ TEST_CASE("stop_token_ids end the output, out of its text, and name the id", "[e
     CHECK(stopped.last.finish == finish_reason::stop);
     CHECK(stopped.last.stop_reason.token == 'b');
     CHECK(stopped.last.completion_tokens == 3);
+    // Stop strings too are looked for only past min_tokens.
+    const auto late = run_scripted(b_first, [](sampling_params& s) {
+        s.stop = {"b"};
+        s.min_tokens = 2;
+    });
+    CHECK(late.text == "bb");
+    CHECK(late.last.stop_reason.text == "b");
+    CHECK(late.last.completion_tokens == 3);
 }
 
 TEST_CASE("logprobs go with the events: the raw log-softmax of each chosen token", "[engine]") {

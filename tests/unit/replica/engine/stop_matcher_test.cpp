@@ -44,3 +44,14 @@ TEST_CASE("stop_matcher without stop strings passes everything through", "[stop]
     CHECK(m.take_ready() == "abc");
     CHECK(m.take_all().empty());
 }
+
+TEST_CASE("text appended unchecked (before min_tokens) never matches later", "[stop]") {
+    stop_matcher m({"ab"});
+    CHECK_FALSE(m.append("xab", false)); // a stop string before min_tokens is output
+    CHECK_FALSE(m.append("c"));          // and is not found once checking starts
+    CHECK(m.output() == "xabc");
+    stop_matcher straddle({"ab"});
+    CHECK_FALSE(straddle.append("xa", false));
+    CHECK(straddle.append("b")); // one that ends in checked text is
+    CHECK(straddle.output() == "x");
+}
