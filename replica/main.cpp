@@ -14,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -90,6 +91,11 @@ int main(int argc, char** argv) {
             tokenizer = common::model_tokenizer::load(cfg.tokenizer, {cfg.tokenizer_cache_tokens});
             cfg.vocab_size = tokenizer->vocab_size();
             cfg.request_limits.vocab_size = cfg.vocab_size;
+            // A checkpoint's vocabulary may be padded past the tokenizer's (Qwen's 151,936 rows
+            // for 151,665 ids): those ids are valid in prompts and outputs, as in vLLM.
+            if (checkpoint)
+                cfg.request_limits.vocab_size =
+                    std::max(cfg.request_limits.vocab_size, checkpoint->cfg.vocab);
             if (checkpoint && checkpoint->cfg.vocab < tokenizer->vocab_size())
                 throw std::runtime_error("the tokenizer has " +
                                          std::to_string(tokenizer->vocab_size()) +
@@ -109,7 +115,8 @@ int main(int argc, char** argv) {
                                    static_cast<long>(cfg.max_num_batched_tokens));
         replica::engine eng(cfg, metrics, replica::build_backend(cfg, kind));
         if (tokenizer)
-            eng.use_vocabulary(replica::vocabulary(tokenizer));
+            eng.use_vocabulary(
+                replica::vocabulary(tokenizer, checkpoint ? checkpoint->cfg.vocab : 0));
         std::unique_ptr<replica::kv_event_publisher> events;
         if (!cfg.kv_events.endpoint.empty()) {
             events = std::make_unique<replica::kv_event_publisher>(cfg.kv_events);

@@ -4,13 +4,18 @@
 
 namespace lanes::replica {
 
-vocabulary::vocabulary(std::shared_ptr<const common::model_tokenizer> model)
+vocabulary::vocabulary(std::shared_ptr<const common::model_tokenizer> model,
+                       std::size_t whole_vocabulary)
     : model_(std::move(model)) {
     const auto& bpe = model_->bpe();
-    drawable_.resize(bpe.vocab_size());
-    for (std::size_t id = 0; id < drawable_.size(); ++id) {
-        const auto t = static_cast<common::token_id>(id);
-        drawable_[id] = !bpe.is_special(t) && !bpe.token_bytes(t).empty();
+    if (whole_vocabulary > 0) {
+        drawable_.assign(whole_vocabulary, true);
+    } else {
+        drawable_.resize(bpe.vocab_size());
+        for (std::size_t id = 0; id < drawable_.size(); ++id) {
+            const auto t = static_cast<common::token_id>(id);
+            drawable_[id] = !bpe.is_special(t) && !bpe.token_bytes(t).empty();
+        }
     }
     for (std::size_t byte = 0; byte < letters_.size(); ++byte) {
         const char c = static_cast<char>(byte);

@@ -1,8 +1,10 @@
 // The ids the engine samples, stops on and turns into text. By default the byte vocabulary
 // (common/prompt/tokenizer.hpp): printable bytes, newline and EOS may be drawn, each id is its
 // byte. With --tokenizer, a model's vocabulary (common::model_tokenizer): any id but the special
-// tokens may be drawn, EOS is any of the model's end ids, and text comes from a streaming
-// decoder that never splits a UTF-8 sequence.
+// tokens may be drawn (the random-weight model would spell control tokens), EOS is any of the
+// model's end ids, and text comes from a streaming decoder that never splits a UTF-8 sequence.
+// With --model (a real checkpoint), as vLLM: every id of the model's logits may be drawn, special
+// and padding ids included (they decode to nothing when skipped).
 #pragma once
 
 #include "common/prompt/model_tokenizer.hpp"
@@ -20,7 +22,9 @@ namespace lanes::replica {
 class vocabulary {
 public:
     vocabulary() = default; // the byte vocabulary
-    explicit vocabulary(std::shared_ptr<const common::model_tokenizer> model);
+    // `whole_vocabulary` > 0: every id below it may be drawn (a checkpoint's logits width).
+    explicit vocabulary(std::shared_ptr<const common::model_tokenizer> model,
+                        std::size_t whole_vocabulary = 0);
 
     std::size_t size() const;
     bool is_eos(common::token_id id) const;

@@ -6,12 +6,15 @@
 #   2. a Release build with LANES_CUDA=ON (-j16) of the unit tests and lanes-engine-bench;
 #   3. the [gpu] tests (lanes_gpu_tests: CUDA vs CPU parity, prefix hits, engine accounting), then
 #      the direct backend tests again under compute-sanitizer's memcheck;
-#   4. lanes-engine-bench --backend cuda for base and 1b: decode tokens/s at batch 1, 8, 64, 256
-#      with each figure's fraction of the HBM bound, prefill tokens/s, and TTFT of a 4,096-token
-#      prompt uncached and with 3,840 tokens (93.75 %) cached;
+#   4. random-weight checkpoints of Llama-3.2-1B's and Qwen3-0.6B's shapes (bf16, tied heads, the
+#      real vocabularies), written on the machine itself by lanes-make-checkpoint, then
+#      lanes-engine-bench --backend cuda --model on each: decode tokens/s at batch 1, 8, 64, 256
+#      with each figure's fraction of the HBM bound, prefill tokens/s, TTFT of a 4,096-token
+#      prompt uncached and with 3,840 tokens (93.75 %) cached, and the checkpoint's load time;
 #   5. a summary table.
 # Everything goes to $OUT (default results/gpu): gpu.txt, build.log, gpu_tests.txt,
-# sanitizer.txt, bench_base.json, bench_1b.json, summary.md (a failed run's errors are in it).
+# sanitizer.txt, bench_llama-3.2-1b.json, bench_qwen3-0.6b.json, summary.md (a failed run's
+# errors are in it). The checkpoints go to $CKPT (default /tmp/lanes-ckpt) and are removed.
 #
 # Usage, from the repository root: bench/scripts/gpu/bench.sh
 # Environment: OUT (output folder), LANES_GPU_BUILD_DIR (default build-gpu; a folder that already
@@ -42,6 +45,7 @@ say "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$PWD/$build/lib:${LD_LIBRARY_PATH:-}"
 tests_bin="$build/tests/lanes_gpu_tests"
 bench_bin="$build/bench/lanes-engine-bench"
+ckpt_bin="$build/bench/lanes-make-checkpoint"
 # With LANES_GPU_PREBUILT=1 the binaries already in $build are used as they are (no install, no
 # build): for a machine known to have no package mirror, where trying costs device time.
 # Otherwise the install is bounded: without a reachable mirror apt-get can wait on the network.
@@ -49,12 +53,13 @@ if [ "${LANES_GPU_PREBUILT:-0}" != 1 ] && timeout 90 scripts/install-deps.sh >"$
     # --- 2. build --------------------------------------------------------------------------------
     say "building (Release, LANES_CUDA=ON, -j$jobs)"
     if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLANES_CUDA=ON &&
-        cmake --build "$build" -j"$jobs" --target lanes_gpu_tests lanes-engine-bench; } \
+        cmake --build "$build" -j"$jobs" --target lanes_gpu_tests lanes-engine-bench \
+            lanes-make-checkpoint; } \
         >>"$out/build.log" 2>&1; then
         say "FAILED: the build (see build.log)"
         exit 1
     fi
-elif [ -x "$tests_bin" ] && [ -x "$bench_bin" ]; then
+elif [ -x "$tests_bin" ] && [ -x "$bench_bin" ] && [ -x "$ckpt_bin" ]; then
     say "using the binaries in $build (LANES_GPU_PREBUILT=${LANES_GPU_PREBUILT:-0}; build.log)"
     export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
     missing=$(ldd "$tests_bin" "$bench_bin" | awk '/not found/ { print $1 }' | sort -u | tr '\n' ' ')
@@ -104,7 +109,8 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 if [ -x "$sanitizer" ]; then
     say "compute-sanitizer memcheck on the backend tests"
     if timeout 90 "$sanitizer" --tool memcheck --error-exitcode 3 "$tests_bin" \
-        "cuda fp32*,cuda: a prefill*,cuda: decode graphs*" >"$out/sanitizer.txt" 2>&1; then
+        "cuda fp32*,cuda: a prefill*,cuda: decode graphs*,cuda: checkpoint*" \
+        >"$out/sanitizer.txt" 2>&1; then
         say "memcheck clean: $(grep -E 'ERROR SUMMARY' "$out/sanitizer.txt" | tail -1)"
     else
         say "MEMCHECK FAILED or timed out (sanitizer.txt): $(grep -E 'ERROR SUMMARY' \
@@ -115,23 +121,32 @@ fi
 
 # --- 4. benchmarks -------------------------------------------------------------------------------
 # 256 sequences x (33 + 256) tokens need 4,864 blocks; the TTFT prompt 256. 8,192 blocks of 16
-# tokens: 2.9 GiB of bf16 KV for 1b.
-for preset in base 1b; do
-    say "lanes-engine-bench --backend cuda --preset $preset"
-    limit=$([ "$preset" = 1b ] && echo 140 || echo 100)
-    if ! timeout "$limit" "$bench_bin" --backend cuda --preset "$preset" --cuda-dtype bf16 \
-        --kv-blocks 8192 --max-num-seqs 256 --max-num-batched-tokens 4096 \
+# tokens: 4 GiB of bf16 KV for Llama-3.2-1B (32 KiB a token), 14 GiB for Qwen3-0.6B (112 KiB).
+ckpt="${CKPT:-/tmp/lanes-ckpt}"
+trap 'rm -rf "$ckpt"' EXIT
+for shape in llama-3.2-1b qwen3-0.6b; do
+    say "lanes-make-checkpoint --shape $shape (bf16)"
+    if ! timeout 120 "$ckpt_bin" --out "$ckpt/$shape" --shape "$shape" --dtype bf16 \
+        >>"$out/build.log" 2>&1; then
+        say "FAILED: making the $shape checkpoint (build.log)"
+        status=1
+        continue
+    fi
+    say "lanes-engine-bench --backend cuda --model $shape"
+    if ! timeout 150 "$bench_bin" --backend cuda --model "$ckpt/$shape" --cuda-dtype bf16 \
+        --kv-blocks 8192 --max-num-seqs 256 --max-num-batched-tokens 4096 --max-model-len 8192 \
         --batches 1,8,64,256 --decode-tokens 256 --decode-prompt-len 32 \
         --prompt-len 4096 --cached-len 3840 --repeats 3 --hbm-tb-s "$hbm" \
-        --out "$out/bench_$preset.json" >/dev/null 2>"$out/bench.err"; then
-        say "FAILED: bench $preset: $(tail -3 "$out/bench.err" | tr '\n' ' ')"
+        --out "$out/bench_$shape.json" >/dev/null 2>"$out/bench.err"; then
+        say "FAILED: bench $shape: $(tail -3 "$out/bench.err" | tr '\n' ' ')"
         status=1
     fi
     if grep -q "graph capture failed" "$out/bench.err"; then
-        say "FAILED: bench $preset ran without CUDA graphs: $(grep -m1 'graph capture failed' \
+        say "FAILED: bench $shape ran without CUDA graphs: $(grep -m1 'graph capture failed' \
             "$out/bench.err")"
         status=1
     fi
+    rm -rf "${ckpt:?}/$shape"
 done
 rm -f "$out/bench.err"
 
@@ -139,10 +154,10 @@ rm -f "$out/bench.err"
 python3 - "$out" <<'EOF' >>"$out/summary.md" 2>&1 || say "summary failed"
 import json, os, sys
 out = sys.argv[1]
-print("\n| preset | batch | decode tok/s | HBM bound tok/s | fraction of bound |")
+print("\n| model | batch | decode tok/s | HBM bound tok/s | fraction of bound |")
 print("|---|---|---|---|---|")
 ttft = []
-for preset in ("base", "1b"):
+for preset in ("llama-3.2-1b", "qwen3-0.6b"):
     path = os.path.join(out, f"bench_{preset}.json")
     if not os.path.exists(path):
         continue
@@ -155,9 +170,10 @@ for preset in ("base", "1b"):
         print(f"\n{preset}: batch 256 / batch 1 = {decode[256] / decode[1]:.1f}x")
     t = r["ttft"]
     ttft.append(f"| {preset} | {t['prefill_tokens_per_s']:,.0f} | {t['uncached_s'] * 1e3:.1f} ms"
-                f" | {t['cached_s'] * 1e3:.1f} ms | {t['speedup']:.1f}x |")
-print("\n| preset | prefill tok/s (4,096 uncached) | TTFT uncached | TTFT 93.75 % cached | speedup |")
-print("|---|---|---|---|---|")
+                f" | {t['cached_s'] * 1e3:.1f} ms | {t['speedup']:.1f}x | {r['load_s']:.1f} s |")
+print("\n| model | prefill tok/s (4,096 uncached) | TTFT uncached | TTFT 93.75 % cached | speedup"
+      " | load |")
+print("|---|---|---|---|---|---|")
 print("\n".join(ttft))
 EOF
 say "done in $(($(date +%s) - start)) s (status $status); results in $out"

@@ -14,7 +14,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLANES_CUDA=ON >/dev
 cmake --build "$build" -j"${JOBS:-$(nproc)}" --target lanes_gpu_tests lanes-engine-bench \
     lanes-replica lanes-router lanes-bench
 mkdir -p "$build/lib"
-bins=("$build/tests/lanes_gpu_tests" "$build/bench/lanes-engine-bench" "$build/replica/lanes-replica"
+bins=("$build/tests/lanes_gpu_tests" "$build/bench/lanes-engine-bench"
+    "$build/bench/lanes-make-checkpoint" "$build/replica/lanes-replica"
     "$build/router/lanes-router" "$build/bench/lanes-bench")
 for bin in "${bins[@]}"; do
     ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
