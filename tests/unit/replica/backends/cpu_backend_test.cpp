@@ -182,3 +182,57 @@ TEST_CASE("cpu forward: a prefill in two chunks, then a decode, matches one pass
     check_close(decoded, last_logits(*fresh, prompt, 0, table), 1e-4);
     CHECK(decoded != two_chunks);
 }
+
+TEST_CASE("cpu forward: the checkpoint families' variants keep chunking, decode and batching "
+          "exact (1e-4)",
+          "[cpu_backend]") {
+    // Qwen2's biases, Qwen3's q/k norms with head_dim twice hidden / heads, llama3 RoPE scaling.
+    for (const char* family : {"qwen2", "qwen3", "llama3"}) {
+        INFO("variant " << family);
+        model_config c = *preset("tiny");
+        const std::string f = family;
+        if (f == "qwen3")
+            c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 64, c.qk_norm = true;
+        if (f == "qwen2")
+            c.qkv_bias = true;
+        if (f == "llama3")
+            c.rope = model_config::rope_kind::llama3, c.rope_factor = 8.0f,
+            c.rope_original_max_positions = 32.0f, c.rope_theta = 500000.0f;
+        model_weights w = make_weights(c, 4);
+        for (auto& lw : w.layers) {
+            for (std::size_t i = 0; c.qkv_bias && i < c.q_dim() + 2 * c.kv_dim(); ++i)
+                lw.qkv_bias.push_back(0.3f * weight_value(8, 1, i));
+            for (std::size_t i = 0; c.qk_norm && i < c.head_dim; ++i) {
+                lw.q_norm.push_back(1.0f + 0.3f * weight_value(8, 2, i));
+                lw.k_norm.push_back(1.0f + 0.3f * weight_value(8, 3, i));
+            }
+        }
+        auto make = [&] { return std::make_unique<cpu_backend>(w, 16, 16); };
+        const auto prompt = tokens_of(41);
+        const std::vector<block_id> table = {5, 2, 7};
+        auto whole = make();
+        const auto one_pass = last_logits(*whole, prompt, 0, table);
+        // Chunks of 24 and 16, then the 41st token as a decode step.
+        auto chunked = make();
+        std::vector<std::vector<float>> none;
+        const batch_entry first{std::span(prompt).first(24), 0, table, false};
+        REQUIRE(chunked->forward(std::span(&first, 1), none));
+        last_logits(*chunked, std::span(prompt).subspan(24, 16), 24, table);
+        check_close(last_logits(*chunked, std::span(prompt).subspan(40, 1), 40, table), one_pass,
+                    1e-4);
+        // A prefix hit: a second sequence reusing blocks 5 and 2 (32 tokens) computes the rest.
+        const std::vector<block_id> other = {5, 2, 9};
+        check_close(last_logits(*chunked, std::span(prompt).subspan(32), 32, other), one_pass,
+                    1e-4);
+        // In a batch with another sequence, the same numbers.
+        auto batched = make();
+        const auto short_prompt = tokens_of(7);
+        const std::vector<block_id> short_table = {11};
+        const batch_entry both[2] = {{short_prompt, 0, short_table, true},
+                                     {prompt, 0, table, true}};
+        std::vector<std::vector<float>> out;
+        REQUIRE(batched->forward(both, out));
+        REQUIRE(out.size() == 2);
+        check_close(out[1], one_pass, 1e-4);
+    }
+}
