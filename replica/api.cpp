@@ -18,6 +18,7 @@
 #include <array>
 #include <chrono>
 #include <iterator>
+#include <limits>
 #include <mutex>
 #include <random>
 
@@ -33,9 +34,6 @@ namespace {
 
 // max_tokens of a completion that does not set it: OpenAI's default, which vLLM keeps.
 constexpr std::int64_t completions_default_max_tokens = 16;
-
-// Alternatives per token a request may ask log-probabilities of: vLLM's --max-logprobs default.
-constexpr std::int64_t max_logprobs = 20;
 
 // vLLM raises a temperature in (0, 0.01) to 0.01 (_MAX_TEMP in sampling_params.py): below it
 // the softmax overflows.
@@ -68,12 +66,12 @@ generation_defaults load_generation_defaults(const replica_config& cfg) {
 // Messages as vLLM's (v1 processor, SamplingParams._verify_args).
 std::optional<openai::api_error> check_sampling(const openai::generation_request& g,
                                                 const sampling_params& s, bool has_logits,
-                                                std::size_t vocab) {
+                                                std::size_t vocab, std::int64_t max_logprobs) {
     const bool chat = g.kind == openai::endpoint::chat_completions;
     if (g.logprobs) {
         const std::int64_t asked =
             *g.logprobs == -1 ? static_cast<std::int64_t>(vocab) : *g.logprobs;
-        if (asked > max_logprobs)
+        if (max_logprobs >= 0 && asked > max_logprobs) // -1: no cap
             return openai::api_error::bad_request(
                 "Requested sample logprobs of " + std::to_string(asked) +
                     ", which is greater than max allowed: " + std::to_string(max_logprobs),
@@ -147,7 +145,10 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
 
 // How many alternatives a chat token lists (top_logprobs); completions list them all.
 std::size_t logprobs_top(const openai::generation_request& g) {
-    return g.logprobs ? static_cast<std::size_t>(std::max<std::int64_t>(0, *g.logprobs)) : 0;
+    if (!g.logprobs)
+        return 0;
+    return *g.logprobs == -1 ? std::numeric_limits<std::size_t>::max() // all there are
+                             : static_cast<std::size_t>(*g.logprobs);
 }
 
 } // namespace
@@ -358,8 +359,9 @@ std::optional<openai::api_error> api::make_engine_request(const openai::generati
             s.stop_token_ids.push_back(static_cast<common::token_id>(id));
     s.ignore_eos = g.ignore_eos;
     if (g.logprobs)
-        s.logprobs = static_cast<std::size_t>(std::max<std::int64_t>(0, *g.logprobs));
-    if (auto e = check_sampling(g, s, engine_.backend_name() != "sim", vocab))
+        s.logprobs = *g.logprobs == -1 ? vocab : static_cast<std::size_t>(*g.logprobs);
+    if (auto e = check_sampling(g, s, engine_.backend_name() != "sim", vocab,
+                                cfg_.request_limits.max_logprobs))
         return e;
     if (g.cache_salt)
         er.hash_root = common::salted_root(*g.cache_salt);

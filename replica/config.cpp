@@ -128,6 +128,8 @@ common::flag_set make_flags(replica_config& cfg) {
           "most stop strings in one request (0: no cap; OpenAI allows 4)");
     f.add("max-stop-bytes", cfg.request_limits.max_stop_bytes, "longest stop string")
         .value_name("BYTES");
+    f.add("max-logprobs", cfg.request_limits.max_logprobs,
+          "most alternatives per token a request may ask log-probabilities of (-1: no cap)");
     f.section("KV events");
     f.add("kv-events-endpoint", cfg.kv_events.endpoint,
           "publish KV-cache events (vLLM's format) on a ZeroMQ PUB socket bound here, e.g. "
@@ -193,6 +195,7 @@ std::vector<std::string> validate(const replica_config& cfg) {
          "--json-max-depth must be in 2..1024");
     need(cfg.request_limits.max_values >= 16, "--json-max-values must be at least 16");
     need(cfg.request_limits.max_stop_bytes >= 1, "--max-stop-bytes must be at least 1");
+    need(cfg.request_limits.max_logprobs >= -1, "--max-logprobs must be -1 (no cap) or at least 0");
     common::http::check_server_config(cfg.http, errors);
     need(one_of(log_levels, cfg.log_level), "--log-level must be " + listed(log_levels));
     need(cfg.log_queue_bytes >= 4096, "--log-queue-bytes must be at least 4096");

@@ -65,6 +65,9 @@ struct request_limits {
     std::size_t max_values = 1'000'000; // --json-max-values: DOM nodes one body may build
     std::size_t max_stop_strings = 16;  // --max-stop-strings (0: no cap; OpenAI allows 4)
     std::size_t max_stop_bytes = 512;   // --max-stop-bytes: the longest stop string
+    // --max-logprobs: alternatives per token a request may ask log-probabilities of. Held by the
+    // replica, not the parser: a router passes on what its replicas decide (vLLM's may differ).
+    std::int64_t max_logprobs = 20;
     // Ids a token-id prompt may hold: the replica's vocabulary (set from --tokenizer at start).
     std::size_t vocab_size = common::vocab_size;
 };

@@ -220,3 +220,28 @@ TEST_CASE("sampling: a model's generation_config.json gives the defaults", "[sam
     }
     fs::remove_all(dir);
 }
+
+TEST_CASE("sampling: --max-logprobs bounds what a request may ask; -1 lifts it", "[sampling]") {
+    const json ask = {{"messages", chat_messages}, {"max_tokens", 1},  {"temperature", 0},
+                      {"ignore_eos", true},        {"logprobs", true}, {"top_logprobs", -1}};
+    {
+        process replica(LANES_REPLICA_BIN,
+                        {"--port", "0", "--backend", "cpu", "--max-logprobs", "-1"});
+        REQUIRE(wait_healthy(replica.port(), 10s));
+        const auto all = post(replica.port(), "/v1/chat/completions", ask);
+        // -1: the whole byte vocabulary of 258 ids.
+        CHECK(all["choices"][0]["logprobs"]["content"][0]["top_logprobs"].size() == 258);
+    }
+    process replica(LANES_REPLICA_BIN, {"--port", "0", "--backend", "cpu", "--max-logprobs", "5"});
+    REQUIRE(wait_healthy(replica.port(), 10s));
+    json six = ask;
+    six["top_logprobs"] = 6;
+    const auto refused = post(replica.port(), "/v1/chat/completions", six, 400);
+    CHECK(refused["error"]["message"] ==
+          "Requested sample logprobs of 6, which is greater than max allowed: 5");
+    CHECK(refused["error"]["param"] == "top_logprobs");
+    six["top_logprobs"] = 5;
+    CHECK(post(replica.port(), "/v1/chat/completions",
+               six)["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+              .size() == 5);
+}
