@@ -350,8 +350,9 @@ std::optional<openai::api_error> api::make_engine_request(const openai::generati
     s.presence_penalty = g.presence_penalty;
     s.frequency_penalty = g.frequency_penalty;
     s.min_tokens = g.min_tokens;
-    // Without a seed a request gets a fresh one, as in vLLM: two alike requests sample apart.
-    s.seed = g.seed ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
+    // Without a seed (or with -1, vLLM's "none") a request gets a fresh one, as in vLLM: two
+    // alike requests sample apart.
+    s.seed = g.seed && *g.seed != -1 ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
     s.stop = g.stop;
     const std::size_t vocab = engine_.vocab().size();
     for (const std::int64_t id : g.stop_token_ids) // an id outside the vocabulary never comes

@@ -410,3 +410,19 @@ TEST_CASE("replica api: a client that leaves mid-stream ends the stream and the 
     CHECK(r.metrics.generation_tokens.value() < 4000);
     CHECK(r.eng.load().kv_usage == 0.0);
 }
+
+TEST_CASE("replica api: seed -1 is no seed, as vLLM takes it", "[replica_api]") {
+    fake_replica r;
+    const auto text = [&](const json& seed) {
+        const auto out =
+            r.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 8}, {"seed", seed}});
+        REQUIRE(out.status == 200);
+        return json::parse(out.body)["choices"][0]["text"].get<std::string>();
+    };
+    CHECK(text(7) == text(7));
+    // Fresh seeds: two requests sample apart (alike by chance once in 46^8), and neither is the
+    // draw of the seed 2^64 - 1 that -1 would be as a number.
+    const auto a = text(-1), b = text(-1);
+    CHECK(a != b);
+    CHECK(a != sim_text(~std::uint64_t{0}, 3, 8));
+}
