@@ -367,6 +367,16 @@ maybe_error parse_sampling(const json& body, generation_request& req) {
     return read_bool(body, "ignore_eos", req.ignore_eos);
 }
 
+// The first of `keys` present with a value other than null, {}, [] or "".
+const char* first_nonempty(const json& body, std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+        const json* v = find_field(body, key);
+        if (v != nullptr && !((v->is_object() || v->is_array() || v->is_string()) && v->empty()))
+            return key;
+    }
+    return nullptr;
+}
+
 // Notes the first field that asks for what lanes replicas do not do; never an error here.
 void note_unsupported(const json& body, generation_request& req) {
     const auto truthy = [&body](const char* key, double above) {
@@ -385,6 +395,9 @@ void note_unsupported(const json& body, generation_request& req) {
         req.unsupported = "use_beam_search";
     else if (find_field(body, "prompt_logprobs") != nullptr)
         req.unsupported = "prompt_logprobs";
+    else if (const char* key =
+                 first_nonempty(body, {"logit_bias", "allowed_token_ids", "bad_words"}))
+        req.unsupported = key; // sampling fields of vLLM's that lanes does not apply
 }
 
 maybe_error parse_stream(const json& body, generation_request& req) {

@@ -263,6 +263,14 @@ TEST_CASE("fields asking for what replicas do not do are noted, not refused", "[
     CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"logprobs":true)")).unsupported);
     CHECK(parse_ok(endpoint::completions, cmpl(R"(,"prompt_logprobs":1)")).unsupported ==
           "prompt_logprobs");
+    CHECK(parse_ok(endpoint::completions, cmpl(R"(,"logit_bias":{"5":-100})")).unsupported ==
+          "logit_bias");
+    CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"logit_bias":{})")).unsupported);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"allowed_token_ids":[1,2])")).unsupported ==
+          "allowed_token_ids");
+    CHECK_FALSE(parse_ok(endpoint::chat_completions, chat(R"(,"bad_words":[])")).unsupported);
+    CHECK(parse_ok(endpoint::chat_completions, chat(R"(,"bad_words":["x"])")).unsupported ==
+          "bad_words");
     CHECK(parse_ok(endpoint::completions, cmpl(R"(,"echo":true)")).unsupported == "echo");
     CHECK_FALSE(parse_ok(endpoint::completions, cmpl(R"(,"best_of":1)")).unsupported);
     CHECK(parse_ok(endpoint::completions, cmpl(R"(,"best_of":3)")).unsupported == "best_of");
