@@ -54,8 +54,8 @@ struct generation_request {
     // vLLM's cache_salt: prefix-cache blocks are shared only between requests of one salt.
     std::optional<std::string> cache_salt;
     // The first field asking for something lanes replicas do not do (echo, best_of > 1, beam
-    // search, prompt_logprobs, logit_bias, allowed_token_ids, bad_words): the replica refuses it by name; a router passes it on
-    // (a vLLM replica does them).
+    // search, prompt_logprobs, logit_bias, allowed_token_ids, bad_words): the replica refuses it by
+    // name; a router passes it on (a vLLM replica does them).
     std::optional<std::string> unsupported;
 };
 
