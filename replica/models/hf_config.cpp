@@ -212,7 +212,8 @@ hf_model parse_hf_config(const std::string& text, const std::string& label) {
             if (t != "full_attention" && !(t == "sliding_attention" && !window_on))
                 fail(label, "layer_types", "holds " + t.dump() + "; lanes computes full_attention");
 
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+        const std::string& key = item.key();
         auto in = [&key](const auto& list) {
             return std::find(list.begin(), list.end(), key) != list.end();
         };
