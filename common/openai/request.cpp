@@ -2,14 +2,11 @@
 
 #include "common/json_depth.hpp"
 #include "common/openai/field_check.hpp"
+#include "common/openai/json_fields.hpp"
+#include "common/openai/sampling_fields.hpp"
 #include "common/prompt/tokenizer.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <iomanip>
-#include <limits>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -19,88 +16,7 @@ namespace lanes::common::openai {
 namespace {
 
 using json = nlohmann::json;
-using maybe_error = std::optional<api_error>;
-
-// The field `key` of `obj`, or nullptr when it is absent or null (null means "not given").
-const json* find_field(const json& obj, const char* key) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) {
-        return nullptr;
-    }
-    return &*it;
-}
-
-api_error must_be(const std::string& name, std::string_view what) {
-    return api_error::bad_request("'" + name + "' must be " + std::string(what), name);
-}
-
-// Reads an integer that fits in int64; `out` is left alone when the field is absent.
-maybe_error read_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
-    const json* v = find_field(obj, key);
-    if (v == nullptr) {
-        return std::nullopt;
-    }
-    if (v->is_number_float()) {
-        // 16.0 is 16, as pydantic reads an int field (vLLM); 16.5 is not an integer.
-        const double d = v->get<double>();
-        if (!(d == std::floor(d)) || std::fabs(d) > 9.0e15) {
-            return must_be(key, "an integer");
-        }
-        out = static_cast<std::int64_t>(d);
-        return std::nullopt;
-    }
-    if (!v->is_number_integer()) {
-        return must_be(key, "an integer");
-    }
-    if (v->is_number_unsigned() &&
-        v->get<std::uint64_t>() >
-            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-        return must_be(key, "a 64-bit signed integer");
-    }
-    out = v->get<std::int64_t>();
-    return std::nullopt;
-}
-
-maybe_error read_positive_int(const json& obj, const char* key, std::optional<std::int64_t>& out) {
-    std::optional<std::int64_t> value;
-    if (auto e = read_int(obj, key, value)) {
-        return e;
-    }
-    if (value && *value < 1) {
-        return must_be(key, "at least 1");
-    }
-    if (value) {
-        out = value;
-    }
-    return std::nullopt;
-}
-
-// Reads a field of JSON type `is` as a V; `out` is left alone when the field is absent.
-template <typename V, typename Out>
-maybe_error read_field(const json& obj, const char* key, bool (json::*is)() const noexcept,
-                       std::string_view what, Out& out) {
-    const json* v = find_field(obj, key);
-    if (v == nullptr) {
-        return std::nullopt;
-    }
-    if (!(v->*is)()) {
-        return must_be(key, what);
-    }
-    out = v->get<V>();
-    return std::nullopt;
-}
-
-maybe_error read_number(const json& obj, const char* key, double& out) {
-    return read_field<double>(obj, key, &json::is_number, "a number", out);
-}
-
-maybe_error read_bool(const json& obj, const char* key, bool& out) {
-    return read_field<bool>(obj, key, &json::is_boolean, "a boolean", out);
-}
-
-maybe_error read_string(const json& obj, const char* key, std::optional<std::string>& out) {
-    return read_field<std::string>(obj, key, &json::is_string, "a string", out);
-}
+using namespace fields;
 
 // Token ids: every element an integer in [0, vocab).
 bool read_token_ids(const json& arr, std::size_t vocab, std::vector<std::uint32_t>& out) {
@@ -213,160 +129,6 @@ maybe_error parse_messages(const json& body, generation_request& req) {
     return std::nullopt;
 }
 
-maybe_error read_optional_number(const json& obj, const char* key, std::optional<double>& out) {
-    return read_field<double>(obj, key, &json::is_number, "a number", out);
-}
-
-// A number as Python's repr writes a float (vLLM's messages quote the value so).
-std::string py_float(double d) {
-    if (std::isnan(d))
-        return "nan";
-    if (std::isinf(d))
-        return d < 0 ? "-inf" : "inf";
-    std::ostringstream out;
-    out << std::setprecision(17) << d;
-    std::string s = out.str();
-    // Shortest form that reads back as d.
-    for (int p = 1; p <= 17; ++p) {
-        std::ostringstream t;
-        t << std::setprecision(p) << d;
-        if (std::stod(t.str()) == d) {
-            s = t.str();
-            break;
-        }
-    }
-    if (s.find_first_of(".e") == std::string::npos)
-        s += ".0";
-    return s;
-}
-
-api_error vllm_error(std::string message, const char* param) {
-    return api_error::bad_request(std::move(message), param);
-}
-
-// Bounds and messages of vLLM's SamplingParams._verify_args (vllm/sampling_params.py).
-maybe_error check_sampling_bounds(const generation_request& req) {
-    if (req.top_k && *req.top_k < -1)
-        return vllm_error("top_k must be 0 (disable), or at least 1, got " +
-                              std::to_string(*req.top_k) + ".",
-                          "top_k");
-    if (req.min_p && !(*req.min_p >= 0.0 && *req.min_p <= 1.0))
-        return vllm_error("min_p must be in [0, 1], got " + py_float(*req.min_p) + ".", "min_p");
-    if (req.repetition_penalty && !(*req.repetition_penalty > 0.0))
-        return vllm_error("repetition_penalty must be greater than zero, got " +
-                              py_float(*req.repetition_penalty) + ".",
-                          "repetition_penalty");
-    if (!(req.presence_penalty >= -2.0 && req.presence_penalty <= 2.0))
-        return vllm_error("presence_penalty must be in [-2, 2], got " +
-                              py_float(req.presence_penalty) + ".",
-                          "presence_penalty");
-    if (!(req.frequency_penalty >= -2.0 && req.frequency_penalty <= 2.0))
-        return vllm_error("frequency_penalty must be in [-2, 2], got " +
-                              py_float(req.frequency_penalty) + ".",
-                          "frequency_penalty");
-    if (req.min_tokens < 0)
-        return vllm_error("min_tokens must be greater than or equal to 0, got " +
-                              std::to_string(req.min_tokens) + ".",
-                          "min_tokens");
-    return std::nullopt;
-}
-
-maybe_error parse_stop_token_ids(const json& body, generation_request& req) {
-    const json* ids = find_field(body, "stop_token_ids");
-    if (ids == nullptr)
-        return std::nullopt;
-    if (!ids->is_array())
-        return must_be("stop_token_ids", "an array of integers");
-    for (const auto& el : *ids) {
-        json one = json::object();
-        one["id"] = el;
-        std::optional<std::int64_t> id;
-        if (el.is_null() || read_int(one, "id", id))
-            return vllm_error("stop_token_ids must contain only integers", "stop_token_ids");
-        // Duplicates dropped, order kept (vLLM: list(dict.fromkeys(stop_token_ids))).
-        if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), *id) ==
-            req.stop_token_ids.end())
-            req.stop_token_ids.push_back(*id);
-    }
-    return std::nullopt;
-}
-
-// completions: logprobs is a count; chat: logprobs a flag and top_logprobs the count. Checks of
-// vLLM's protocol.py (check_logprobs); the maximum (--max-logprobs) is the replica's to apply.
-maybe_error parse_logprobs(const json& body, generation_request& req) {
-    const bool chat = req.kind == endpoint::chat_completions;
-    const json* flag = find_field(body, "logprobs");
-    if (!chat) {
-        if (flag != nullptr && flag->is_boolean()) { // pydantic reads a JSON bool as an int
-            req.logprobs = flag->get<bool>() ? 1 : 0;
-        } else if (auto e = read_int(body, "logprobs", req.logprobs)) {
-            return e;
-        }
-        if (req.logprobs && *req.logprobs < -1)
-            return vllm_error("`logprobs` must be a positive value or -1.", "logprobs");
-        return std::nullopt;
-    }
-    bool wanted = false;
-    if (flag != nullptr) {
-        if (flag->is_number_integer() &&
-            (flag->get<std::int64_t>() == 0 || flag->get<std::int64_t>() == 1)) {
-            wanted = flag->get<std::int64_t>() == 1;
-        } else if (auto e = read_bool(body, "logprobs", wanted)) {
-            return e;
-        }
-    }
-    std::optional<std::int64_t> top;
-    if (auto e = read_int(body, "top_logprobs", top))
-        return e;
-    if (top && *top < -1)
-        return vllm_error("`top_logprobs` must be a positive value or -1.", "top_logprobs");
-    if (top && *top != 0 && !wanted)
-        return vllm_error("when using `top_logprobs`, `logprobs` must be set to true.",
-                          "top_logprobs");
-    if (wanted)
-        req.logprobs = top.value_or(0);
-    return std::nullopt;
-}
-
-maybe_error parse_sampling(const json& body, generation_request& req) {
-    if (auto e = read_optional_number(body, "temperature", req.temperature)) {
-        return e;
-    }
-    if (req.temperature && *req.temperature < 0.0) { // no upper bound, as vLLM (OpenAI's is 2)
-        return must_be("temperature", "at least 0");
-    }
-    if (auto e = read_optional_number(body, "top_p", req.top_p)) {
-        return e;
-    }
-    if (req.top_p && (*req.top_p <= 0.0 || *req.top_p > 1.0)) {
-        return must_be("top_p", "greater than 0 and at most 1");
-    }
-    std::optional<std::int64_t> n;
-    if (auto e = read_positive_int(body, "n", n)) {
-        return e;
-    }
-    req.n = n.value_or(1);
-    if (auto e = read_int(body, "seed", req.seed)) {
-        return e;
-    }
-    std::optional<std::int64_t> min_tokens;
-    for (auto e :
-         {read_int(body, "top_k", req.top_k), read_optional_number(body, "min_p", req.min_p),
-          read_optional_number(body, "repetition_penalty", req.repetition_penalty),
-          read_number(body, "presence_penalty", req.presence_penalty),
-          read_number(body, "frequency_penalty", req.frequency_penalty),
-          read_int(body, "min_tokens", min_tokens), parse_stop_token_ids(body, req),
-          parse_logprobs(body, req)}) {
-        if (e)
-            return e;
-    }
-    req.min_tokens = min_tokens.value_or(0);
-    if (auto e = check_sampling_bounds(req)) {
-        return e;
-    }
-    return read_bool(body, "ignore_eos", req.ignore_eos);
-}
-
 // The first of `keys` present with a value other than null, {}, [] or "".
 const char* first_nonempty(const json& body, std::initializer_list<const char*> keys) {
     for (const char* key : keys) {
@@ -476,7 +238,7 @@ maybe_error parse_object(const json& body, generation_request& req, const reques
     if (prompt_error) {
         return prompt_error;
     }
-    for (auto* step : {parse_max_tokens, parse_sampling, parse_stream}) {
+    for (auto* step : {parse_max_tokens, parse_sampling_fields, parse_stream}) {
         if (auto e = step(body, req)) {
             return e;
         }
