@@ -8,8 +8,8 @@
 #include "common/openai/error.hpp"
 #include "common/openai/request.hpp"
 #include "common/openai/response.hpp"
-#include "replica/engine/generation_defaults.hpp"
 #include "replica/prompt_ids.hpp"
+#include "replica/sampling_request.hpp"
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
@@ -34,61 +34,6 @@ namespace {
 
 // max_tokens of a completion that does not set it: OpenAI's default, which vLLM keeps.
 constexpr std::int64_t completions_default_max_tokens = 16;
-
-// vLLM raises a temperature in (0, 0.01) to 0.01 (_MAX_TEMP in sampling_params.py): below it
-// the softmax overflows.
-constexpr double min_random_temperature = 0.01;
-
-// The model's sampling defaults: generation_config.json of --model, else of --tokenizer.
-generation_defaults load_generation_defaults(const replica_config& cfg) {
-    const std::string& dir = !cfg.model.empty() ? cfg.model : cfg.tokenizer;
-    if (dir.empty())
-        return {};
-    std::string error;
-    generation_defaults d = read_generation_defaults(dir, error);
-    if (!error.empty())
-        LANES_LOG(warn, "sampling", error << "; no sampling defaults taken from it");
-    if (!d.empty())
-        LANES_LOG(info, "sampling",
-                  "default sampling parameters overridden by the model's generation config: "
-                      << d.describe());
-    if (!d.not_applied.empty()) {
-        std::string names;
-        for (const auto& n : d.not_applied)
-            names += (names.empty() ? "" : ", ") + n;
-        LANES_LOG(warn, "sampling", "generation_config.json fields not applied: " << names);
-    }
-    return d;
-}
-
-// What the replica adds to the wire checks on a request's sampling, once it is resolved:
-// logprobs within --max-logprobs and from a backend that has logits, min_tokens <= max_tokens.
-// Messages as vLLM's (v1 processor, SamplingParams._verify_args).
-std::optional<openai::api_error> check_sampling(const openai::generation_request& g,
-                                                const sampling_params& s, bool has_logits,
-                                                std::size_t vocab, std::int64_t max_logprobs) {
-    const bool chat = g.kind == openai::endpoint::chat_completions;
-    if (g.logprobs) {
-        const std::int64_t asked =
-            *g.logprobs == -1 ? static_cast<std::int64_t>(vocab) : *g.logprobs;
-        if (max_logprobs >= 0 && asked > max_logprobs) // -1: no cap
-            return openai::api_error::bad_request(
-                "Requested sample logprobs of " + std::to_string(asked) +
-                    ", which is greater than max allowed: " + std::to_string(max_logprobs),
-                chat ? "top_logprobs" : "logprobs");
-        if (!has_logits)
-            return openai::api_error::bad_request(
-                "'logprobs' needs the model's logits, and the sim backend computes none",
-                "logprobs");
-    }
-    if (s.min_tokens > s.max_tokens)
-        return openai::api_error::bad_request("min_tokens must be less than or equal to "
-                                              "max_tokens=" +
-                                                  std::to_string(s.max_tokens) + ", got " +
-                                                  std::to_string(s.min_tokens) + ".",
-                                              "min_tokens");
-    return std::nullopt;
-}
 
 std::int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(
@@ -163,7 +108,7 @@ api::api(const replica_config& cfg, engine& eng, replica_metrics& metrics)
                       : std::optional(common::access::sha256(cfg.kv_dump_token)))
     , seed_base_((static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                  std::random_device{}())
-    , defaults_(load_generation_defaults(cfg)) {}
+    , defaults_(load_generation_defaults(cfg.model, cfg.tokenizer)) {}
 
 std::uint64_t api::fresh_seed() {
     // splitmix64's finalizer over base + n·golden ratio: distinct counters, distinct seeds.
@@ -336,33 +281,15 @@ std::optional<openai::api_error> api::make_engine_request(const openai::generati
     if (auto e = check_request(cfg_, g, static_cast<std::int64_t>(er.prompt.size()), max_len,
                                defaults_, max_tokens))
         return e;
-    sampling_params& s = er.sampling;
-    s.max_tokens = max_tokens;
-    // A field the request leaves unset takes the model's default, else vLLM's neutral value.
-    s.temperature = g.temperature.value_or(defaults_.temperature.value_or(1.0));
-    if (s.temperature > 0.0 && s.temperature < min_random_temperature)
-        s.temperature = min_random_temperature;
-    s.top_p = g.top_p.value_or(defaults_.top_p.value_or(1.0));
-    s.top_k = std::max<std::int64_t>(0, g.top_k.value_or(defaults_.top_k.value_or(0)));
-    s.min_p = g.min_p.value_or(defaults_.min_p.value_or(0.0));
-    s.repetition_penalty =
-        g.repetition_penalty.value_or(defaults_.repetition_penalty.value_or(1.0));
-    s.presence_penalty = g.presence_penalty;
-    s.frequency_penalty = g.frequency_penalty;
-    s.min_tokens = g.min_tokens;
+    sampling_inputs in;
+    in.max_tokens = max_tokens;
     // Without a seed (or with -1, vLLM's "none") a request gets a fresh one, as in vLLM: two
     // alike requests sample apart.
-    s.seed = g.seed && *g.seed != -1 ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
-    s.stop = g.stop;
-    const std::size_t vocab = engine_.vocab().size();
-    for (const std::int64_t id : g.stop_token_ids) // an id outside the vocabulary never comes
-        if (id >= 0 && static_cast<std::uint64_t>(id) < vocab)
-            s.stop_token_ids.push_back(static_cast<common::token_id>(id));
-    s.ignore_eos = g.ignore_eos;
-    if (g.logprobs)
-        s.logprobs = *g.logprobs == -1 ? vocab : static_cast<std::size_t>(*g.logprobs);
-    if (auto e = check_sampling(g, s, engine_.backend_name() != "sim", vocab,
-                                cfg_.request_limits.max_logprobs))
+    in.seed = g.seed && *g.seed != -1 ? static_cast<std::uint64_t>(*g.seed) : fresh_seed();
+    in.vocab = engine_.vocab().size();
+    in.has_logits = engine_.backend_name() != "sim";
+    in.max_logprobs = cfg_.request_limits.max_logprobs;
+    if (auto e = resolve_sampling(g, defaults_, in, er.sampling))
         return e;
     if (g.cache_salt)
         er.hash_root = common::salted_root(*g.cache_salt);
