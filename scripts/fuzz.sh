@@ -4,14 +4,14 @@
 # executions per second and result as a table row for docs/reliability.md. Builds build-asan
 # (clang, AddressSanitizer + UndefinedBehaviorSanitizer, the fuzz targets) when needed.
 #   FUZZ_SECONDS (600), FUZZ_RSS_MB (1024), FUZZ_TARGETS (all: request_head response
-#   body_readers prom sse url kv_events)
+#   body_readers prom sse url kv_events safetensors)
 # MINIMIZE=1 instead cuts each committed corpus to its named seeds plus the fewest inputs that
 # keep its coverage (libFuzzer's -set_cover_merge=1), fuzzing nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
 rss=${FUZZ_RSS_MB:-1024}
-targets=${FUZZ_TARGETS:-request_head response body_readers prom sse url kv_events}
+targets=${FUZZ_TARGETS:-request_head response body_readers prom sse url kv_events safetensors}
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DLANES_SANITIZE=address -DLANES_FUZZ=ON \
     -DLANES_CUDA=OFF >/dev/null

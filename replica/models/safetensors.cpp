@@ -120,6 +120,8 @@ void tensor_view::to_f32(std::span<float> out) const {
     if (out.size() != n)
         throw std::runtime_error("tensor " + name + ": asked for " + std::to_string(out.size()) +
                                  " values, holds " + std::to_string(n));
+    if (n == 0) // an empty tensor: nothing to copy (and no pointer to copy from)
+        return;
     const std::byte* p = bytes.data();
     switch (dtype) {
     case tensor_dtype::f32:
