@@ -56,7 +56,7 @@ std::optional<openai::api_error> check_request(const replica_config& cfg,
                                                std::int64_t prompt_tokens, std::int64_t max_len,
                                                const generation_defaults& defaults,
                                                std::int64_t& max_tokens) {
-    if (g.model && *g.model != cfg.model_name)
+    if (g.model && !cfg.serves(*g.model))
         return openai::api_error::model_not_found(*g.model);
     if (g.n != 1)
         return openai::api_error::bad_request("only n=1 is supported", "n");
@@ -178,17 +178,25 @@ asio::awaitable<void> api::load(http::request& req, http::response_writer& out) 
 }
 
 asio::awaitable<void> api::models(http::request& req, http::response_writer& out) {
-    nlohmann::json model = {{"id", cfg_.model_name},
-                            {"object", "model"},
-                            {"created", created_},
-                            {"owned_by", "lanes"},
-                            {"root", cfg_.model_name},
-                            {"parent", nullptr},
-                            {"max_model_len", engine_.max_sequence_tokens()}};
-    // A model's tokenizer: routers hash in its ids (and can tell whether theirs is the same).
-    if (const auto* t = engine_.vocab().model())
-        model["lanes_tokenizer"] = t->digest();
-    const nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
+    // One card per served name, as vLLM lists them; root is the model directory when there is one.
+    nlohmann::json data = nlohmann::json::array();
+    std::vector<std::string> names = cfg_.served_model_names;
+    if (names.empty())
+        names.push_back(cfg_.model_name);
+    for (const auto& name : names) {
+        nlohmann::json model = {{"id", name},
+                                {"object", "model"},
+                                {"created", created_},
+                                {"owned_by", "lanes"},
+                                {"root", cfg_.model.empty() ? name : cfg_.model},
+                                {"parent", nullptr},
+                                {"max_model_len", engine_.max_sequence_tokens()}};
+        // A model's tokenizer: routers hash in its ids (and can tell whether theirs is the same).
+        if (const auto* t = engine_.vocab().model())
+            model["lanes_tokenizer"] = t->digest();
+        data.push_back(std::move(model));
+    }
+    const nlohmann::json j = {{"object", "list"}, {"data", std::move(data)}};
     co_await out.send(http::make_response(req, status::ok, j.dump()));
 }
 
