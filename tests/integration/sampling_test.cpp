@@ -221,7 +221,7 @@ TEST_CASE("sampling: a model's generation_config.json gives the defaults", "[sam
     fs::remove_all(dir);
 }
 
-TEST_CASE("sampling: --max-logprobs bounds what a request may ask; -1 lifts it", "[sampling]") {
+TEST_CASE("sampling: --max-logprobs bounds what a request may ask, and -1 lifts it", "[sampling]") {
     const json ask = {{"messages", chat_messages}, {"max_tokens", 1},  {"temperature", 0},
                       {"ignore_eos", true},        {"logprobs", true}, {"top_logprobs", -1}};
     {
