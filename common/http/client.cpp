@@ -1,7 +1,5 @@
 #include "common/http/client.hpp"
 
-#include <cerrno>
-
 #include "common/http/chunked.hpp"
 #include "common/http/io/read_later.hpp"
 #include "common/http/io/socket_write.hpp"
@@ -15,9 +13,12 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <tuple>
 #include <utility>
+
+#include <sys/socket.h>
 
 namespace lanes::common::http {
 
@@ -109,6 +110,14 @@ asio::awaitable<error_code> client_connection::connect(const url& target, durati
 
 bool client_connection::is_open() const {
     return open_ && io_->socket().is_open();
+}
+
+bool client_connection::quiet() const {
+    if (!is_open())
+        return false;
+    char byte = 0;
+    const ssize_t n = ::recv(io_->socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 const asio::execution_context& client_connection::context() const {

@@ -39,6 +39,10 @@ public:
     // handshake within the same `timeout`).
     boost::asio::awaitable<boost::system::error_code> connect(const url& target, duration timeout);
     bool is_open() const;
+    // Whether an idle connection is as it was left: open, nothing arrived (no stray bytes a
+    // replica wrote after its answer, no close). A pool checks before reuse: the next request
+    // must not read another's bytes. One non-blocking peek, no I/O wait.
+    bool quiet() const;
     void close();
     // Moves an idle connection onto `ex` (the executor of the coroutine about to use it). A
     // connection taken from a pool shared by several threads must be rebound: its stream's

@@ -158,6 +158,10 @@ void server::on_answered(answered_hook hook) {
     state_->ctx->answered = std::move(hook);
 }
 
+void server::screen_heads(head_screen screen) {
+    state_->ctx->screen = std::move(screen);
+}
+
 unsigned short server::listen(const std::string& host, unsigned short port) {
     auto& st = *state_;
     const auto& cfg = st.ctx->cfg;

@@ -8,10 +8,13 @@
 #include "common/http/response_writer.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +73,13 @@ struct server_config {
     unsigned threads = 1;
 };
 
+// A look at a request's header while its body is still to come (a server reads a whole request
+// before its handler runs): the answer that refuses it, which the server sends before reading the
+// body (and without a 100 Continue), then drops what else comes and closes; nullopt reads on.
+// `peer` is the connection's address. Runs on the connection's thread.
+using head_screen = std::function<std::optional<response>(const request& head,
+                                                          const boost::asio::ip::address& peer)>;
+
 class server {
 public:
     server(boost::asio::io_context& io, server_config config, handler h, std::string name,
@@ -85,6 +95,9 @@ public:
     // Called after every answer (see answered_hook), on the connection's thread. Call before
     // listen().
     void on_answered(answered_hook hook);
+    // Screens the header of every request whose body is still to come (head_screen). Call
+    // before listen().
+    void screen_heads(head_screen screen);
     // Binds and starts accepting; returns the bound port (port 0 picks a free one) and logs
     // "<name> listening on http(s)://host:port". Throws std::runtime_error when it cannot listen
     // (the message names the address and why) or cannot use the TLS certificate or key.

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <stdexcept>
 
 namespace lanes::common::http {
@@ -265,6 +266,17 @@ asio::awaitable<void> session::refuse(int status, const std::string& message) {
         ctx_->answered(nullptr, *this);
 }
 
+asio::awaitable<void> session::refuse_with(response res) {
+    refused_ = true;
+    writer_.start(version_, false, req_.method() == beast_http::verb::head);
+    reset_answer_state(ctx_->cfg.request_ids ? make_request_id() : std::string());
+    writer_.set_request_id(request_id());
+    note_status(res.result());
+    co_await answer(std::move(res));
+    if (ctx_->answered)
+        ctx_->answered(&req_, *this);
+}
+
 void session::on_client_closed(std::function<void()> on_closed) {
     if (buffer_.size() > 0 || writer_.broken())
         return; // the client already sent more bytes: it is still there
@@ -295,6 +307,10 @@ void session::watch_now() {
 // it peeks at the records under the TLS session. Unlike async_wait,
 // a pending read op needs no epoll_ctl to arm: the socket is registered for input once.
 void session::arm_watch() {
+    if (tls_up_) {
+        arm_tls_watch();
+        return;
+    }
     watch_armed_ = true;
     io_.socket().async_receive(
         asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
@@ -305,10 +321,7 @@ void session::arm_watch() {
             self->watch_armed_ = false;
             if (!self->on_closed_)
                 return;
-            // On TLS the peeked byte starts a record: an alert (21) is the client's close_notify
-            // or a fatal error, either way its leaving; anything else is its next request.
-            const bool alert = self->tls_up_ && static_cast<unsigned char>(self->watch_byte_) == 21;
-            if (!ec && n > 0 && !alert) {
+            if (!ec && n > 0) {
                 self->on_closed_ = nullptr; // pipelined data: the client is still there
                 return;
             }
@@ -317,6 +330,44 @@ void session::arm_watch() {
             self->writer_.mark_broken();
             callback();
         });
+}
+
+// On TLS the raw bytes cannot say what they are: under TLS 1.3 a close_notify travels as an
+// application-data record like a pipelined request. So the watch reads through the TLS session:
+// it ends in eof (close_notify), a truncation or a reset when the client leaves, and with bytes
+// when it pipelines its next request, which are kept for that request. The read is full-duplex
+// with the answer's writes; stop_watching() cancels it as it cancels the peek.
+void session::arm_tls_watch() {
+    watch_armed_ = true;
+    asio::co_spawn(
+        io_.tcp().get_executor(),
+        [self = shared_from_this(), generation = watch_generation_]() -> asio::awaitable<void> {
+            auto [ec, n] = co_await self->io_.read_some_bare(asio::buffer(self->watch_tls_));
+            if (generation != self->watch_generation_ || ec == asio::error::operation_aborted) {
+                if (n > 0) // bytes of the next request that came with the cancellation
+                    self->keep_watch_bytes(n);
+                co_return; // stop_watching() ended this watch
+            }
+            self->watch_armed_ = false;
+            if (!ec && n > 0) {
+                self->keep_watch_bytes(n);
+                self->on_closed_ = nullptr; // pipelined data: the client is still there
+                co_return;
+            }
+            if (!self->on_closed_)
+                co_return;
+            auto callback = std::move(self->on_closed_);
+            self->on_closed_ = nullptr;
+            self->writer_.mark_broken();
+            callback();
+        },
+        asio::detached);
+}
+
+void session::keep_watch_bytes(std::size_t n) {
+    const auto room = buffer_.prepare(n);
+    std::memcpy(room.data(), watch_tls_.data(), n);
+    buffer_.commit(n);
 }
 
 void session::stop_watching() {

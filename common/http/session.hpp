@@ -16,6 +16,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,7 @@ struct session_context {
     const std::string name;
     std::shared_ptr<tls_identity> tls; // set before the server listens: every connection is TLS
     answered_hook answered;            // set before the server listens; may be empty
+    head_screen screen;                // set before the server listens; may be empty
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> active{0}; // requests being served
 };
@@ -102,6 +104,9 @@ private:
     // hands a large one's memory back to the system at once (common::return_free_memory).
     void drop_large_buffers();
     boost::asio::awaitable<void> refuse(int status, const std::string& message);
+    // The head screen's refusal of the request in req_ (its body not read): sent, then the
+    // connection lingers and closes as after refuse().
+    boost::asio::awaitable<void> refuse_with(response res);
     // After a refusal: drops what the client still sends, within the lingering bounds.
     boost::asio::awaitable<void> linger();
     // A TLS listener's first step: the handshake, or a plain refusal of plain HTTP. False when
@@ -109,6 +114,8 @@ private:
     boost::asio::awaitable<bool> start_tls();
     void stop_watching();
     void arm_watch();
+    void arm_tls_watch();
+    void keep_watch_bytes(std::size_t n); // the TLS watch's bytes, to the next request's buffer
 
     transport io_;
     std::shared_ptr<session_context> ctx_;
@@ -130,6 +137,9 @@ private:
     bool watch_armed_ = false;           // the peeking receive is pending
     std::uint64_t watch_generation_ = 0; // of the watch in force; older completions are ignored
     char watch_byte_ = 0;                // the client-closed watch peeks into it
+    // A TLS connection's watch reads through the session instead (a TLS 1.3 close_notify is an
+    // application-data record from outside): what a pipelining client sends lands here first.
+    std::array<char, 256> watch_tls_{};
 };
 
 } // namespace lanes::common::http

@@ -138,6 +138,14 @@ asio::awaitable<bool> session::read_with_parser() {
     req_.start(msg.method(), sv(msg.method_string()), sv(msg.target()), msg.version(), 256);
     for (const auto& f : msg)
         req_.add(sv(f.name_string()), sv(f.value()));
+    // A body still to come: the user's screen may refuse the request on its header alone (a
+    // missing key, a client over its rate), before the body is read or 100 Continue invites it.
+    if (ctx_->screen && !parser.is_done()) {
+        if (auto refusal = ctx_->screen(req_, remote_.address())) {
+            co_await refuse_with(std::move(*refusal));
+            co_return false;
+        }
+    }
     if (version_ >= 11 && beast::iequals(msg[beast_http::field::expect], "100-continue") &&
         !parser.is_done()) {
         static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";

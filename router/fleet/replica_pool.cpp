@@ -61,7 +61,7 @@ replica::take_idle(const boost::asio::any_io_executor& user) {
             conn = std::move(list.conns.back());
             list.conns.pop_back();
             --idle_count_;
-            if (!conn->is_open())
+            if (!conn->quiet()) // closed, or bytes nobody asked for: not reused
                 conn.reset();
         }
         return conn;

@@ -156,3 +156,48 @@ TEST_CASE("a stream whose first event comes after --stream-idle-timeout is relay
     CHECK(r.body.find("error") == std::string::npos);
     CHECK(r.body.find("[DONE]") != std::string::npos);
 }
+
+TEST_CASE("bytes a replica writes after its answer never reach the next request", "[router]") {
+    // A replica that writes after its answer: each answer is followed, 100 ms later and on the same
+    // connection, by a second answer nobody asked for. A pooled connection holding them is not
+    // reused.
+    raw_backend backend([](raw_backend::socket_ptr s, const std::atomic<bool>& stopping) {
+        namespace asio = boost::asio;
+        char buf[8192];
+        boost::system::error_code rec;
+        while (!stopping.load()) {
+            const std::size_t n = s->read_some(asio::buffer(buf), rec);
+            if (rec)
+                return;
+            const bool post = std::string_view(buf, n).starts_with("POST ");
+            const std::string body = post ? R"({"id":"cmpl-1","object":"text_completion",)"
+                                            R"("choices":[{"index":0,"text":"ok"}]})"
+                                          : "";
+            asio::write(*s,
+                        asio::buffer("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     "Content-Length: " +
+                                     std::to_string(body.size()) + "\r\n\r\n" + body),
+                        rec);
+            if (post) {
+                std::this_thread::sleep_for(100ms);
+                asio::write(*s,
+                            asio::buffer(std::string_view(
+                                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!")),
+                            rec);
+            }
+        }
+    });
+    test::process router(LANES_ROUTER_BIN,
+                         {"--host", "127.0.0.1", "--port", "0", "--replica", backend.url(),
+                          "--health-interval", "1h", "--max-retries", "0"});
+    REQUIRE(test::wait_healthy(router.port(), 10s));
+    for (int i = 0; i < 5; ++i) {
+        const auto r =
+            test::post_json(router.port(), "/v1/completions", R"({"prompt":"hi","max_tokens":1})");
+        INFO("request " << i);
+        CHECK(r.status == 200);
+        CHECK(r.body.find("EVIL") == std::string::npos);
+        CHECK(r.body.find(R"("text":"ok")") != std::string::npos);
+        std::this_thread::sleep_for(300ms); // the stray bytes are there before the next request
+    }
+}

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
 
 #include <atomic>
 #include <csignal>
@@ -267,4 +269,61 @@ TEST_CASE("tls: SIGHUP re-reads the certificate and a broken one leaves the old 
         [&] { return replica.log().find("TLS certificate not re-read") != std::string::npos; },
         5s));
     CHECK(subject() == "second");
+}
+
+TEST_CASE("tls: a client that closes its TLS session mid-answer is noticed, 1.3 and 1.2", "[tls]") {
+    // TLS 1.3 sends close_notify as an application-data record: the router must still see the
+    // client leave, abort the replica's work and count a 499, for whole and streamed answers.
+    test_cert cert("lanes-test");
+    auto replica = std::make_unique<process>(
+        LANES_REPLICA_BIN,
+        std::vector<std::string>{"--port", "0", "--backend", "sim", "--sim-speedup", "0.2"});
+    REQUIRE(wait_healthy(replica->port(), 10s));
+    std::vector<std::string> router_args = {"--host",    "127.0.0.1",    "--port",       "0",
+                                            "--replica", replica->url(), "--access-log", "false"};
+    for (const auto& a : cert.serve_args())
+        router_args.push_back(a);
+    process router(LANES_ROUTER_BIN, router_args);
+    http::set_client_trust({cert.cert(), false});
+    REQUIRE(tls_healthy(router.port(), 10s));
+    const auto running = [&] {
+        return common::prom::parse(get(replica->port(), "/metrics").body)
+            .sum("vllm:num_requests_running")
+            .value_or(-1);
+    };
+    const auto code_499 = [&] {
+        const auto p = common::prom::parse(tls_request(router.port(), verb::get, "/metrics").body);
+        const auto* s = p.find("lanes_router_requests_total", {{"code", "499"}});
+        return s ? s->value : 0.0;
+    };
+    double expected_499 = 0;
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        for (const bool stream : {false, true}) {
+            INFO((version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2")
+                 << (stream ? ", streamed" : ", whole answer"));
+            boost::asio::io_context io;
+            boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_client);
+            ctx.set_verify_mode(boost::asio::ssl::verify_none);
+            SSL_CTX_set_min_proto_version(ctx.native_handle(), version);
+            SSL_CTX_set_max_proto_version(ctx.native_handle(), version);
+            boost::asio::ssl::stream<boost::asio::ip::tcp::socket> s(io, ctx);
+            s.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), router.port()});
+            s.handshake(boost::asio::ssl::stream_base::client);
+            const std::string body = std::string(R"({"prompt":"long story","max_tokens":4000,)") +
+                                     (stream ? R"("stream":true,)" : "") + R"("ignore_eos":true})";
+            const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                    "Content-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+            boost::asio::write(s, boost::asio::buffer(req));
+            REQUIRE(eventually([&] { return running() == 1.0; }, 10s));
+            // close_notify, then the socket closed (as Go, Python and browsers leave).
+            s.async_shutdown([](boost::system::error_code) {});
+            io.run_for(200ms);
+            boost::system::error_code ec;
+            s.next_layer().close(ec);
+            ++expected_499;
+            CHECK(eventually([&] { return running() == 0.0; }, 5s));
+            CHECK(eventually([&] { return code_499() == expected_499; }, 5s));
+        }
+    }
 }
