@@ -131,6 +131,69 @@ std::optional<http::response> admin::refusal(const http::request& req, bool loop
     return std::nullopt;
 }
 
+namespace {
+
+// The host part of a Host header value: "[::1]:8090" -> "::1", "name:8090" -> "name".
+std::string_view host_part(std::string_view host) {
+    if (host.starts_with('[')) {
+        const auto close = host.find(']');
+        return close == std::string_view::npos ? host : host.substr(1, close - 1);
+    }
+    const auto colon = host.rfind(':');
+    if (colon != std::string_view::npos && host.find(':') == colon)
+        return host.substr(0, colon);
+    return host;
+}
+
+bool is_ip_literal(std::string_view host) {
+    boost::system::error_code ec;
+    (void)boost::asio::ip::make_address(std::string(host), ec);
+    return !ec;
+}
+
+} // namespace
+
+std::optional<http::response> admin::screen(const http::request& req, bool loopback) const {
+    if (const auto host = req.find("host")) {
+        std::string_view name = host_part(*host);
+        if (name.ends_with('.'))
+            name.remove_suffix(1);
+        const bool ours =
+            is_ip_literal(name) || http::iequals_ascii(name, "localhost") ||
+            std::any_of(access_.server_names.begin(), access_.server_names.end(),
+                        [name](const std::string& n) { return http::iequals_ascii(name, n); });
+        if (!ours)
+            return error(req, 421,
+                         "the admin listener does not answer for host '" + std::string(*host) +
+                             "' (IP addresses, localhost and --admin-server-name only)");
+        // A browser names the page's origin; a page of another origin may not call in.
+        if (const auto origin = req.find("origin")) {
+            const std::string_view o = *origin;
+            const auto scheme_end = o.find("://");
+            if (scheme_end == std::string_view::npos ||
+                !http::iequals_ascii(o.substr(scheme_end + 3), *host))
+                return error(req, 403, "cross-origin requests to the admin listener are refused");
+        }
+    }
+    if (const auto site = req.find("sec-fetch-site");
+        site && !http::iequals_ascii(*site, "same-origin") && !http::iequals_ascii(*site, "none"))
+        return error(req, 403, "cross-site requests to the admin listener are refused");
+    if (loopback)
+        return std::nullopt;
+    const std::string_view path = http::path_of(req.target());
+    if (path == "/health" || path == "/liveness" || path == "/readiness" || path == "/ui")
+        return std::nullopt; // probes, and a page that holds no data of its own
+    if (!access_.token)
+        return error(req, 403,
+                     "without --admin-token the admin listener answers loopback "
+                     "clients only");
+    const auto given = req.find("authorization");
+    const std::string_view token = given ? common::access::bearer_token(*given) : "";
+    if (token.empty() || !common::access::same(common::access::sha256(token), *access_.token))
+        return error(req, 401, "missing or wrong 'Authorization: Bearer' admin token");
+    return std::nullopt;
+}
+
 // The admin API as a plain function of the request (no I/O): who asks, then the route table.
 http::response admin::respond(const http::request& req, bool loopback) {
     if (auto refused = refusal(req, loopback))

@@ -11,6 +11,11 @@
 // "Authorization: Bearer <token>", compared in constant time. Without one, loopback clients may
 // read, and change the fleet only with --admin-insecure-loopback and a JSON Content-Type (a
 // cross-site form POST cannot send one without a preflight).
+// Every request on the admin listener is first screened (screen()): its Host must be an IP
+// literal, localhost or an --admin-server-name (else 421: a rebound DNS name is same-origin with
+// the port, so the browser's own checks do not help); a browser request from another site
+// (Origin not this Host, Sec-Fetch-Site other than same-origin or none) is a 403; off loopback,
+// everything but the probes and the page itself needs the token (or is a 403 without one).
 #pragma once
 
 #include "common/access/secret.hpp"
@@ -25,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lanes::router {
 
@@ -33,6 +39,7 @@ public:
     struct access {
         std::optional<common::access::digest> token; // of the admin token, when there is one
         bool insecure_loopback = false;
+        std::vector<std::string> server_names; // --admin-server-name
     };
     admin(access who, replica_pool& pool)
         : access_(std::move(who))
@@ -44,6 +51,10 @@ public:
 
     // The answer to one admin request; `loopback` says whether the client is local.
     common::http::response respond(const common::http::request& req, bool loopback);
+    // The admin listener's screen of any request, before its route: nullopt when it may go on,
+    // else the refusal (421, 403 or 401).
+    std::optional<common::http::response> screen(const common::http::request& req,
+                                                 bool loopback) const;
 
 private:
     common::http::response list(const common::http::request& req);

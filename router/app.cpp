@@ -81,6 +81,10 @@ void router_app::listen() {
     server_->on_answered(
         [p = proxy_.get()](const common::http::request* req,
                            const common::http::response_writer& out) { p->answered(req, out); });
+    server_->screen_heads([p = proxy_.get()](const common::http::request& head,
+                                             const boost::asio::ip::address& peer) {
+        return p->screen_head(head, peer);
+    });
     metrics_.read_connections_from([s = server_.get()] {
         return router_metrics::connection_counts{s->open_connections(), s->refused_connections()};
     });

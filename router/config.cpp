@@ -203,6 +203,10 @@ void add_access_flags(common::flag_set& f, router_config& cfg) {
     f.add("trusted-proxies", cfg.trusted_proxies,
           "addresses and networks whose X-Forwarded-For names the client (comma-separated)")
         .value_name("LIST");
+    f.add("client-ipv6-prefix", cfg.client_ipv6_prefix,
+          "without keys, an IPv6 client is its network of this many bits for rate limits and "
+          "admission (1..128; 128: each address)")
+        .value_name("BITS");
     f.add("admin-host", cfg.admin_host,
           "address of the admin listener (/admin, SGLang's worker API)")
         .value_name("HOST");
@@ -214,6 +218,10 @@ void add_access_flags(common::flag_set& f, router_config& cfg) {
     f.add("admin-insecure-loopback", cfg.admin_insecure_loopback,
           "without a token, let loopback clients change the fleet (with Content-Type: "
           "application/json)");
+    f.add("admin-server-name", cfg.admin_server_names,
+          "a host name the admin listener answers to besides IP addresses and localhost (others "
+          "get 421: DNS rebinding)")
+        .value_name("NAME");
     f.add("admin-max-connections", cfg.admin_max_connections,
           "connections the admin listener takes at once (past it new ones are closed)");
 }

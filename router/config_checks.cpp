@@ -129,8 +129,13 @@ std::vector<std::string> validate(const router_config& cfg) {
         trusted_proxies proxies;
         std::string why;
         need(proxies.parse(cfg.trusted_proxies, why), "--trusted-proxies: " + why);
+        need(cfg.client_ipv6_prefix >= 1 && cfg.client_ipv6_prefix <= 128,
+             "--client-ipv6-prefix must be in 1..128");
     }
     need(cfg.admin_max_connections >= 1, "--admin-max-connections must be at least 1");
+    for (const auto& name : cfg.admin_server_names)
+        need(!name.empty() && name.find_first_of(" /:[]") == std::string::npos,
+             "--admin-server-name must be a host name (got '" + name + "')");
     need(cfg.admin_token.empty() || cfg.admin_token_file.empty(),
          "give --admin-token or --admin-token-file, not both");
     return errors;

@@ -106,10 +106,19 @@ bool trusted_proxies::contains(const ip::address& a) const {
     return false;
 }
 
+std::string trusted_proxies::identity_of(const ip::address& a) const {
+    if (!a.is_v6() || ipv6_prefix_ >= 128)
+        return text_of(a);
+    auto bytes = a.to_v6().to_bytes();
+    for (std::size_t bit = ipv6_prefix_; bit < 128; ++bit)
+        bytes[bit / 8] &= static_cast<unsigned char>(~(0x80u >> (bit % 8)));
+    return ip::address_v6(bytes).to_string() + "/" + std::to_string(ipv6_prefix_);
+}
+
 std::string trusted_proxies::client_address(const ip::address& peer,
                                             std::string_view forwarded_for) const {
     if (nets_.empty() || forwarded_for.empty() || !contains(peer))
-        return text_of(plain(peer));
+        return identity_of(plain(peer));
     // From the right: each trusted hop says who came before it; the first untrusted one is the
     // client (anything left of it may be forged).
     ip::address last = plain(peer);
@@ -122,12 +131,12 @@ std::string trusted_proxies::client_address(const ip::address& peer,
         boost::system::error_code ec;
         const ip::address a = ip::make_address(std::string(hop), ec);
         if (ec)
-            return text_of(last); // garbage: the last address we could trust to say it
+            return identity_of(last); // garbage: the last address we could trust to say it
         last = plain(a);
         if (!contains(last))
-            return text_of(last);
+            return identity_of(last);
     }
-    return text_of(last);
+    return identity_of(last);
 }
 
 } // namespace lanes::router

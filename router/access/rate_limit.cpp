@@ -59,28 +59,19 @@ limit_verdict rate_limiter::take(bucket& b, double capacity, double per_second, 
     return v;
 }
 
-rate_limiter::client_state& rate_limiter::state_of(const std::string& who, clock::time_point now) {
+rate_limiter::client_state& rate_limiter::state_of(const std::string& who) {
     auto it = clients_.find(who);
-    if (it != clients_.end())
+    if (it != clients_.end()) {
+        use_order_.splice(use_order_.end(), use_order_, it->second.use);
         return it->second;
-    if (clients_.size() >= std::max<std::size_t>(1, defaults_.max_clients))
-        evict_idle(now);
-    return clients_[who];
-}
-
-void rate_limiter::evict_idle(clock::time_point now) {
-    // A client whose buckets have had time to refill is the same as a new one. Without keys'
-    // own limits known here, "time to refill" is taken as a minute (the token bucket's period)
-    // plus the request bucket's.
-    const double request_period = defaults_.rps > 0 ? burst_for(nullptr) / defaults_.rps : 0;
-    const auto idle_after = std::chrono::duration_cast<clock::duration>(
-        std::chrono::duration<double>(60.0 + request_period));
-    std::erase_if(clients_, [&](const auto& entry) {
-        const auto& s = entry.second;
-        return now - std::max(s.requests.at, s.tokens.at) >= idle_after;
-    });
-    if (clients_.size() >= std::max<std::size_t>(1, defaults_.max_clients))
-        clients_.erase(clients_.begin()); // all busy: one goes, and starts full again
+    }
+    if (clients_.size() >= std::max<std::size_t>(1, defaults_.max_clients)) {
+        clients_.erase(clients_.find(*use_order_.front())); // the least recently seen
+        use_order_.pop_front();
+    }
+    it = clients_.emplace(who, client_state{}).first;
+    it->second.use = use_order_.insert(use_order_.end(), &it->first);
+    return it->second;
 }
 
 limit_verdict rate_limiter::take_request(const std::string& who, const key_limits* own) {
@@ -98,7 +89,20 @@ limit_verdict rate_limiter::take_request(const std::string& who, const key_limit
     if (rps <= 0)
         return {};
     std::lock_guard lock(mutex_);
-    return take(state_of(who, now).requests, burst_for(own), rps, 1.0, now);
+    return take(state_of(who).requests, burst_for(own), rps, 1.0, now);
+}
+
+limit_verdict rate_limiter::peek_request(const std::string& who, const key_limits* own,
+                                         clock::time_point now) const {
+    const double rps = rps_for(own);
+    if (rps <= 0)
+        return {};
+    std::lock_guard lock(mutex_);
+    const auto it = clients_.find(who);
+    if (it == clients_.end())
+        return {};                  // a new client starts full
+    bucket b = it->second.requests; // a copy: nothing is taken
+    return take(b, burst_for(own), rps, 1.0, now);
 }
 
 limit_verdict rate_limiter::take_tokens(const std::string& who, const key_limits* own,
@@ -107,7 +111,7 @@ limit_verdict rate_limiter::take_tokens(const std::string& who, const key_limits
     if (tpm <= 0)
         return {};
     std::lock_guard lock(mutex_);
-    return take(state_of(who, now).tokens, tpm, tpm / 60.0, std::max(0.0, tokens), now);
+    return take(state_of(who).tokens, tpm, tpm / 60.0, std::max(0.0, tokens), now);
 }
 
 std::size_t rate_limiter::clients() const {

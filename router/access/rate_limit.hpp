@@ -2,14 +2,17 @@
 // burst) and one on tokens per minute (a request costs its prompt tokens plus the output it asks
 // for). A request that costs more than a bucket holds passes when the bucket is full and leaves
 // it in debt, so a big request is delayed, never refused for ever, and the long-run rate holds.
-// A client is an API key's name, or without keys the client's address. The table of clients is
-// bounded: past max_clients, those whose buckets have refilled (they carry no state) go first.
+// A client is an API key's name, or without keys the client's address (an IPv6 one by its /64,
+// client_address.hpp). The table of clients is bounded: past max_clients the least recently seen
+// client goes, in O(1) (a list in use order beside the table), never a scan under the lock every
+// request takes; one seen that long ago has mostly refilled, and would start full anyway.
 #pragma once
 
 #include "router/access/api_keys.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <list>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -54,6 +57,10 @@ public:
     limit_verdict take_request(const std::string& who, const key_limits* own);
     limit_verdict take_request(const std::string& who, const key_limits* own,
                                clock::time_point now);
+    // Whether take_request would refuse `who` now, taking nothing (a look at a request's
+    // header before its body is read).
+    limit_verdict peek_request(const std::string& who, const key_limits* own,
+                               clock::time_point now) const;
     // Takes `tokens` from `who`'s token bucket.
     limit_verdict take_tokens(const std::string& who, const key_limits* own, double tokens);
     limit_verdict take_tokens(const std::string& who, const key_limits* own, double tokens,
@@ -70,16 +77,17 @@ private:
     struct client_state {
         bucket requests;
         bucket tokens;
+        std::list<const std::string*>::iterator use; // its place in use_order_
     };
     // Refills `b` to `now` and takes `cost` when it holds min(cost, capacity).
     static limit_verdict take(bucket& b, double capacity, double per_second, double cost,
                               clock::time_point now);
-    client_state& state_of(const std::string& who, clock::time_point now);
-    void evict_idle(clock::time_point now);
+    client_state& state_of(const std::string& who);
 
     rate_settings defaults_;
     mutable std::mutex mutex_;
     std::unordered_map<std::string, client_state> clients_;
+    std::list<const std::string*> use_order_; // keys of clients_, least recently seen first
 };
 
 // OpenAI's form of a duration in x-ratelimit-reset-*: "20ms", "1.5s", "6m0s".

@@ -27,6 +27,18 @@ std::optional<http::response> client_limits::take_request(const http::request& r
     return refusal(req, who, "requests", v);
 }
 
+std::optional<http::response> client_limits::check_request(const http::request& req,
+                                                           const client& who) {
+    if (limiter_.rps_for(who.limits()) <= 0)
+        return std::nullopt;
+    const limit_verdict v =
+        limiter_.peek_request(who.identity, who.limits(), rate_limiter::clock::now());
+    if (v.allowed)
+        return std::nullopt;
+    metrics_.access_refusals.with({"rate_limit_requests"}).inc();
+    return refusal(req, who, "requests", v);
+}
+
 std::optional<http::response>
 client_limits::take_tokens(const http::request& req, const client& who, std::size_t prompt_tokens) {
     if (limiter_.tpm_for(who.limits()) <= 0)

@@ -23,6 +23,10 @@ public:
     // Takes one request from `who`'s concurrent budget: the 429 when it is spent, else nullopt.
     std::optional<common::http::response> take_request(const common::http::request& req,
                                                        const client& who);
+    // Whether take_request would refuse `who` now, taking nothing: the 429 (counted as a
+    // refusal) or nullopt.
+    std::optional<common::http::response> check_request(const common::http::request& req,
+                                                        const client& who);
     // Takes a request's tokens (`prompt_tokens` plus the output it asks for) from `who`'s token
     // bucket: the 429 when the bucket is short, else nullopt.
     std::optional<common::http::response> take_tokens(const common::http::request& req,

@@ -36,6 +36,7 @@ admin::access admin_access(const proxy_config& cfg) {
     if (!cfg.admin_token.empty())
         a.token = common::access::sha256(cfg.admin_token);
     a.insecure_loopback = cfg.admin_insecure_loopback;
+    a.server_names = cfg.admin_server_names;
     return a;
 }
 
@@ -62,6 +63,28 @@ front::front(const proxy_config& cfg, replica_pool& pool, router_metrics& metric
     , status_(pool, metrics) {
     std::string why;
     proxies_.parse(cfg.trusted_proxies, why); // validated with the rest of the config
+    proxies_.set_ipv6_prefix(static_cast<unsigned>(cfg.client_ipv6_prefix));
+}
+
+std::optional<http::response> front::screen_head(const http::request& head,
+                                                 const boost::asio::ip::address& peer) {
+    const std::string_view path = http::path_of(head.target());
+    if (path == "/health" || path == "/liveness" || path == "/readiness" || path == "/metrics" ||
+        path == "/ui" || path == "/ui/state")
+        return std::nullopt; // no body to speak of; handle() answers them
+    client who;
+    if (keys_.configured()) {
+        const auto found = head.find("authorization");
+        who.key = keys_.table()->find(common::access::bearer_token(found ? *found : ""));
+        if (!who.key) {
+            metrics_.access_refusals.with({"invalid_api_key"}).inc();
+            return invalid_key(head);
+        }
+        who.identity = who.key->name;
+    } else {
+        who.identity = proxies_.client_address(peer, head.joined("x-forwarded-for"));
+    }
+    return limits_.check_request(head, who);
 }
 
 // Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.
@@ -140,6 +163,10 @@ asio::awaitable<void> front::handle_admin(http::request& req, http::response_wri
         {"/ui", http::method_get, &front::ui_page},
         {"/ui/state", http::method_get, &front::ui_state_admin},
     }};
+    // Before any route: a Host that is not this listener's, a cross-site request, or a read off
+    // loopback without the token (admin::screen).
+    if (auto refused = admin_.screen(req, out.remote().address().is_loopback()))
+        return out.answer(std::move(*refused));
     const std::string_view path = http::path_of(req.target());
     const auto match = http::match_route(routes, path, req.method());
     if (match.route)

@@ -14,8 +14,10 @@
 #include "router/status_pages.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/address.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,13 @@ public:
     // The admin listener's: the admin API, and /health, /readiness and /metrics again.
     boost::asio::awaitable<void> handle_admin(common::http::request& req,
                                               common::http::response_writer& out);
+
+    // The traffic listener's look at a request's header while its body is still coming: a
+    // missing or wrong API key (401) or a client over its request rate (429) is answered before
+    // the body is read (no 100 Continue, no buffering for a stranger). Probes and pages are left
+    // to handle(); handle() checks (and takes) again, so what passes here is counted once.
+    std::optional<common::http::response> screen_head(const common::http::request& head,
+                                                      const boost::asio::ip::address& peer);
 
     // Reads the API keys (at start and on SIGHUP); false with `errors` set when they could not
     // be read, and then the keys in force stay. Without keys configured the router is open.

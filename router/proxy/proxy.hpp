@@ -49,6 +49,11 @@ public:
         return front_.handle_admin(req, out);
     }
 
+    // The traffic listener's head screen (front::screen_head).
+    std::optional<common::http::response> screen_head(const common::http::request& head,
+                                                      const boost::asio::ip::address& peer) {
+        return front_.screen_head(head, peer);
+    }
     // The traffic listener's answered hook: refusals get their access line.
     void answered(const common::http::request* req, const common::http::response_writer& out) {
         counts_.answered(req, out);

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lanes::router {
 
@@ -41,9 +42,14 @@ struct proxy_config {
     std::int64_t replica_queue_threshold = 0;
     // Peers whose X-Forwarded-For is believed, comma-separated addresses and networks.
     std::string trusted_proxies;
+    // Bits of an IPv6 client's address that name it for rate limits and admission (its /64).
+    std::size_t client_ipv6_prefix = 64;
     // The admin API's credentials (admin.hpp).
     std::string admin_token;
     bool admin_insecure_loopback = false; // mutations from loopback peers without a token
+    // Host names the admin listener answers to besides IP literals and localhost (a request
+    // naming any other host is refused: DNS rebinding).
+    std::vector<std::string> admin_server_names;
     bool access_log = true;
     // Access lines for refused requests (4xx and 5xx the router answers itself) a second, at
     // most; past it they are counted and the next line says how many were left out.

@@ -183,7 +183,9 @@ function render(s) {
 
 async function poll() {
   try {
-    const res = await fetch("/ui/state", { cache: "no-store" });
+    // Off loopback the admin listener wants the token for the state too.
+    const headers = token.value ? { "Authorization": "Bearer " + token.value } : {};
+    const res = await fetch("/ui/state", { cache: "no-store", headers });
     if (!res.ok) throw new Error("HTTP " + res.status);
     render(await res.json());
   } catch (e) {

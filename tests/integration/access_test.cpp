@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -298,4 +300,69 @@ TEST_CASE("cache isolation by key: a salt per key upstream, cached prefixes not 
     CHECK(cached("sk-a") > 500); // its own prefix
     CHECK(cached("sk-b") == 0);  // the other tenant's is not shared
     CHECK(cached("sk-b") > 500);
+}
+
+namespace {
+
+// Sends a request head announcing `length` body bytes (no body) and reads what comes back within
+// `wait`: the answer a router gives before any body byte, or "" when it waits for the body.
+std::string head_only(unsigned short port, const std::string& extra_fields, std::size_t length,
+                      std::chrono::milliseconds wait) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             "Content-Type: application/json\r\nContent-Length: " +
+                             std::to_string(length) + "\r\n" + extra_fields + "\r\n";
+    boost::asio::write(s, boost::asio::buffer(head));
+    std::string got;
+    char buf[4096];
+    const auto until = std::chrono::steady_clock::now() + wait;
+    s.non_blocking(true);
+    while (std::chrono::steady_clock::now() < until) {
+        boost::system::error_code ec;
+        const std::size_t n = s.read_some(boost::asio::buffer(buf), ec);
+        if (ec == boost::asio::error::would_block) {
+            std::this_thread::sleep_for(10ms);
+            continue;
+        }
+        if (ec)
+            break;
+        got.append(buf, n);
+        if (got.find("\r\n\r\n") != std::string::npos && !got.starts_with("HTTP/1.1 100"))
+            break;
+    }
+    return got;
+}
+
+} // namespace
+
+TEST_CASE("API keys and rate limits are checked on the header, before the body is read",
+          "[access]") {
+    fake_engine engine({"m"});
+    temp_file keys("sk-team-a team-a rps=1 burst=1\n");
+    auto router = keyed_router(engine, {"--api-key-file", keys.path}, "sk-team-a");
+    const auto port = router->port();
+    // No key: the 401 comes at once, without the 8 MB body, and without a 100 Continue.
+    const std::string stranger = head_only(port, "Expect: 100-continue\r\n", 8'000'000, 3s);
+    CHECK(stranger.starts_with("HTTP/1.1 401"));
+    CHECK(stranger.find("100 Continue") == std::string::npos);
+    CHECK(stranger.find("invalid_api_key") != std::string::npos);
+    CHECK(head_only(port, "Authorization: Bearer wrong\r\n", 8'000'000, 3s)
+              .starts_with("HTTP/1.1 401"));
+    // Its bucket spent (burst 1, the keyed_router's request took it), the key's next request is a
+    // 429 on its header alone.
+    const std::string limited =
+        head_only(port, "Authorization: Bearer sk-team-a\r\n", 8'000'000, 3s);
+    CHECK(limited.starts_with("HTTP/1.1 429"));
+    std::string lower = limited;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    CHECK(lower.find("retry-after:") != std::string::npos);
+    // With room in its bucket the key's request gets its 100 Continue and nothing else yet.
+    std::this_thread::sleep_for(1100ms);
+    const std::string invited =
+        head_only(port, "Authorization: Bearer sk-team-a\r\nExpect: 100-continue\r\n", 1000, 1s);
+    CHECK(invited.starts_with("HTTP/1.1 100 Continue"));
+    CHECK(invited.find("HTTP/1.1 4") == std::string::npos);
 }

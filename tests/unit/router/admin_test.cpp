@@ -189,3 +189,78 @@ TEST_CASE("admin::handles names its paths, and handle answers through the writer
     CHECK(out.status == 403);
     CHECK(out.content_type == "application/json");
 }
+
+namespace {
+
+http::request with_headers(std::string_view target, http::header_list headers, verb v = verb::get) {
+    return make_request(v, target, {}, std::move(headers));
+}
+
+} // namespace
+
+TEST_CASE("admin screen: a Host that is not the listener's is a 421 (DNS rebinding)", "[admin]") {
+    router::replica_pool pool;
+    router::admin::access who{std::nullopt, true, {"router.internal"}};
+    router::admin a(who, pool);
+    auto status = [&](std::string_view host) {
+        const auto refused =
+            a.screen(with_headers("/ui/state", {{"Host", std::string(host)}}), true);
+        return refused ? refused->result_int() : 0;
+    };
+    CHECK(status("127.0.0.1:8090") == 0);
+    CHECK(status("[::1]:8090") == 0);
+    CHECK(status("localhost:8090") == 0);
+    CHECK(status("LOCALHOST") == 0);
+    CHECK(status("localhost.:8090") == 0);
+    CHECK(status("router.internal:8090") == 0);
+    CHECK(status("attacker.example:8090") == 421);
+    CHECK(status("attacker.example") == 421);
+    CHECK(status("127.0.0.1.attacker.example") == 421);
+    // A rebound name reading the fleet, and adding a replica.
+    const auto post = with_headers(
+        "/admin/replicas",
+        {{"Host", "attacker.example:8090"}, {"Content-Type", "application/json"}}, verb::post);
+    const auto refused = a.screen(post, true);
+    REQUIRE(refused);
+    CHECK(refused->result_int() == 421);
+    CHECK(pool.all().empty());
+}
+
+TEST_CASE("admin screen: cross-site browser requests are a 403", "[admin]") {
+    router::replica_pool pool;
+    router::admin a(insecure_loopback, pool);
+    auto status = [&](http::header_list headers) {
+        const auto refused = a.screen(with_headers("/admin/replicas", std::move(headers)), true);
+        return refused ? refused->result_int() : 0;
+    };
+    CHECK(status({{"Host", "127.0.0.1:8090"}, {"Origin", "http://127.0.0.1:8090"}}) == 0);
+    CHECK(status({{"Host", "localhost:8090"}, {"Origin", "http://localhost:3000"}}) == 403);
+    CHECK(status({{"Host", "localhost:8090"}, {"Origin", "null"}}) == 403);
+    CHECK(status({{"Host", "localhost:8090"}, {"Sec-Fetch-Site", "same-origin"}}) == 0);
+    CHECK(status({{"Host", "localhost:8090"}, {"Sec-Fetch-Site", "none"}}) == 0);
+    CHECK(status({{"Host", "localhost:8090"}, {"Sec-Fetch-Site", "cross-site"}}) == 403);
+    CHECK(status({{"Host", "localhost:8090"}, {"Sec-Fetch-Site", "same-site"}}) == 403);
+    CHECK(status({}) == 0); // a tool without Host (HTTP/1.0) or browser headers
+}
+
+TEST_CASE("admin screen: off loopback, reads need the token, probes and the page do not",
+          "[admin]") {
+    router::replica_pool pool;
+    router::admin open_admin({}, pool);
+    router::admin guarded(with_token("s3cret-admin-token"), pool);
+    auto status = [](const router::admin& a, std::string_view path, http::header_list h = {}) {
+        const auto refused = a.screen(with_headers(path, std::move(h)), false);
+        return refused ? refused->result_int() : 0;
+    };
+    for (const char* probe : {"/health", "/liveness", "/readiness", "/ui"}) {
+        CHECK(status(open_admin, probe) == 0);
+        CHECK(status(guarded, probe) == 0);
+    }
+    CHECK(status(open_admin, "/ui/state") == 403);
+    CHECK(status(open_admin, "/metrics") == 403);
+    CHECK(status(guarded, "/ui/state") == 401);
+    CHECK(status(guarded, "/metrics", {{"Authorization", "Bearer wrong"}}) == 401);
+    CHECK(status(guarded, "/ui/state", {{"Authorization", "Bearer s3cret-admin-token"}}) == 0);
+    // Loopback clients read as before.
+    CHECK_FALSE(open_admin.screen(with_headers("/ui/state", {}), true));
+}

@@ -52,6 +52,24 @@ TEST_CASE("client address: written as Asio writes it, v4 edge octets, v4-mapped 
     for (const char* a : {"0.0.0.0", "255.255.255.255", "1.10.100.200", "127.0.0.1", "9.99.0.255"})
         CHECK(none.client_address(ip::make_address(a), "") == a);
     CHECK(none.client_address(ip::make_address("::ffff:192.0.2.33"), "") == "192.0.2.33");
+    none.set_ipv6_prefix(128);
     for (const char* a : {"::1", "2001:db8::7", "fe80::1:2"})
         CHECK(none.client_address(ip::make_address(a), "") == ip::make_address(a).to_string());
+}
+
+TEST_CASE("client address: an IPv6 client is its /64, or the prefix configured", "[access]") {
+    trusted_proxies t;
+    std::string why;
+    REQUIRE(t.parse("127.0.0.1/32", why));
+    const auto lb = ip::make_address("127.0.0.1");
+    // Rotating within one /64 (directly or behind a trusted proxy) is one client.
+    CHECK(t.client_address(ip::make_address("2001:db8:1:2::1"), "") == "2001:db8:1:2::/64");
+    CHECK(t.client_address(ip::make_address("2001:db8:1:2:ffff:1:2:3"), "") == "2001:db8:1:2::/64");
+    CHECK(t.client_address(lb, "2001:db8:1:2::99") == "2001:db8:1:2::/64");
+    CHECK(t.client_address(lb, "2001:db8:1:3::99") == "2001:db8:1:3::/64");
+    CHECK(t.client_address(lb, "198.51.100.7") == "198.51.100.7"); // IPv4 as it is
+    t.set_ipv6_prefix(48);
+    CHECK(t.client_address(lb, "2001:db8:1:3::99") == "2001:db8:1::/48");
+    t.set_ipv6_prefix(56);
+    CHECK(t.client_address(lb, "2001:db8:1:3ff::1") == "2001:db8:1:300::/56");
 }

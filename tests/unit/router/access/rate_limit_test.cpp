@@ -91,6 +91,34 @@ TEST_CASE("the client table stays within max_clients", "[access]") {
     CHECK(limiter.clients() <= 100);
 }
 
+TEST_CASE("past max_clients the least recently seen client goes, and no other", "[access]") {
+    rate_limiter limiter({.rps = 1, .burst = 1, .max_clients = 3});
+    const auto t0 = rate_limiter::clock::time_point{} + 1h;
+    for (const char* who : {"a", "b", "c"})
+        CHECK(limiter.take_request(who, nullptr, t0).allowed);
+    CHECK_FALSE(limiter.take_request("a", nullptr, t0).allowed); // a seen again: most recent
+    CHECK(limiter.take_request("d", nullptr, t0).allowed);       // b, least recent, goes
+    CHECK(limiter.clients() == 3);
+    CHECK(limiter.take_request("b", nullptr, t0).allowed);       // b comes back full; c goes
+    CHECK_FALSE(limiter.take_request("a", nullptr, t0).allowed); // a and d kept their debts
+    CHECK_FALSE(limiter.take_request("d", nullptr, t0).allowed);
+    CHECK(limiter.clients() == 3);
+}
+
+TEST_CASE("300k rotating identities cost each request O(1)", "[access]") {
+    // Identity churn: every request a new identity, past the table's size. Each new one
+    // evicts one entry; the whole run stays far below a scan per request (100k x 300k).
+    rate_limiter limiter({.rps = 1, .max_clients = 100000});
+    const auto t0 = rate_limiter::clock::time_point{} + 1h;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 300000; ++i)
+        limiter.take_request("2001:db8::" + std::to_string(i), nullptr, t0);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(limiter.clients() == 100000);
+    CHECK(seconds < 5.0); // about 0.3 s here; a scan per eviction took minutes
+}
+
 TEST_CASE("reset durations read as OpenAI writes them", "[access]") {
     CHECK(router::reset_text(0ms) == "0ms");
     CHECK(router::reset_text(20ms) == "20ms");
