@@ -58,31 +58,6 @@ replica::tensor_dtype parse_dtype(const std::string& name) {
     throw std::runtime_error("--dtype must be bf16, f16 or f32 (got '" + name + "')");
 }
 
-// The variant's extra tensors, drawn from the same generator (tensor ids past the preset's).
-void add_variant_weights(replica::model_weights& w, std::uint64_t seed) {
-    const auto& c = w.cfg;
-    std::uint64_t tensor = 1000;
-    auto fill = [&](std::vector<float>& v, std::size_t n, float base, float scale) {
-        v.resize(n);
-        const std::uint64_t id = tensor++;
-        for (std::size_t i = 0; i < n; ++i)
-            v[i] = base + scale * replica::weight_value(seed, id, i);
-    };
-    for (auto& lw : w.layers) {
-        if (c.qkv_bias)
-            fill(lw.qkv_bias, c.q_dim() + 2 * c.kv_dim(), 0.0f, 0.1f);
-        if (c.qk_norm) {
-            fill(lw.q_norm, c.head_dim, 1.0f, 0.2f);
-            fill(lw.k_norm, c.head_dim, 1.0f, 0.2f);
-        }
-    }
-    if (c.tie_embeddings) { // the head is the embedding: keep the backends' copy equal to it
-        for (std::size_t v = 0; v < c.vocab; ++v)
-            for (std::size_t i = 0; i < c.d_model; ++i)
-                w.lm_head[i * c.vocab + v] = w.embedding[v * c.d_model + i];
-    }
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -161,8 +136,8 @@ int main(int argc, char** argv) {
             cfg.vocab = (ids + 63) / 64 * 64;
         }
         cfg.name = o.preset.empty() ? o.shape : o.preset;
-        replica::model_weights w = replica::make_weights(cfg, static_cast<std::uint64_t>(o.seed));
-        add_variant_weights(w, static_cast<std::uint64_t>(o.seed));
+        const replica::model_weights w =
+            replica::make_weights(cfg, static_cast<std::uint64_t>(o.seed));
         replica::write_checkpoint(w, layout, o.out);
         const std::string gen = o.tokenizer + "/generation_config.json";
         if (!o.tokenizer.empty() && std::filesystem::exists(gen)) // the tokenizer's end ids

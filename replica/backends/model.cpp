@@ -125,7 +125,31 @@ model_weights make_weights(const model_config& cfg, std::uint64_t seed) {
     }
     w.final_norm.assign(cfg.d_model, 1.0f);
     w.lm_head = uniform(seed, tensor++, cfg.d_model * cfg.vocab, fan_in_scale(cfg.d_model));
+    // The families' extra tensors, from ids past the preset's (which they leave unchanged):
+    // biases in ±0.1, q/k norm gains in 1 ± 0.2.
+    tensor = 1000;
+    for (auto& lw : w.layers) {
+        if (cfg.qkv_bias)
+            lw.qkv_bias = uniform(seed, tensor++, cfg.q_dim() + 2 * cfg.kv_dim(), 0.1f);
+        if (cfg.qk_norm) {
+            lw.q_norm = uniform(seed, tensor++, cfg.head_dim, 0.2f);
+            lw.k_norm = uniform(seed, tensor++, cfg.head_dim, 0.2f);
+            for (auto* gains : {&lw.q_norm, &lw.k_norm})
+                for (float& g : *gains)
+                    g += 1.0f;
+        }
+    }
+    if (cfg.tie_embeddings)
+        tie_lm_head(w);
     return w;
+}
+
+void tie_lm_head(model_weights& w) {
+    const std::size_t vocab = w.cfg.vocab, d = w.cfg.d_model;
+    w.lm_head.resize(d * vocab);
+    for (std::size_t v = 0; v < vocab; ++v)
+        for (std::size_t i = 0; i < d; ++i)
+            w.lm_head[i * vocab + v] = w.embedding[v * d + i];
 }
 
 } // namespace lanes::replica

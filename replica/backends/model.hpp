@@ -79,8 +79,13 @@ struct model_weights {
 };
 
 // Deterministic weights: each value depends only on (seed, tensor, index). Values are uniform in
-// ±sqrt(3 / fan_in) (unit-variance outputs), norms are 1 and the embedding is uniform in ±1.
+// ±sqrt(3 / fan_in) (unit-variance outputs), norms are 1 and the embedding is uniform in ±1. The
+// variants cfg asks for get their tensors too (q/k/v biases, q/k norm gains; a tied head is the
+// embedding).
 model_weights make_weights(const model_config& cfg, std::uint64_t seed);
+
+// Makes the LM head the embedding (transposed into the head's d_model x vocab layout).
+void tie_lm_head(model_weights& w);
 
 // The counter-based generator behind make_weights, exposed for the CUDA backend's parity test:
 // a uniform float in [-1, 1).

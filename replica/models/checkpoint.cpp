@@ -101,7 +101,7 @@ loaded_checkpoint load_checkpoint(const std::string& dir) {
     w.final_norm = read("model.norm.weight", {d});
     w.lm_head.resize(d * c.vocab);
     if (c.tie_embeddings) { // some tied checkpoints save a copy as lm_head.weight: unused
-        place_transposed(w.embedding, c.vocab, d, w.lm_head, c.vocab, 0);
+        tie_lm_head(w);
     } else {
         place_transposed(read("lm_head.weight", {c.vocab, d}), c.vocab, d, w.lm_head, c.vocab, 0);
     }

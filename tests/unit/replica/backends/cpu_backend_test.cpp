@@ -198,15 +198,7 @@ TEST_CASE("cpu forward: the checkpoint families' variants keep chunking, decode 
         if (f == "llama3")
             c.rope = model_config::rope_kind::llama3, c.rope_factor = 8.0f,
             c.rope_original_max_positions = 32.0f, c.rope_theta = 500000.0f;
-        model_weights w = make_weights(c, 4);
-        for (auto& lw : w.layers) {
-            for (std::size_t i = 0; c.qkv_bias && i < c.q_dim() + 2 * c.kv_dim(); ++i)
-                lw.qkv_bias.push_back(0.3f * weight_value(8, 1, i));
-            for (std::size_t i = 0; c.qk_norm && i < c.head_dim; ++i) {
-                lw.q_norm.push_back(1.0f + 0.3f * weight_value(8, 2, i));
-                lw.k_norm.push_back(1.0f + 0.3f * weight_value(8, 3, i));
-            }
-        }
+        const model_weights w = make_weights(c, 4); // with the variant's tensors
         auto make = [&] { return std::make_unique<cpu_backend>(w, 16, 16); };
         const auto prompt = tokens_of(41);
         const std::vector<block_id> table = {5, 2, 7};

@@ -58,19 +58,7 @@ model_weights variant(bool qwen3) {
     c.qkv_bias = !qwen3;
     c.tie_embeddings = true;
     c.max_positions = 4096;
-    model_weights w = make_weights(c, 11);
-    for (auto& lw : w.layers) {
-        if (c.qkv_bias)
-            lw.qkv_bias.assign(c.q_dim() + 2 * c.kv_dim(), 0.25f);
-        if (c.qk_norm) {
-            lw.q_norm.assign(c.head_dim, 1.5f);
-            lw.k_norm.assign(c.head_dim, 0.75f);
-        }
-    }
-    for (std::size_t v = 0; v < c.vocab; ++v) // tied: the head is the embedding
-        for (std::size_t i = 0; i < c.d_model; ++i)
-            w.lm_head[i * c.vocab + v] = w.embedding[v * c.d_model + i];
-    return w;
+    return make_weights(c, 11); // with the variant's tensors, the head tied
 }
 
 const std::vector<common::token_id> prompt = {

@@ -181,22 +181,7 @@ model_weights variant_weights(const std::string& family) {
     } else if (family == "vocab") {
         c.vocab = 151936;
     }
-    model_weights w = make_weights(c, 5);
-    for (auto& lw : w.layers) {
-        if (c.qkv_bias)
-            for (std::size_t i = 0; i < c.q_dim() + 2 * c.kv_dim(); ++i)
-                lw.qkv_bias.push_back(0.2f * weight_value(9, 1, i));
-        if (c.qk_norm)
-            for (std::size_t i = 0; i < c.head_dim; ++i) {
-                lw.q_norm.push_back(1.0f + 0.2f * weight_value(9, 2, i));
-                lw.k_norm.push_back(1.0f + 0.2f * weight_value(9, 3, i));
-            }
-    }
-    if (c.tie_embeddings)
-        for (std::size_t v = 0; v < c.vocab; ++v)
-            for (std::size_t i = 0; i < c.d_model; ++i)
-                w.lm_head[i * c.vocab + v] = w.embedding[v * c.d_model + i];
-    return w;
+    return make_weights(c, 5); // with the variant's tensors, the head tied
 }
 
 } // namespace
