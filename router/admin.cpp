@@ -107,15 +107,18 @@ boost::asio::awaitable<void> admin::handle(http::request& req, http::response_wr
     co_await out.send(respond(req, out.remote().address().is_loopback()));
 }
 
+std::optional<http::response> admin::token_refusal(const http::request& req) const {
+    const auto given = req.find("authorization");
+    const std::string_view token = given ? common::access::bearer_token(*given) : "";
+    if (token.empty() || !common::access::same(common::access::sha256(token), *access_.token))
+        return error(req, 401, "missing or wrong 'Authorization: Bearer' admin token");
+    return std::nullopt;
+}
+
 std::optional<http::response> admin::refusal(const http::request& req, bool loopback) const {
     const bool change = req.method() != bhttp::verb::get && req.method() != bhttp::verb::head;
-    if (access_.token) {
-        const auto given = req.find("authorization");
-        const std::string_view token = given ? common::access::bearer_token(*given) : "";
-        if (token.empty() || !common::access::same(common::access::sha256(token), *access_.token))
-            return error(req, 401, "missing or wrong 'Authorization: Bearer' admin token");
-        return std::nullopt;
-    }
+    if (access_.token)
+        return token_refusal(req);
     if (!loopback)
         return error(req, 403, "without --admin-token the admin API answers loopback clients only");
     if (!change)
@@ -187,11 +190,7 @@ std::optional<http::response> admin::screen(const http::request& req, bool loopb
         return error(req, 403,
                      "without --admin-token the admin listener answers loopback "
                      "clients only");
-    const auto given = req.find("authorization");
-    const std::string_view token = given ? common::access::bearer_token(*given) : "";
-    if (token.empty() || !common::access::same(common::access::sha256(token), *access_.token))
-        return error(req, 401, "missing or wrong 'Authorization: Bearer' admin token");
-    return std::nullopt;
+    return token_refusal(req);
 }
 
 // The admin API as a plain function of the request (no I/O): who asks, then the route table.

@@ -72,6 +72,8 @@ private:
     std::shared_ptr<replica> replica_named(const common::http::request& req,
                                            common::http::response& refusal);
 
+    // With a token configured: nullopt when `req` carries it, else the 401.
+    std::optional<common::http::response> token_refusal(const common::http::request& req) const;
     // nullopt when `req` may be served, else the refusal (401, 403 or 415).
     std::optional<common::http::response> refusal(const common::http::request& req,
                                                   bool loopback) const;

@@ -72,19 +72,27 @@ std::optional<http::response> front::screen_head(const http::request& head,
     if (path == "/health" || path == "/liveness" || path == "/readiness" || path == "/metrics" ||
         path == "/ui" || path == "/ui/state")
         return std::nullopt; // no body to speak of; handle() answers them
-    client who;
-    if (keys_.configured()) {
-        const auto found = head.find("authorization");
-        who.key = keys_.table()->find(common::access::bearer_token(found ? *found : ""));
-        if (!who.key) {
-            metrics_.access_refusals.with({"invalid_api_key"}).inc();
-            return invalid_key(head);
-        }
-        who.identity = who.key->name;
-    } else {
-        who.identity = proxies_.client_address(peer, head.joined("x-forwarded-for"));
+    const client who = client_of(head, peer);
+    if (keys_.configured() && !who.key) {
+        metrics_.access_refusals.with({"invalid_api_key"}).inc();
+        return invalid_key(head);
     }
     return limits_.check_request(head, who);
+}
+
+client front::client_of(const http::request& req, const boost::asio::ip::address& peer) const {
+    client who;
+    if (keys_.configured()) {
+        const auto given = req.find("authorization");
+        who.key = keys_.table()->find(common::access::bearer_token(given ? *given : ""));
+        if (who.key)
+            who.identity = who.key->name;
+        return who;
+    }
+    // Every X-Forwarded-For field, as one list: a proxy that adds its own field rather than
+    // appending to the client's must not leave the client's to be read as the nearest hop.
+    who.identity = proxies_.client_address(peer, req.joined("x-forwarded-for"));
+    return who;
 }
 
 // Not a coroutine itself: it picks the coroutine that answers and returns it to be awaited.
@@ -107,9 +115,8 @@ asio::awaitable<void> front::handle(http::request& req, http::response_writer& o
         return (this->*open.route->serve)(req, out);
     if (open.path_methods && !open.route)
         return unrouted(req, out, open.path_methods, "");
-    client who;
+    client who = client_of(req, out.remote().address());
     if (keyed) {
-        who.key = keys_.table()->find(common::access::bearer_token(req["authorization"]));
         if (!who.key) {
             metrics_.access_refusals.with({"invalid_api_key"}).inc();
             out.note_refusal("invalid_api_key");
@@ -118,12 +125,6 @@ asio::awaitable<void> front::handle(http::request& req, http::response_writer& o
         req.remove("authorization"); // a client's key is the router's business, not the engine's
         if (open.route)
             return (this->*open.route->serve)(req, out); // /metrics, with a key
-        who.identity = who.key->name;
-    } else {
-        // Every X-Forwarded-For field, as one list: a proxy that adds its own field rather than
-        // appending to the client's must not leave the client's to be read as the nearest hop.
-        who.identity =
-            proxies_.client_address(out.remote().address(), req.joined("x-forwarded-for"));
     }
     if (auto refused = limits_.take_request(req, who)) {
         out.note_refusal("rate_limit_requests");

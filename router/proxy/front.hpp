@@ -86,6 +86,9 @@ private:
                                           std::string_view not_found);
     // 401 for a missing or unknown key.
     common::http::response invalid_key(const common::http::request& req);
+    // Who sent `req`: its API key when keys are configured (none when missing or wrong) and
+    // whom its limits count, the key's name or the client's address.
+    client client_of(const common::http::request& req, const boost::asio::ip::address& peer) const;
 
     boost::asio::awaitable<void> completions(common::http::request& req,
                                              common::http::response_writer& out, client who);
