@@ -10,7 +10,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 
 #include <unistd.h>
 
@@ -57,13 +56,6 @@ std::unique_ptr<process> model_replica(const std::string& dir,
     return r;
 }
 
-std::string system_prompt(int i) {
-    std::string p = "Tenant " + std::to_string(i) + ": ";
-    while (p.size() < 400)
-        p += "the replica that already holds the prefix " + std::to_string(i) + " serves it. ";
-    return p;
-}
-
 } // namespace
 
 TEST_CASE("checkpoint: a replica serves a checkpoint under its directory's name", "[checkpoint]") {
@@ -102,37 +94,6 @@ TEST_CASE("checkpoint: a router routes prefix_match_precise in front of two chec
     std::vector<std::unique_ptr<process>> replicas;
     replicas.push_back(model_replica(dir.path));
     replicas.push_back(model_replica(dir.path));
-    auto router = std::make_unique<process>(
-        LANES_ROUTER_BIN, std::vector<std::string>{
-                              "--host", "127.0.0.1", "--port", "0", "--replica", replicas[0]->url(),
-                              "--replica", replicas[1]->url(), "--scrape-interval", "100ms",
-                              "--access-log", "false", "--tokenizer", dir.path});
-    REQUIRE(wait_healthy(router->port(), 10s));
-    for (const auto& r : replicas) {
-        REQUIRE(eventually(
-            [&] {
-                return get(router->port(), "/metrics")
-                           .body.find("lanes_router_kv_events_live{replica=\"" + r->url() +
-                                      "\"} 1") != std::string::npos;
-            },
-            5s));
-    }
-    const auto chat = [&](int i) {
-        return post_json(router->port(), "/v1/chat/completions",
-                         R"({"messages":[{"role":"system","content":")" + system_prompt(i) +
-                             R"("},{"role":"user","content":"go"}],"max_tokens":2})");
-    };
-    std::map<int, std::string> placed;
-    for (int i = 0; i < 4; ++i) {
-        const auto r = chat(i);
-        REQUIRE(r.status == 200);
-        placed[i] = r.header("x-lanes-replica");
-    }
-    for (int i = 0; i < 4; ++i) {
-        const auto r = chat(i);
-        REQUIRE(r.status == 200);
-        INFO("prompt " << i);
-        CHECK(r.header("x-lanes-replica") == placed[i]);
-        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
-    }
+    const auto router = tokenizer_router(replicas, dir.path);
+    check_chats_repeat_precisely(router->port(), 4);
 }

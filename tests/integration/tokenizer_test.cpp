@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <map>
 
 using namespace lanes;
 using namespace lanes::test;
@@ -24,13 +23,6 @@ std::unique_ptr<process> tokenizer_replica(int seed) {
                                  "--kv-events-replay-endpoint", "tcp://127.0.0.1:*"});
     REQUIRE(wait_healthy(r->port(), 10s));
     return r;
-}
-
-std::string system_prompt(int i) {
-    std::string p = "Tenant " + std::to_string(i) + ": ";
-    while (p.size() < 400)
-        p += "the replica that already holds the prefix " + std::to_string(i) + " serves it. ";
-    return p;
 }
 
 } // namespace
@@ -86,39 +78,8 @@ TEST_CASE("tokenizer: a router with the model's tokenizer routes on the replicas
     std::vector<std::unique_ptr<process>> replicas;
     replicas.push_back(tokenizer_replica(0));
     replicas.push_back(tokenizer_replica(1));
-    auto router = std::make_unique<process>(
-        LANES_ROUTER_BIN, std::vector<std::string>{
-                              "--host", "127.0.0.1", "--port", "0", "--replica", replicas[0]->url(),
-                              "--replica", replicas[1]->url(), "--scrape-interval", "100ms",
-                              "--access-log", "false", "--tokenizer", tiny_dir});
-    REQUIRE(wait_healthy(router->port(), 10s));
-    for (const auto& r : replicas) {
-        REQUIRE(eventually(
-            [&] {
-                return get(router->port(), "/metrics")
-                           .body.find("lanes_router_kv_events_live{replica=\"" + r->url() +
-                                      "\"} 1") != std::string::npos;
-            },
-            5s));
-    }
-    const auto chat = [&](int i) {
-        return post_json(router->port(), "/v1/chat/completions",
-                         R"({"messages":[{"role":"system","content":")" + system_prompt(i) +
-                             R"("},{"role":"user","content":"go"}],"max_tokens":2})");
-    };
-    std::map<int, std::string> placed;
-    for (int i = 0; i < 6; ++i) {
-        const auto r = chat(i);
-        REQUIRE(r.status == 200);
-        placed[i] = r.header("x-lanes-replica");
-    }
-    for (int i = 0; i < 6; ++i) {
-        const auto r = chat(i);
-        REQUIRE(r.status == 200);
-        INFO("prompt " << i);
-        CHECK(r.header("x-lanes-replica") == placed[i]);
-        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
-    }
+    const auto router = tokenizer_router(replicas, tiny_dir);
+    check_chats_repeat_precisely(router->port(), 6);
     const std::string m = get(router->port(), "/metrics").body;
     CHECK(m.find(R"(lanes_router_tokenize_total{outcome="local"} 12.0)") != std::string::npos);
     CHECK(m.find(R"(outcome="fetched")") == std::string::npos);

@@ -195,4 +195,56 @@ private:
     std::thread accepting_;
 };
 
+// A router with `--tokenizer dir` in front of `replicas`, healthy and subscribed to each one's
+// KV events.
+inline std::unique_ptr<process>
+tokenizer_router(const std::vector<std::unique_ptr<process>>& replicas, const std::string& dir) {
+    std::vector<std::string> args{
+        "--host", "127.0.0.1",    "--port", "0",           "--scrape-interval",
+        "100ms",  "--access-log", "false",  "--tokenizer", dir};
+    for (const auto& r : replicas) {
+        args.push_back("--replica");
+        args.push_back(r->url());
+    }
+    auto router = std::make_unique<process>(LANES_ROUTER_BIN, args);
+    REQUIRE(wait_healthy(router->port(), 10s));
+    for (const auto& r : replicas) {
+        REQUIRE(eventually(
+            [&] {
+                return get(router->port(), "/metrics")
+                           .body.find("lanes_router_kv_events_live{replica=\"" + r->url() +
+                                      "\"} 1") != std::string::npos;
+            },
+            5s));
+    }
+    return router;
+}
+
+// Sends `count` chats, each with a 400-byte system prompt of its own, twice through the router
+// on `port`: the second time each must go where the first went, routed prefix_match_precise.
+inline void check_chats_repeat_precisely(unsigned short port, int count) {
+    const auto chat = [port](int i) {
+        std::string system = "Tenant " + std::to_string(i) + ": ";
+        while (system.size() < 400)
+            system +=
+                "the replica that already holds the prefix " + std::to_string(i) + " serves it. ";
+        return post_json(port, "/v1/chat/completions",
+                         R"({"messages":[{"role":"system","content":")" + system +
+                             R"("},{"role":"user","content":"go"}],"max_tokens":2})");
+    };
+    std::map<int, std::string> placed;
+    for (int i = 0; i < count; ++i) {
+        const auto r = chat(i);
+        REQUIRE(r.status == 200);
+        placed[i] = r.header("x-lanes-replica");
+    }
+    for (int i = 0; i < count; ++i) {
+        const auto r = chat(i);
+        REQUIRE(r.status == 200);
+        INFO("prompt " << i);
+        CHECK(r.header("x-lanes-replica") == placed[i]);
+        CHECK(r.header("x-lanes-route-reason") == "prefix_match_precise");
+    }
+}
+
 } // namespace lanes::test
