@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 
-
 using namespace lanes;
 using namespace lanes::test;
 using namespace std::chrono_literals;
